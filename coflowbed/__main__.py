@@ -1,0 +1,6 @@
+"""``python -m coflowbed``."""
+import sys
+
+from coflowbed.cli import main
+
+sys.exit(main())

@@ -1,0 +1,88 @@
+"""The policy interface: pure functions of coflow state, used alike by the emulator's
+controller, the flow-level simulator and the unit tests.
+
+A policy sees the active coflows (``CoflowState``) and the fabric's port capacities
+(``FabricView``) and returns, per coflow, a ``Decision``: a *rank* (smaller = more
+urgent; any tuple or number, ties allowed) and optionally per-flow rates in bit/s.
+Ranks are compressed onto the K hardware levels by ``controller.compress`` — policies
+never deal with K except D-CLAS, whose queues are levels by definition.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from workload.dag import Coflow
+
+Rank = tuple  # compared lexicographically; policies return tuples of numbers
+
+
+@dataclass
+class CoflowState:
+    """What a scheduler may know of one active coflow at time ``now``.
+
+    ``remaining`` maps flow id -> bytes not yet delivered (clairvoyant policies use it;
+    non-clairvoyant ones must only read ``bytes_sent``).  ``arrival_seq`` is the global
+    arrival order (0, 1, ...), used to break ties deterministically.
+    """
+
+    coflow: Coflow
+    arrival_s: float
+    arrival_seq: int
+    bytes_sent: int = 0
+    remaining: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def coflow_id(self) -> str:
+        """The coflow's id."""
+        return self.coflow.coflow_id
+
+    def remaining_flows(self):
+        """Flows of this coflow that still have bytes to deliver."""
+        return [f for f in self.coflow.flows if self.remaining.get(f.flow_id, f.bytes) > 0]
+
+
+@dataclass(frozen=True)
+class FabricView:
+    """Port capacities a policy may use: every host's uplink (egress) and downlink
+    (ingress) in bit/s.  The leaf-spine core is assumed non-blocking by policies
+    (as Varys, Aalo and Sincronia assume a big switch)."""
+
+    egress_bps: Mapping[str, float]
+    ingress_bps: Mapping[str, float]
+    levels: int = 8
+
+    @classmethod
+    def uniform(cls, hosts, bps: float, levels: int = 8) -> "FabricView":
+        """Every host port at the same rate ``bps`` each way."""
+        hosts = list(hosts)
+        return cls({h: bps for h in hosts}, {h: bps for h in hosts}, levels)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Rank (smaller = more urgent) and optional per-flow rates (bit/s) of a coflow."""
+
+    rank: Rank
+    flow_rates_bps: Mapping[str, float] | None = None
+
+
+class Policy(ABC):
+    """Base class of scheduling policies.  Subclasses set ``name`` and implement
+    ``decide``; ``clairvoyant`` says whether they read flow sizes."""
+
+    name: str = ""
+    clairvoyant: bool = False
+    # Thresholds on bytes_sent at which decisions may change without an arrival or a
+    # completion (D-CLAS); the controller re-decides when a coflow crosses one.
+    byte_thresholds: Sequence[int] = ()
+
+    def __init__(self, **params: Any) -> None:
+        if params:
+            raise ValueError(f"policy {self.name!r} takes no parameters {sorted(params)}")
+
+    @abstractmethod
+    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
+               now: float) -> dict[str, Decision]:
+        """Return a Decision for every coflow in ``states``."""

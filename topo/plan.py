@@ -1,0 +1,151 @@
+"""The fabric plan: names, dpids, ports, IP and MAC addresses of a leaf-spine fabric,
+computed purely from its dimensions.  The Mininet ``Topo``, the controller and the
+orchestrator all read this one plan, so they can never disagree on a port number.
+
+Addressing (documented in docs/fabric.md):
+
+- leaves ``l1..lL`` (dpid ``0x1000 + l``), spines ``s1..sS`` (dpid ``0x2000 + s``);
+- hosts ``h<l><n>`` (leaf l, n-th host, both 1..9): IP ``10.0.<l>.<n>/16``,
+  MAC ``00:00:00:00:<l>:<n>`` (hex);
+- on leaf l: port n faces host h<l><n>, port ``H + s`` faces spine s;
+- on spine s: port l faces leaf l.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+MAX_LEAVES = 9
+MAX_HOSTS_PER_LEAF = 9
+MAX_SPINES = 8
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """One host: name, leaf index, position on the leaf, addresses."""
+
+    name: str
+    leaf: int
+    index: int
+    ip: str
+    mac: str
+
+    @property
+    def leaf_port(self) -> int:
+        """Port number on its leaf."""
+        return self.index
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    """One switch: name, role ("leaf"/"spine"), index and dpid."""
+
+    name: str
+    role: str
+    index: int
+    dpid: int
+
+    @property
+    def dpid_str(self) -> str:
+        """16-hex-digit dpid, as Mininet and OVS spell it."""
+        return f"{self.dpid:016x}"
+
+
+@dataclass(frozen=True)
+class LinkPlan:
+    """One link between two nodes, with port numbers on both ends and its rate."""
+
+    node1: str
+    port1: int
+    node2: str
+    port2: int
+    bw_mbps: float
+
+
+@dataclass(frozen=True)
+class FabricPlan:
+    """A leaf-spine fabric: dimensions, rates and everything derived from them."""
+
+    spines: int
+    leaves: int
+    hosts_per_leaf: int
+    host_bw_mbps: float
+    fabric_bw_mbps: float
+    hosts: tuple[HostPlan, ...] = field(init=False)
+    switches: tuple[SwitchPlan, ...] = field(init=False)
+    links: tuple[LinkPlan, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        _check_dims(self.spines, self.leaves, self.hosts_per_leaf)
+        for key in ("host_bw_mbps", "fabric_bw_mbps"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"{key} must be > 0, got {getattr(self, key)}")
+        object.__setattr__(self, "hosts", tuple(self._make_hosts()))
+        object.__setattr__(self, "switches", tuple(self._make_switches()))
+        object.__setattr__(self, "links", tuple(self._make_links()))
+
+    def _make_hosts(self):
+        for l in range(1, self.leaves + 1):
+            for n in range(1, self.hosts_per_leaf + 1):
+                yield HostPlan(f"h{l}{n}", l, n, f"10.0.{l}.{n}", f"00:00:00:00:{l:02x}:{n:02x}")
+
+    def _make_switches(self):
+        for l in range(1, self.leaves + 1):
+            yield SwitchPlan(f"l{l}", "leaf", l, 0x1000 + l)
+        for s in range(1, self.spines + 1):
+            yield SwitchPlan(f"s{s}", "spine", s, 0x2000 + s)
+
+    def _make_links(self):
+        for h in self.hosts:
+            yield LinkPlan(h.name, 0, f"l{h.leaf}", h.leaf_port, self.host_bw_mbps)
+        for l in range(1, self.leaves + 1):
+            for s in range(1, self.spines + 1):
+                yield LinkPlan(f"l{l}", self.uplink_port(s), f"s{s}", l, self.fabric_bw_mbps)
+
+    def uplink_port(self, spine: int) -> int:
+        """Port number on every leaf that faces spine ``spine`` (1-based)."""
+        return self.hosts_per_leaf + spine
+
+    def host(self, name: str) -> HostPlan:
+        """The host called ``name``; KeyError naming it otherwise."""
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(f"unknown host {name!r}")
+
+    def host_names(self) -> list[str]:
+        """Names of all hosts, leaf by leaf."""
+        return [h.name for h in self.hosts]
+
+    def switch(self, name: str) -> SwitchPlan:
+        """The switch called ``name``."""
+        for s in self.switches:
+            if s.name == name:
+                return s
+        raise KeyError(f"unknown switch {name!r}")
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict with the dimensions and everything derived."""
+        d = {k: getattr(self, k) for k in
+             ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps")}
+        d["hosts"] = [asdict(h) for h in self.hosts]
+        d["switches"] = [asdict(s) for s in self.switches]
+        d["links"] = [asdict(k) for k in self.links]
+        return d
+
+    def to_json(self) -> str:
+        """The plan as JSON text (the controller reads this)."""
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FabricPlan":
+        """Rebuild a plan from ``to_dict`` output (derived parts are recomputed)."""
+        return cls(d["spines"], d["leaves"], d["hosts_per_leaf"],
+                   d["host_bw_mbps"], d["fabric_bw_mbps"])
+
+
+def _check_dims(spines: int, leaves: int, hosts_per_leaf: int) -> None:
+    for key, val, hi in (("spines", spines, MAX_SPINES), ("leaves", leaves, MAX_LEAVES),
+                         ("hosts_per_leaf", hosts_per_leaf, MAX_HOSTS_PER_LEAF)):
+        if not isinstance(val, int) or isinstance(val, bool) or not 1 <= val <= hi:
+            raise ValueError(f"{key} must be an integer in 1..{hi}, got {val!r}")

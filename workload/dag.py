@@ -1,0 +1,178 @@
+"""The coflow DAG: the one data model shared by generator, trace readers, policies,
+simulator and emulator orchestrator.
+
+A DAG holds two kinds of nodes, both named by a unique string id:
+
+- ``Compute``: a delay on one host (a GPU's forward/backward work), ``duration_s``.
+- ``Coflow``: a set of flows that belong together, with its identity (job, iteration,
+  microbatch MID, type, layer LID, collective, step) that policies may read.
+
+A node may start when every node in its ``deps`` has finished and, for coflows, not
+before ``release_s`` (trace arrival time).  Nothing here knows about Mininet or switches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterable, Iterator
+
+
+class CoflowType(str, Enum):
+    """What a coflow carries; PP/EP/DP cross the fabric, TP stays inside a server."""
+
+    PP = "PP"
+    EP = "EP"
+    DP = "DP"
+    TP = "TP"
+    OTHER = "OTHER"  # trace coflows (e.g. Facebook MapReduce shuffles)
+
+
+@dataclass(frozen=True)
+class CoflowIdentity:
+    """Static model factors of a coflow (Hermod's MID, CType, LID and the rest)."""
+
+    ctype: CoflowType = CoflowType.OTHER
+    job: str = "job0"
+    iteration: int = 0
+    mid: int = 0  # microbatch id within the iteration
+    lid: int = 0  # layer id (global layer index)
+    collective: str = ""  # e.g. "send_recv", "reduce_scatter", "all_gather", "all_to_all"
+    step: int = 0  # step of a ring collective or sub-phase of a decomposed all-to-all
+    phase: str = ""  # "fwd", "bwd" or "" (e.g. DP after backward)
+    stage: int = -1  # pipeline stage that issues it, -1 when not applicable
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One point-to-point transfer of ``bytes`` from host ``src`` to host ``dst``."""
+
+    flow_id: str
+    src: str
+    dst: str
+    bytes: int
+
+    def __post_init__(self) -> None:
+        if self.src == self.dst:
+            raise ValueError(f"flow {self.flow_id}: src and dst are both {self.src}")
+        if self.bytes <= 0:
+            raise ValueError(f"flow {self.flow_id}: bytes must be > 0, got {self.bytes}")
+
+
+@dataclass(frozen=True)
+class Coflow:
+    """A set of flows with one identity, released after its dependencies."""
+
+    coflow_id: str
+    flows: tuple[Flow, ...]
+    identity: CoflowIdentity = field(default_factory=CoflowIdentity)
+    deps: tuple[str, ...] = ()
+    release_s: float = 0.0
+
+    @property
+    def bytes(self) -> int:
+        """Total bytes of all flows."""
+        return sum(f.bytes for f in self.flows)
+
+    @property
+    def ctype(self) -> CoflowType:
+        """Shortcut for the identity's coflow type."""
+        return self.identity.ctype
+
+
+@dataclass(frozen=True)
+class Compute:
+    """A compute delay on one host (forward or backward work of a pipeline stage)."""
+
+    node_id: str
+    host: str
+    duration_s: float
+    deps: tuple[str, ...] = ()
+    label: str = ""  # e.g. "fwd mb3 stage1"
+    iteration: int = 0
+
+
+Node = Coflow | Compute
+
+
+@dataclass
+class Dag:
+    """Coflows and compute nodes with dependencies, plus free-form metadata
+    (job name, byte scale factor, model, parallelism) that result files repeat."""
+
+    coflows: list[Coflow] = field(default_factory=list)
+    computes: list[Compute] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    def nodes(self) -> Iterator[Node]:
+        """All nodes, computes first."""
+        yield from self.computes
+        yield from self.coflows
+
+    def node_ids(self) -> set[str]:
+        """The set of all node ids."""
+        return {node_id(n) for n in self.nodes()}
+
+    def hosts(self) -> set[str]:
+        """Every host that sends, receives or computes."""
+        hosts = {c.host for c in self.computes}
+        for cf in self.coflows:
+            for f in cf.flows:
+                hosts.update((f.src, f.dst))
+        return hosts
+
+    def iterations(self) -> list[int]:
+        """Sorted iteration numbers present in the DAG."""
+        its = {c.iteration for c in self.computes} | {cf.identity.iteration for cf in self.coflows}
+        return sorted(its)
+
+    def validate(self) -> None:
+        """Raise ValueError on duplicate ids, unknown dependencies or a cycle."""
+        ids: set[str] = set()
+        for n in self.nodes():
+            nid = node_id(n)
+            if nid in ids:
+                raise ValueError(f"duplicate node id {nid!r}")
+            ids.add(nid)
+        for n in self.nodes():
+            for d in n.deps:
+                if d not in ids:
+                    raise ValueError(f"node {node_id(n)!r} depends on unknown node {d!r}")
+        topological_order(self)
+
+
+def node_id(n: Node) -> str:
+    """The id of a compute or coflow node."""
+    return n.node_id if isinstance(n, Compute) else n.coflow_id
+
+
+def topological_order(dag: Dag) -> list[str]:
+    """Node ids in a dependency-respecting order (Kahn); ValueError on a cycle."""
+    indeg: dict[str, int] = {}
+    children: dict[str, list[str]] = {}
+    for n in dag.nodes():
+        nid = node_id(n)
+        indeg[nid] = len(n.deps)
+        for d in n.deps:
+            children.setdefault(d, []).append(nid)
+    ready = [nid for nid, k in indeg.items() if k == 0]
+    order: list[str] = []
+    while ready:
+        nid = ready.pop()
+        order.append(nid)
+        for c in children.get(nid, ()):
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                ready.append(c)
+    if len(order) != len(indeg):
+        stuck = sorted(k for k, v in indeg.items() if v > 0)[:5]
+        raise ValueError(f"dependency cycle among nodes such as {stuck}")
+    return order
+
+
+def coflows_by_type(coflows: Iterable[Coflow]) -> dict[str, tuple[int, int]]:
+    """Per coflow type: (number of coflows, total bytes)."""
+    out: dict[str, tuple[int, int]] = {}
+    for cf in coflows:
+        n, b = out.get(cf.ctype.value, (0, 0))
+        out[cf.ctype.value] = (n + 1, b + cf.bytes)
+    return out
