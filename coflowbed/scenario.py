@@ -1,0 +1,211 @@
+"""Scenario files (YAML): fabric, switch kind, queues, policy, workload, seeds.
+
+Everything is validated before anything starts; see docs/scenarios.md for the schema.
+The workload is one of: an explicit ``coflows`` list, an LLM ``job`` (preset name or job
+YAML), or a coflow-benchmark ``trace``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coflowbed.config import Section, choice, integer, load_yaml, number, string
+from coflowbed.errors import UserError
+from topo.plan import MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_SPINES, FabricPlan
+from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow
+from workload.marking import MAX_LEVELS
+
+SWITCH_KINDS = ("ovs", "bmv2")
+# Link options Mininet's TCLink offers but this kernel cannot do (no netem): say so.
+UNSUPPORTED_LINK_KEYS = {
+    k: "not supported: the kernel has no netem qdisc, so link delay/loss/jitter cannot be emulated"
+    for k in ("delay", "delay_ms", "loss", "loss_pct", "jitter", "jitter_ms", "max_queue_size")
+}
+
+
+@dataclass
+class Scenario:
+    """A validated scenario; ``dag`` holds the coflows (and computes) to run."""
+
+    source: str
+    name: str
+    plan: FabricPlan
+    levels: int
+    queue_packets: int
+    switch: str
+    policy: str
+    policy_params: dict
+    seed: int
+    timeout_s: float
+    dag: Dag
+    static_levels: dict[str, int] = field(default_factory=dict)
+    static_rates_mbps: dict[str, float] = field(default_factory=dict)
+    raw: dict = field(default_factory=dict)
+
+    @property
+    def byte_scale(self) -> float:
+        """Factor real bytes were multiplied by to fit the emulated links."""
+        return float(self.dag.meta.get("byte_scale", 1.0))
+
+
+def load_scenario(path: Path | str, overrides: dict | None = None) -> Scenario:
+    """Read and validate a scenario file; UserError (one line) on any problem."""
+    path = Path(path)
+    raw = load_yaml(path)
+    if isinstance(raw, dict) and overrides:
+        raw = {**raw, **overrides}
+    top = Section(str(path), "", raw)
+    scen = _parse(top, path)
+    top.done()
+    return scen
+
+
+def _parse(top: Section, path: Path) -> Scenario:
+    name = top.get("name", path.stem, string)
+    plan = _parse_fabric(top.section("fabric"))
+    levels = top.get("levels", MAX_LEVELS, integer(1, MAX_LEVELS))
+    queue_packets = top.get("queue_packets", 100, integer(2, 100000))
+    switch = top.get("switch", "ovs", choice(SWITCH_KINDS))
+    policy, params = _parse_policy(top)
+    seed = top.get("seed", 1, integer(0))
+    timeout_s = top.get("timeout_s", 600.0, number(positive=True))
+    dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path, seed)
+    if policy == "static" and not static_levels:
+        raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
+    return Scenario(str(path), name, plan, levels, queue_packets, switch, policy, params, seed,
+                    timeout_s, dag, static_levels, rates, dict(top._data))
+
+
+def _parse_fabric(sec: Section) -> FabricPlan:
+    spines = sec.need("spines", integer(1, MAX_SPINES))
+    leaves = sec.need("leaves", integer(1, MAX_LEAVES))
+    hpl = sec.need("hosts_per_leaf", integer(1, MAX_HOSTS_PER_LEAF))
+    host_bw = sec.need("host_bw_mbps", number(positive=True, hi=10000))
+    fabric_bw = sec.get("fabric_bw_mbps", host_bw, number(positive=True, hi=10000))
+    sec.done(UNSUPPORTED_LINK_KEYS)
+    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw)
+
+
+def _parse_policy(top: Section) -> tuple[str, dict]:
+    value = top.get("policy", "static")
+    if isinstance(value, str):
+        return _check_policy_name(top, value), {}
+    sec = top.section("policy")
+    name = _check_policy_name(top, sec.need("name", string))
+    params = sec.get("params", {}, _mapping)
+    sec.done()
+    return name, params
+
+
+def _check_policy_name(top: Section, name: str) -> str:
+    """Known policy names: 'static' plus whatever the policy registry offers."""
+    from controller import policies  # imported late: the registry imports every policy
+
+    known = ["static", *policies.names()]
+    if name not in known:
+        raise top.fail("policy", f"unknown policy {name!r} (known: {', '.join(known)})")
+    return name
+
+
+def _mapping(v: Any) -> dict:
+    if not isinstance(v, dict):
+        raise ValueError(f"must be a mapping, got {v!r}")
+    return v
+
+
+def _parse_workload(sec: Section, plan: FabricPlan, levels: int, path: Path,
+                    seed: int) -> tuple[Dag, dict, dict]:
+    kinds = [k for k in ("coflows", "job", "trace") if sec.has(k)]
+    if len(kinds) != 1:
+        raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace")
+    if kinds[0] == "coflows":
+        dag, lv, rates = _parse_coflows(sec, plan, levels)
+    elif kinds[0] == "job":
+        dag, lv, rates = _parse_job(sec, plan, path, seed), {}, {}
+    else:
+        dag, lv, rates = _parse_trace(sec, plan, path), {}, {}
+    sec.done()
+    return dag, lv, rates
+
+
+def _parse_coflows(sec: Section, plan: FabricPlan, levels: int) -> tuple[Dag, dict, dict]:
+    items = sec.get("coflows")
+    if not isinstance(items, list) or not items:
+        raise sec.fail("coflows", "must be a non-empty list")
+    hosts = set(plan.host_names())
+    coflows, lv, rates = [], {}, {}
+    for i, item in enumerate(items):
+        cs = Section(sec.source, f"workload.coflows[{i}]", item)
+        cf, level, rate = _parse_one_coflow(cs, i, hosts, levels)
+        if any(c.coflow_id == cf.coflow_id for c in coflows):
+            raise cs.fail("id", f"duplicate coflow id {cf.coflow_id!r}")
+        coflows.append(cf)
+        if level is not None:
+            lv[cf.coflow_id] = level
+        if rate is not None:
+            rates[cf.coflow_id] = rate
+    return Dag(coflows=coflows, meta={"byte_scale": sec.get("byte_scale", 1.0, number(positive=True)),
+                                      "workload": "coflows"}), lv, rates
+
+
+def _parse_one_coflow(cs: Section, i: int, hosts: set[str], levels: int):
+    cid = str(cs.get("id", f"c{i + 1}"))
+    arrival = cs.get("arrival_s", 0.0, number(lo=0))
+    level = cs.get("level", None, integer(0, levels - 1))
+    rate = cs.get("rate_mbps", None, number(positive=True))
+    ctype = CoflowType(cs.get("type", "OTHER", choice([t.value for t in CoflowType])))
+    ident = CoflowIdentity(ctype=ctype, mid=cs.get("mid", 0, integer(0)),
+                           lid=cs.get("lid", 0, integer(0)))
+    flows_raw = cs.get("flows")
+    if not isinstance(flows_raw, list) or not flows_raw:
+        raise cs.fail("flows", "must be a non-empty list of {src, dst, bytes}")
+    flows = tuple(_parse_flow(Section(cs.source, f"{cs.key}.flows[{j}]", fr), f"{cid}.f{j}", hosts)
+                  for j, fr in enumerate(flows_raw))
+    cs.done()
+    return Coflow(cid, flows, ident, release_s=arrival), level, rate
+
+
+def _parse_flow(fs: Section, flow_id: str, hosts: set[str]) -> Flow:
+    def host(v: Any) -> str:
+        if v not in hosts:
+            raise ValueError(f"unknown host {v!r} (the fabric has {', '.join(sorted(hosts))})")
+        return v
+    src, dst = fs.need("src", host), fs.need("dst", host)
+    nbytes = fs.need("bytes", integer(1))
+    if src == dst:
+        raise fs.fail("dst", f"same host as src ({src})")
+    fs.done()
+    return Flow(flow_id, src, dst, nbytes)
+
+
+def _parse_job(sec: Section, plan: FabricPlan, path: Path, seed: int) -> Dag:
+    """An LLM job: a preset name or a job YAML path (relative to the scenario)."""
+    from workload import generate
+    from workload.jobspec import load_job, preset_path
+
+    ref = sec.get("job", None, string)
+    job_path = preset_path(ref) if preset_path(ref) else (path.parent / ref)
+    overrides = sec.get("overrides", {}, _mapping)
+    try:
+        job = load_job(job_path, overrides=overrides)
+    except ValueError as exc:
+        raise UserError(str(job_path), None, str(exc)) from None
+    return generate(job, plan.host_names())
+
+
+def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
+    """A coflow-benchmark trace mapped onto the fabric's hosts (docs/workloads.md)."""
+    from workload import fbtrace
+
+    ts = sec.section("trace")
+    trace_path = path.parent / ts.need("path", string)
+    opts = dict(limit=ts.get("coflows", None, integer(1)), skip=ts.get("skip", 0, integer(0)),
+                time_scale=ts.get("time_scale", 1.0, number(positive=True)),
+                byte_scale=ts.get("byte_scale", 1.0, number(positive=True)))
+    ts.done()
+    try:
+        trace = fbtrace.read_trace(trace_path)
+        return fbtrace.to_dag(trace, plan.host_names(), **opts)
+    except ValueError as exc:
+        raise UserError(str(trace_path), None, str(exc)) from None
