@@ -18,7 +18,9 @@ COMMANDS = ("run", "compare", "clean", "workload", "simulate", "check", "plot")
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every available subcommand."""
-    parser = argparse.ArgumentParser(prog="coflowbed", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="coflowbed",
+        description="coflowbed: emulated testbed for coflow scheduling in LLM-training networks")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     sub = parser.add_subparsers(dest="command", required=True)

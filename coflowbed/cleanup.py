@@ -1,0 +1,120 @@
+"""``coflowbed clean``: end what runs of this project left behind, and nothing else.
+
+Order: ask a live runner to stop (SIGTERM, it cleans up itself), then end every process
+carrying our environment marker by PID, delete the interfaces the run registered,
+restore the sysctl the OVS service changed, and drop the state file.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from coflowbed import runstate
+from coflowbed.runstate import RunState
+
+log = logging.getLogger("clean")
+
+
+def _protected() -> set[int]:
+    """Our own PID and our ancestors': never signalled (they may carry the marker)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def end_pids(pids: list[int], grace_s: float = 3.0) -> list[int]:
+    """SIGTERM ``pids``, wait up to ``grace_s`` for them to exit, SIGKILL the rest.
+    Returns the PIDs that were signalled."""
+    pids = [p for p in pids if p not in _protected()]
+    fds = _pidfds(pids)
+    for p in pids:
+        _signal(p, signal.SIGTERM)
+    _wait_exit(fds, grace_s)
+    for p in pids:
+        if runstate.pid_alive(p):
+            _signal(p, signal.SIGKILL)
+    _wait_exit(fds, 2.0)
+    for fd in fds.values():
+        os.close(fd)
+    return pids
+
+
+def _pidfds(pids: list[int]) -> dict[int, int]:
+    """pidfds (readable once the process exits) of the PIDs that still exist."""
+    fds = {}
+    for p in pids:
+        try:
+            fds[p] = os.pidfd_open(p)
+        except ProcessLookupError:
+            pass
+    return fds
+
+
+def _wait_exit(fds: dict[int, int], timeout_s: float) -> None:
+    """Wait until every process behind ``fds`` exited, or ``timeout_s`` passed."""
+    poller = select.poll()
+    for fd in fds.values():
+        poller.register(fd, select.POLLIN)
+    pending, deadline = len(fds), time.monotonic() + timeout_s
+    while pending and (left := deadline - time.monotonic()) > 0:
+        for fd, _ in poller.poll(left * 1000):
+            poller.unregister(fd)
+            pending -= 1
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def delete_interfaces(names: list[str]) -> list[str]:
+    """Delete the named links that still exist in this namespace; returns those deleted."""
+    present = set(Path("/sys/class/net").iterdir()) if Path("/sys/class/net").is_dir() else set()
+    present_names = {p.name for p in present}
+    deleted = []
+    for name in names:
+        if name in present_names:
+            subprocess.run(["ip", "link", "del", "dev", name], check=False,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deleted.append(name)
+    return deleted
+
+
+def clean_run(state: RunState) -> dict:
+    """Clean up one registered run; returns what was done."""
+    done: dict = {"run": state.run_id}
+    if state.runner_pid not in _protected() and runstate.pid_alive(state.runner_pid):
+        done["runner"] = end_pids([state.runner_pid], grace_s=20.0)
+    done["processes"] = end_pids(runstate.marked_pids(state.run_id))
+    done["interfaces"] = delete_interfaces(state.interfaces)
+    if state.ovs_dir:
+        _restore_ovs_sysctl(Path(state.ovs_dir))
+    state.remove()
+    return done
+
+
+def _restore_ovs_sysctl(ovs_dir: Path) -> None:
+    from topo import ovs
+
+    ovs.restore_sysctl(ovs_dir)
+
+
+def clean_all() -> list[dict]:
+    """Clean every registered run, then any stray marked process."""
+    reports = [clean_run(s) for s in runstate.load_states()]
+    stray = end_pids(runstate.marked_pids())
+    if stray:
+        reports.append({"run": "(unregistered)", "processes": stray})
+    return reports

@@ -1,0 +1,83 @@
+"""Run folders: ``results/<time>-<topo>-<workload>-<policy>/`` holding the resolved
+inputs (``scenario.yaml``, ``dag.json``, ``fabric.json``) and the versions of what ran."""
+from __future__ import annotations
+
+import json
+import platform
+import re
+import subprocess
+import time
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+
+import yaml
+
+from coflowbed.scenario import Scenario
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_dir_name(scen: Scenario, policy: str | None = None, now: float | None = None) -> str:
+    """``<YYYYmmdd-HHMMSS>-<S>s<L>l<H>h-<scenario>-<policy>``, filesystem-safe."""
+    p = scen.plan
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    name = f"{stamp}-{p.spines}s{p.leaves}l{p.hosts_per_leaf}h-{scen.name}-{policy or scen.policy}"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def new_run_dir(base: Path, scen: Scenario, policy: str | None = None) -> Path:
+    """Create a fresh run folder under ``base`` (suffix -2, -3… if the name exists)."""
+    name = run_dir_name(scen, policy)
+    for i in range(1, 1000):
+        d = Path(base) / (name if i == 1 else f"{name}-{i}")
+        try:
+            d.mkdir(parents=True)
+            return d
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"cannot create a run folder under {base}")
+
+
+def resolved_scenario(scen: Scenario) -> dict:
+    """The scenario as run: the file's content plus every default made explicit."""
+    out = dict(scen.raw)
+    out.update(name=scen.name, levels=scen.levels, queue_packets=scen.queue_packets,
+               switch=scen.switch, seed=scen.seed, timeout_s=scen.timeout_s,
+               policy={"name": scen.policy, "params": scen.policy_params})
+    out["fabric"] = {k: v for k, v in scen.plan.to_dict().items()
+                     if k not in ("hosts", "switches", "links")}
+    return out
+
+
+def versions() -> dict:
+    """Versions of what ran: python, packages, OVS, kernel, git commit."""
+    out = {"python": platform.python_version(), "kernel": platform.release()}
+    for pkg in ("os-ken", "mininet", "numpy", "scipy"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    out["ovs"] = _cmd_first_line(["ovs-vswitchd", "--version"])
+    out["git"] = _cmd_first_line(["git", "-C", str(REPO), "describe", "--always", "--dirty"])
+    return out
+
+
+def _cmd_first_line(argv: list[str]) -> str | None:
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = res.stdout.strip().splitlines()
+    return lines[0] if res.returncode == 0 and lines else None
+
+
+def write_inputs(scen: Scenario, out_dir: Path) -> None:
+    """Write the resolved scenario, the DAG, the fabric plan and versions."""
+    from workload import dagjson
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(resolved_scenario(scen), sort_keys=False))
+    dagjson.dump(scen.dag, out_dir / "dag.json")
+    (out_dir / "fabric.json").write_text(scen.plan.to_json())
+    (out_dir / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")

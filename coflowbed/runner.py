@@ -1,0 +1,200 @@
+"""One emulated run, start to finish: OVS, controller, fabric, agents, DAG execution,
+results — and clean-up of all of it on success, failure, Ctrl-C and SIGTERM.
+
+The registry entry (``coflowbed.runstate``) is written before anything starts, so a run
+killed with SIGKILL is still cleaned by ``coflowbed clean``.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coflowbed import results, runstate
+from coflowbed.cleanup import delete_interfaces, end_pids
+from coflowbed.emulation import EmulationBackend
+from coflowbed.executor import DagExecutor, RunFailed
+from coflowbed.rundir import write_inputs
+from coflowbed.scenario import Scenario
+from coflowbed.scheduling import LiveScheduler, PolicyError
+from controller.policies.base import FabricView
+
+log = logging.getLogger("runner")
+
+DATA_PORT = 5001
+START_TIMEOUT_S = 60.0
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGINT arrived; unwind and clean up."""
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced."""
+
+    out_dir: Path
+    summary: dict
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def run_scenario(scen: Scenario, out_dir: Path) -> RunOutcome:
+    """Run ``scen`` on a fresh emulated fabric; results go to ``out_dir``."""
+    run_id = out_dir.name
+    state = runstate.RunState(run_id, os.getpid(), str(out_dir),
+                              interfaces=_interface_names(scen), ovs_dir="")
+    runtime = runstate.STATE_DIR / run_id
+    state.ovs_dir = str(runtime)
+    state.save()
+    write_inputs(scen, out_dir)
+    old_env = os.environ.get(runstate.ENV_MARKER)
+    os.environ[runstate.ENV_MARKER] = run_id
+    try:
+        with _signals_raise():
+            return _run(scen, out_dir, runtime)
+    finally:
+        _restore_env(old_env)
+        _final_cleanup(state, runtime)
+
+
+def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
+    """Start everything, execute, write results (partial on any failure)."""
+    executor, backend, error, info = None, None, None, {}
+    t_start = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        try:
+            controller, agents, info["bringup_s"] = _start_all(scen, out_dir, runtime, stack)
+            backend = _backend(scen, controller, agents)
+            executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress)
+            executor.run(deadline_s=scen.timeout_s)
+        except (RunFailed, PolicyError, Interrupted, KeyboardInterrupt, RuntimeError,
+                TimeoutError, OSError) as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            log.error("run stopped: %s", error)
+        info["wall_s"] = round(time.monotonic() - t_start, 3)
+        summary = _write(scen, out_dir, executor, backend, error, info)
+    return RunOutcome(out_dir, summary, error)
+
+
+def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.ExitStack):
+    """OVS, controller, fabric and agents, each registered for teardown on ``stack``."""
+    from coflowbed.agents import AgentSet
+    from coflowbed.services import start_controller
+    from topo.net import start_fabric
+    from topo.ovs import OvsService
+
+    t0 = time.monotonic()
+    ovs = stack.enter_context(OvsService(runtime))
+    controller, of_port = start_controller(scen, out_dir, runtime, stack)
+    fabric = start_fabric(scen.plan, runtime, of_port, scen.levels, scen.queue_packets,
+                          switch=scen.switch)
+    stack.callback(fabric.stop)
+    controller.wait_ready(START_TIMEOUT_S)
+    agents = AgentSet([fabric.net.get(h) for h in scen.plan.host_names()], runtime,
+                      DATA_PORT, log_dir=out_dir / "agents")
+    stack.callback(agents.stop)
+    agents.start(START_TIMEOUT_S)
+    bringup_s = time.monotonic() - t0
+    log.info("fabric up in %.1f s (%d switches, %d hosts, OVS pids %s)", bringup_s,
+             len(scen.plan.switches), len(scen.plan.hosts), ovs.pids())
+    return controller, agents, bringup_s
+
+
+def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
+    """The scheduler (policy or static levels) wired to controller and agents."""
+    from controller import policies
+
+    policy = None if scen.policy == "static" else policies.get(scen.policy, **scen.policy_params)
+    view = FabricView.uniform(scen.plan.host_names(), scen.plan.host_bw_mbps * 1e6, scen.levels)
+    sched = LiveScheduler(policy, view, scen.levels, scen.static_levels, scen.static_rates_mbps)
+    return EmulationBackend(sched, controller, agents, scen.plan, DATA_PORT)
+
+
+def _progress(rec: results.CoflowRecord, done: int, total: int) -> None:
+    """One line per finished coflow, with the count done / total."""
+    log.info("[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
+             done, total, rec.coflow_id, rec.ctype, rec.cct_s, rec.bytes, rec.level)
+
+
+def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
+           backend: EmulationBackend | None, error: str | None, info: dict) -> dict:
+    """Write result files; partial unless every coflow finished without error."""
+    coflows = list(executor.coflow_records.values()) if executor else []
+    flows = list(executor.flow_records.values()) if executor else []
+    its = executor.iteration_records() if executor else []
+    if backend is not None:
+        _annotate_levels(coflows, backend)
+    partial = error is not None or not coflows or any(c.finish_s is None for c in coflows)
+    extra = {"scenario": scen.name, "policy": scen.policy, "levels": scen.levels,
+             "switch": scen.switch, "byte_scale": scen.byte_scale, **info, "error": error, "fabric": {k: v for k, v in scen.plan.to_dict().items()
+                                        if k not in ("hosts", "switches", "links")}}
+    if backend is not None and backend.apply_latency_s:
+        lat = backend.apply_latency_s
+        extra["level_change_s"] = {"count": len(lat), "median": results.percentile(lat, 50),
+                                   "p95": results.percentile(lat, 95), "max": max(lat)}
+    summary = results.write_results(out_dir, flows, coflows, its, partial, extra)
+    log.info("results in %s (%s): avg CCT %s s, p95 %s s", out_dir,
+             "PARTIAL" if partial else "complete", _fmt(summary["avg_cct_s"]),
+             _fmt(summary["p95_cct_s"]))
+    return summary
+
+
+def _annotate_levels(coflows: list[results.CoflowRecord], backend: EmulationBackend) -> None:
+    """Record the last level (and rank) each coflow ran at."""
+    for rec in coflows:
+        rec.level = backend.scheduler.last_level.get(rec.coflow_id)
+        rank = backend.scheduler.last_rank.get(rec.coflow_id)
+        rec.rank = "" if rank is None else str(rank)
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _interface_names(scen: Scenario) -> list[str]:
+    """Root-namespace interfaces the fabric creates (switch side of every link)."""
+    from topo.net import interface_names
+
+    return interface_names(scen.plan)
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """Turn SIGTERM (and SIGHUP) into an exception so the run unwinds and cleans up."""
+    def handler(signum, _frame):
+        raise Interrupted(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _restore_env(old: str | None) -> None:
+    if old is None:
+        os.environ.pop(runstate.ENV_MARKER, None)
+    else:
+        os.environ[runstate.ENV_MARKER] = old
+
+
+def _final_cleanup(state: runstate.RunState, runtime: Path) -> None:
+    """Whatever the teardown missed: marked processes, interfaces, the registry entry."""
+    leftovers = end_pids(runstate.marked_pids(state.run_id))
+    deleted = delete_interfaces(state.interfaces)
+    if leftovers or deleted:
+        log.warning("clean-up ended %d stray processes and deleted %d interfaces",
+                    len(leftovers), len(deleted))
+    from topo.ovs import restore_sysctl
+
+    restore_sysctl(runtime)
+    subprocess.run(["rm", "-rf", "--", str(runtime)], check=False)
+    state.remove()

@@ -1,0 +1,196 @@
+"""Live scheduling: turns policy decisions into controller writes, without doing I/O.
+
+``LiveScheduler`` keeps the active coflows, their tags (DSCP 1..55, recycled) and their
+installed (level, rates).  On every arrival, completion or byte-threshold crossing it
+asks the policy, compresses ranks onto the K levels and returns only what changed:
+controller entries to set, tags to clear, and host socket priorities to update.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from controller.policies.base import CoflowState, Decision, FabricView, Policy
+from workload.dag import Coflow
+from workload.marking import TAG_MAX, TAG_MIN, check_level
+
+log = logging.getLogger("scheduler")
+
+
+class PolicyError(Exception):
+    """The policy raised or returned something invalid; the run must stop."""
+
+
+@dataclass
+class Changes:
+    """What the fabric must apply after one scheduling decision."""
+
+    entries: list[dict] = field(default_factory=list)  # controller 'set' entries
+    clear_tags: list[int] = field(default_factory=list)
+    host_levels: list[tuple[str, int, int]] = field(default_factory=list)  # (host, tag, level)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries or self.clear_tags or self.host_levels)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What is installed for one coflow: its level and per-(src,dst) rates in Mbit/s."""
+
+    level: int
+    rate_mbps: float | None
+    flow_rates: tuple[tuple[str, str, float], ...]
+
+
+class TagPool:
+    """Recycled coflow tags; smallest free first so runs are reproducible."""
+
+    def __init__(self) -> None:
+        self._free = list(range(TAG_MAX, TAG_MIN - 1, -1))
+
+    def take(self) -> int:
+        """A free tag; RuntimeError if more than 55 coflows are active at once."""
+        if not self._free:
+            raise RuntimeError(f"more than {TAG_MAX - TAG_MIN + 1} coflows active at once")
+        return self._free.pop()
+
+    def give(self, tag: int) -> None:
+        """Return ``tag`` to the pool."""
+        self._free.append(tag)
+        self._free.sort(reverse=True)
+
+
+class LiveScheduler:
+    """Policy -> levels/rates for the active coflows; emits minimal ``Changes``."""
+
+    def __init__(self, policy: Policy | None, fabric: FabricView, levels: int,
+                 static_levels: dict[str, int] | None = None,
+                 static_rates_mbps: dict[str, float] | None = None) -> None:
+        self.policy, self.fabric, self.levels = policy, fabric, levels
+        self.static_levels = static_levels or {}
+        self.static_rates = static_rates_mbps or {}
+        self.states: dict[str, CoflowState] = {}
+        self.tags: dict[str, int] = {}
+        self.installed: dict[str, Installed] = {}
+        self.ranks: dict[str, tuple] = {}
+        self.last_level: dict[str, int] = {}  # kept after completion, for results
+        self.last_rank: dict[str, tuple] = {}
+        self._pool = TagPool()
+        self._seq = 0
+
+    def arrive(self, coflow: Coflow, now: float) -> Changes:
+        """Register ``coflow`` (gets a tag) and re-decide."""
+        self.states[coflow.coflow_id] = CoflowState(
+            coflow, now, self._seq, 0, {f.flow_id: f.bytes for f in coflow.flows})
+        self._seq += 1
+        self.tags[coflow.coflow_id] = self._pool.take()
+        return self._decide(now)
+
+    def flow_done(self, coflow_id: str, flow_id: str) -> None:
+        """A flow delivered everything: clairvoyant policies see 0 remaining."""
+        st = self.states.get(coflow_id)
+        if st is not None:
+            st.remaining[flow_id] = 0
+
+    def finish(self, coflow: Coflow, now: float) -> Changes:
+        """``coflow`` completed: clear its tag and re-decide the rest."""
+        cid = coflow.coflow_id
+        self.states.pop(cid, None)
+        self.installed.pop(cid, None)
+        tag = self.tags.pop(cid)
+        self._pool.give(tag)
+        changes = self._decide(now) if self.states else Changes()
+        changes.clear_tags.append(tag)
+        return changes
+
+    def bytes_sent(self, sent_by_tag: dict[int, int], now: float) -> Changes:
+        """Counter update; re-decide only if a coflow crossed a policy threshold."""
+        crossed = False
+        thresholds = getattr(self.policy, "byte_thresholds", ()) or ()
+        for cid, tag in self.tags.items():
+            st = self.states[cid]
+            new = max(st.bytes_sent, int(sent_by_tag.get(tag, 0)))
+            crossed |= any(st.bytes_sent < th <= new for th in thresholds)
+            st.bytes_sent = new
+        return self._decide(now) if crossed else Changes()
+
+    def level_of(self, coflow_id: str) -> int:
+        """The level currently installed for an active coflow."""
+        return self.installed[coflow_id].level
+
+    def _decide(self, now: float) -> Changes:
+        """Ask the policy, compress, diff against what is installed."""
+        wanted = self._wanted(now)
+        changes = Changes()
+        for cid, inst in wanted.items():
+            old = self.installed.get(cid)
+            if old == inst:
+                continue
+            self.installed[cid] = inst
+            self.last_level[cid] = inst.level
+            tag = self.tags[cid]
+            changes.entries.append(_entry(tag, inst))
+            if old is not None and old.level != inst.level:
+                senders = {f.src for f in self.states[cid].coflow.flows}
+                changes.host_levels.extend((h, tag, inst.level) for h in sorted(senders))
+        return changes
+
+    def _wanted(self, now: float) -> dict[str, Installed]:
+        """Installed state every active coflow should have now."""
+        states = list(self.states.values())
+        if self.policy is None:
+            return {s.coflow_id: Installed(self.static_levels.get(s.coflow_id, self.levels - 1),
+                                           self.static_rates.get(s.coflow_id), ())
+                    for s in states}
+        decisions = self._call_policy(states, now)
+        levels = self._compress({cid: d.rank for cid, d in decisions.items()})
+        return {cid: Installed(levels[cid], None, _flow_rates(self.states[cid], decisions[cid]))
+                for cid in decisions}
+
+    def _call_policy(self, states: list[CoflowState], now: float) -> dict[str, Decision]:
+        name = getattr(self.policy, "name", type(self.policy).__name__)
+        try:
+            decisions = self.policy.decide(states, self.fabric, now)
+        except Exception as exc:  # a user policy may raise anything: report, stop the run
+            raise PolicyError(f"policy {name!r} raised {type(exc).__name__}: {exc}") from exc
+        missing = {s.coflow_id for s in states} - set(decisions or {})
+        if missing:
+            raise PolicyError(f"policy {name!r} returned no decision for {sorted(missing)[:3]}")
+        for cid, d in decisions.items():
+            if not isinstance(d, Decision) or not isinstance(d.rank, tuple):
+                raise PolicyError(f"policy {name!r} returned an invalid decision for {cid}: {d!r}")
+        self.ranks = {cid: d.rank for cid, d in decisions.items()}
+        self.last_rank.update(self.ranks)
+        return decisions
+
+    def _compress(self, ranks: dict[str, tuple]) -> dict[str, int]:
+        from controller.compress import compress
+
+        levels = compress(ranks, self.levels)
+        for cid, lv in levels.items():
+            try:
+                check_level(lv, self.levels)
+            except ValueError as exc:
+                raise PolicyError(f"invalid level for {cid}: {exc}") from None
+        return levels
+
+
+def _flow_rates(state: CoflowState, d: Decision) -> tuple[tuple[str, str, float], ...]:
+    """Per (src, dst) rates in Mbit/s from a decision's per-flow bit/s (summed per pair)."""
+    if not d.flow_rates_bps:
+        return ()
+    pairs: dict[tuple[str, str], float] = {}
+    for f in state.coflow.flows:
+        bps = d.flow_rates_bps.get(f.flow_id)
+        if bps is not None and state.remaining.get(f.flow_id, 0) > 0:
+            if not bps > 0:
+                raise PolicyError(f"flow {f.flow_id}: rate must be > 0, got {bps}")
+            pairs[(f.src, f.dst)] = pairs.get((f.src, f.dst), 0.0) + bps / 1e6
+    return tuple(sorted((s, d_, round(r, 3)) for (s, d_), r in pairs.items()))
+
+
+def _entry(tag: int, inst: Installed) -> dict:
+    """A controller 'set' entry."""
+    return {"tag": tag, "level": inst.level, "rate_mbps": inst.rate_mbps,
+            "flow_rates": [{"src": s, "dst": d, "rate_mbps": r} for s, d, r in inst.flow_rates]
+            or None}

@@ -1,0 +1,126 @@
+"""DagExecutor on a fake backend with a simulated clock: dependency order, compute
+delays, release times, iteration spans, failures and deadlines."""
+from __future__ import annotations
+
+import heapq
+
+import pytest
+
+from coflowbed.executor import DagExecutor, FlowDone, FlowFailed, FlowStarted, RunFailed
+from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Dag, Flow
+
+
+class FakeBackend:
+    """Every flow takes bytes / rate seconds, independently; time advances only when
+    the executor waits for events."""
+
+    def __init__(self, rate_bps: float = 8e6, fail: str | None = None) -> None:
+        self.t = 1000.0
+        self.rate = rate_bps
+        self.fail = fail
+        self.pending: list[tuple[float, str, int]] = []
+        self.released: list[tuple[str, float]] = []
+        self.finished_ids: list[str] = []
+
+    def clock(self) -> float:
+        return self.t
+
+    def release(self, coflow, now):
+        self.released.append((coflow.coflow_id, now - 1000.0))
+        for f in coflow.flows:
+            heapq.heappush(self.pending, (now + f.bytes * 8 / self.rate, f.flow_id, f.bytes))
+        self.started = [FlowStarted(f.flow_id, now) for f in coflow.flows]
+
+    def finished(self, coflow, now):
+        self.finished_ids.append(coflow.coflow_id)
+
+    def tick(self, now):
+        return None
+
+    def wait_events(self, timeout):
+        horizon = self.t + timeout
+        if not self.pending or self.pending[0][0] > horizon:
+            self.t = horizon
+            return []
+        t, fid, nbytes = heapq.heappop(self.pending)
+        self.t = t
+        if fid == self.fail:
+            return [FlowFailed(fid, "connection reset")]
+        return [FlowDone(fid, t, nbytes)]
+
+
+def cf(cid, flows, deps=(), release=0.0, it=0):
+    return Coflow(cid, tuple(Flow(f"{cid}.{i}", s, d, b) for i, (s, d, b) in enumerate(flows)),
+                  CoflowIdentity(CoflowType.PP, iteration=it), tuple(deps), release)
+
+
+def test_chain_of_compute_and_coflows_respects_dependencies():
+    # c1 (1 MB = 1 s at 8 Mbit/s) -> compute 0.5 s -> c2 (2 MB = 2 s)
+    dag = Dag(coflows=[cf("c1", [("a", "b", 1_000_000)]),
+                       cf("c2", [("b", "a", 2_000_000)], deps=("k1",))],
+              computes=[Compute("k1", "b", 0.5, deps=("c1",))])
+    be = FakeBackend()
+    ex = DagExecutor(dag, be, clock=be.clock)
+    ex.run(deadline_s=100)
+    r1, r2 = ex.coflow_records["c1"], ex.coflow_records["c2"]
+    assert r1.arrival_s == 0 and r1.finish_s == pytest.approx(1.0)
+    assert r2.arrival_s == pytest.approx(1.5) and r2.finish_s == pytest.approx(3.5)
+    assert r2.cct_s == pytest.approx(2.0)
+    assert be.finished_ids == ["c1", "c2"]
+
+
+def test_release_time_delays_a_ready_coflow():
+    dag = Dag(coflows=[cf("late", [("a", "b", 1_000_000)], release=2.0)])
+    be = FakeBackend()
+    ex = DagExecutor(dag, be, clock=be.clock)
+    ex.run(deadline_s=100)
+    assert be.released == [("late", pytest.approx(2.0))]
+    assert ex.coflow_records["late"].cct_s == pytest.approx(1.0)
+
+
+def test_coflow_finishes_with_its_last_flow():
+    dag = Dag(coflows=[cf("c", [("a", "b", 1_000_000), ("c", "d", 3_000_000)])])
+    be = FakeBackend()
+    ex = DagExecutor(dag, be, clock=be.clock)
+    ex.run(deadline_s=100)
+    assert ex.coflow_records["c"].finish_s == pytest.approx(3.0)
+    assert sorted(r.finish_s for r in ex.flow_records.values()) == pytest.approx([1.0, 3.0])
+
+
+def test_iteration_spans_cover_their_nodes():
+    dag = Dag(coflows=[cf("c0", [("a", "b", 1_000_000)], it=0),
+                       cf("c1", [("a", "b", 1_000_000)], deps=("c0",), it=1)])
+    be = FakeBackend()
+    ex = DagExecutor(dag, be, clock=be.clock)
+    ex.run(deadline_s=100)
+    its = ex.iteration_records()
+    assert [(i.iteration, i.start_s, i.finish_s) for i in its] == [
+        (0, 0.0, pytest.approx(1.0)), (1, pytest.approx(1.0), pytest.approx(2.0))]
+
+
+def test_failed_flow_stops_the_run_and_leaves_coflow_unfinished():
+    dag = Dag(coflows=[cf("c", [("a", "b", 1_000_000)])])
+    be = FakeBackend(fail="c.0")
+    ex = DagExecutor(dag, be, clock=be.clock)
+    with pytest.raises(RunFailed, match="c.0 failed"):
+        ex.run(deadline_s=100)
+    assert ex.coflow_records["c"].finish_s is None
+    assert ex.iteration_records()[0].finish_s is None
+
+
+def test_deadline_stops_a_run_that_cannot_finish():
+    dag = Dag(coflows=[cf("c", [("a", "b", 100_000_000)])])  # 100 s at 8 Mbit/s
+    be = FakeBackend()
+    ex = DagExecutor(dag, be, clock=be.clock)
+    with pytest.raises(RunFailed, match="deadline"):
+        ex.run(deadline_s=5)
+
+
+def test_coflow_without_flows_completes_at_release():
+    dag = Dag(coflows=[Coflow("empty", (), CoflowIdentity()),
+                       cf("next", [("a", "b", 1_000_000)], deps=("empty",))])
+    be = FakeBackend()
+    ex = DagExecutor(dag, be, clock=be.clock)
+    ex.run(deadline_s=100)
+    assert ex.coflow_records["empty"].cct_s == 0
+    assert ex.coflow_records["next"].finish_s == pytest.approx(1.0)

@@ -1,0 +1,82 @@
+"""Scenario validation: the shipped default loads; every kind of bad input fails with
+one line naming file, key and reason."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coflowbed.errors import UserError
+from coflowbed.scenario import load_scenario
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT = REPO / "coflowbed" / "scenarios" / "default.yaml"
+
+
+def write(tmp_path, data) -> Path:
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def base() -> dict:
+    return yaml.safe_load(DEFAULT.read_text())
+
+
+def test_default_scenario_loads():
+    s = load_scenario(DEFAULT)
+    assert (s.plan.spines, s.plan.leaves) == (2, 4)
+    assert s.static_levels == {"bulk": 7, "urgent": 0, "metered": 3}
+    assert s.static_rates_mbps == {"metered": 20.0}
+    assert len(s.dag.coflows) == 3 and s.dag.coflows[1].release_s == 1.0
+
+
+@pytest.mark.parametrize("mutate, key, reason", [
+    (lambda d: d.update(colour="red"), "colour", "unknown key"),
+    (lambda d: d["fabric"].update(delay_ms=5), "fabric.delay_ms", "netem"),
+    (lambda d: d["fabric"].update(loss_pct=1), "fabric.loss_pct", "netem"),
+    (lambda d: d.update(levels=9), "levels", "must be <= 8"),
+    (lambda d: d["workload"]["coflows"][2].update(rate_mbps=-5), "workload.coflows[2].rate_mbps", "> 0"),
+    (lambda d: d["workload"]["coflows"][0]["flows"][0].update(dst="h99"),
+     "workload.coflows[0].flows[0].dst", "unknown host 'h99'"),
+    (lambda d: d["fabric"].update(spines=0), "fabric.spines", "must be >= 1"),
+    (lambda d: d.update(switch="p4"), "switch", "one of ovs, bmv2"),
+    (lambda d: d.update(policy="nope"), "policy", "unknown policy 'nope'"),
+    (lambda d: d["workload"]["coflows"][0].update(level=8), "workload.coflows[0].level", "<= 7"),
+    (lambda d: d["workload"]["coflows"][0]["flows"][0].update(bytes=0),
+     "workload.coflows[0].flows[0].bytes", ">= 1"),
+    (lambda d: d["fabric"].pop("spines"), "fabric.spines", "missing"),
+])
+def test_bad_scenarios_fail_with_file_key_and_reason(tmp_path, mutate, key, reason):
+    data = base()
+    mutate(data)
+    p = write(tmp_path, data)
+    with pytest.raises(UserError) as exc:
+        load_scenario(p)
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}: {key}: ") and reason in msg and "\n" not in msg
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("fabric:\n  spines: [1,\n")
+    with pytest.raises(UserError, match=r"bad.yaml: line \d+: invalid YAML"):
+        load_scenario(p)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(UserError, match="cannot read"):
+        load_scenario(tmp_path / "nope.yaml")
+
+
+def test_cli_exits_2_with_one_line_and_starts_nothing(tmp_path, capsys):
+    from coflowbed.cli import main
+
+    data = base()
+    data["levels"] = 12
+    p = write(tmp_path, data)
+    assert main(["run", str(p), "--results", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "levels" in err
+    assert not (tmp_path / "res").exists()

@@ -1,0 +1,119 @@
+"""LiveScheduler: tags, levels from policy ranks, minimal diffs, threshold re-decisions,
+and policy errors reported as PolicyError."""
+from __future__ import annotations
+
+import pytest
+
+from controller.policies.base import Decision, FabricView, Policy
+from coflowbed.scheduling import LiveScheduler, PolicyError, TagPool
+from workload.dag import Coflow, CoflowIdentity, Flow
+
+VIEW = FabricView.uniform(["a", "b", "c"], 1e8)
+
+
+def cf(cid, nbytes=1000, src="a", dst="b"):
+    return Coflow(cid, (Flow(f"{cid}.0", src, dst, nbytes),), CoflowIdentity())
+
+
+class BySize(Policy):
+    """Smaller coflow first (rank = total bytes)."""
+    name = "by-size"
+
+    def decide(self, states, fabric, now):
+        return {s.coflow_id: Decision((s.coflow.bytes,)) for s in states}
+
+
+class ByBytesSent(Policy):
+    """Queue 0 until 100 bytes sent, then queue 1 (a two-queue D-CLAS)."""
+    name = "two-queue"
+    byte_thresholds = (100,)
+
+    def decide(self, states, fabric, now):
+        return {s.coflow_id: Decision((int(s.bytes_sent >= 100), s.arrival_seq)) for s in states}
+
+
+def test_tags_are_distinct_and_recycled():
+    pool = TagPool()
+    a, b = pool.take(), pool.take()
+    assert (a, b) == (1, 2)
+    pool.give(a)
+    assert pool.take() == 1
+    for _ in range(53):
+        pool.take()
+    with pytest.raises(RuntimeError, match="more than 55"):
+        pool.take()
+
+
+def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
+    s = LiveScheduler(BySize(), VIEW, levels=8)
+    ch1 = s.arrive(cf("big", 5000), 0.0)
+    assert [e["level"] for e in ch1.entries] == [0]
+    ch2 = s.arrive(cf("small", 100), 0.1)
+    # small is more urgent: it takes level 0 and big is pushed to level 1
+    assert s.level_of("small") < s.level_of("big")
+    assert {e["tag"] for e in ch2.entries} == {s.tags["small"], s.tags["big"]}
+    assert ch2.host_levels == [("a", s.tags["big"], s.level_of("big"))]
+    small_tag = s.tags["small"]
+    ch3 = s.finish(cf("small", 100), 0.2)
+    assert ch3.clear_tags == [small_tag]
+    assert s.level_of("big") == 0 and len(ch3.entries) == 1
+
+
+def test_finish_clears_the_finished_tag():
+    s = LiveScheduler(BySize(), VIEW, levels=8)
+    s.arrive(cf("x"), 0.0)
+    tag = s.tags["x"]
+    ch = s.finish(cf("x"), 1.0)
+    assert ch.clear_tags == [tag] and not ch.entries
+    assert s.last_level["x"] == 0
+
+
+def test_static_levels_and_rates_pass_through():
+    s = LiveScheduler(None, VIEW, levels=8, static_levels={"x": 5}, static_rates_mbps={"x": 20.0})
+    ch = s.arrive(cf("x"), 0.0)
+    assert ch.entries == [{"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None}]
+
+
+def test_threshold_crossing_triggers_a_new_decision():
+    s = LiveScheduler(ByBytesSent(), VIEW, levels=8)
+    s.arrive(cf("x"), 0.0)
+    s.arrive(cf("y"), 0.0)
+    tag_x = s.tags["x"]
+    assert not s.bytes_sent({tag_x: 50}, 0.1)  # below the threshold: nothing to write
+    ch = s.bytes_sent({tag_x: 150}, 0.2)
+    assert ch and s.level_of("x") > s.level_of("y")
+
+
+class Raising(Policy):
+    name = "raising"
+
+    def decide(self, states, fabric, now):
+        raise ZeroDivisionError("boom")
+
+
+class Incomplete(Policy):
+    name = "incomplete"
+
+    def decide(self, states, fabric, now):
+        return {}
+
+
+def test_policy_errors_become_policy_error():
+    with pytest.raises(PolicyError, match="raising.*ZeroDivisionError"):
+        LiveScheduler(Raising(), VIEW, 8).arrive(cf("x"), 0.0)
+    with pytest.raises(PolicyError, match="no decision"):
+        LiveScheduler(Incomplete(), VIEW, 8).arrive(cf("x"), 0.0)
+
+
+def test_flow_rates_are_summed_per_host_pair_in_mbps():
+    class Madd(Policy):
+        name = "madd"
+
+        def decide(self, states, fabric, now):
+            return {s.coflow_id: Decision((0,), {f.flow_id: 2e7 for f in s.coflow.flows})
+                    for s in states}
+
+    c = Coflow("m", (Flow("m.0", "a", "b", 10), Flow("m.1", "a", "c", 10)), CoflowIdentity())
+    ch = LiveScheduler(Madd(), VIEW, 8).arrive(c, 0.0)
+    assert ch.entries[0]["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 20.0},
+                                           {"src": "a", "dst": "c", "rate_mbps": 20.0}]
