@@ -36,7 +36,9 @@ class EmulationBackend:
         level = self.scheduler.level_of(coflow.coflow_id)
         for f in coflow.flows:
             self.flow_coflow[f.flow_id] = coflow.coflow_id
-            self.agents.send(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, tag, level)
+        # one write per sending agent, so a coflow's flows start together
+        self.agents.send_many([(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, tag, level)
+                               for f in coflow.flows])
 
     def finished(self, coflow: Coflow, now: float) -> None:
         """Free the coflow's tag and re-decide the others."""
@@ -47,22 +49,23 @@ class EmulationBackend:
         out: list[Event] = []
         for ev in self.agents.events(timeout):
             kind = ev.get("event")
-            fid = ev.get("flow_id", "")
+            fid = ev.get("flow_id") or ""
             if kind == "flow_started":
                 out.append(FlowStarted(fid, ev["t_ns"] / 1e9))
             elif kind == "flow_received":
                 self.scheduler.flow_done(self.flow_coflow.get(fid, ""), fid)
                 out.append(FlowDone(fid, ev["last_ns"] / 1e9, int(ev["bytes"])))
             elif kind == "flow_failed":
-                out.append(FlowFailed(fid, str(ev.get("error", "unknown error"))))
+                out.append(FlowFailed(fid or "(unknown)", f"{ev.host}: {ev.get('error', 'unknown error')}"))
+            elif kind == "agent_lost":
+                out.append(FlowFailed("(agent)", f"agent of {ev.host} lost: {ev.get('error')}"))
         return out
 
     def tick(self, now: float) -> float | None:
         """Poll per-tag byte counters when the policy has byte thresholds (D-CLAS)."""
         if not getattr(self.scheduler.policy, "byte_thresholds", ()):
             return None
-        stats = self.controller.tag_stats()
-        sent = {int(t): int(v["bytes"]) for t, v in stats.get("tags", {}).items()}
+        sent = {t: int(v["bytes"]) for t, v in self.controller.tag_stats().items()}
         self._apply(self.scheduler.bytes_sent(sent, now))
         return now + COUNTER_POLL_S
 

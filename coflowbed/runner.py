@@ -46,8 +46,10 @@ class RunOutcome:
 
 
 def run_scenario(scen: Scenario, out_dir: Path) -> RunOutcome:
-    """Run ``scen`` on a fresh emulated fabric; results go to ``out_dir``."""
-    run_id = out_dir.name
+    """Run ``scen`` on a fresh emulated fabric; results go to ``out_dir``.  Sockets and
+    OVS state live in a short runtime folder under the registry (Unix socket paths are
+    limited to 107 bytes); logs and results in ``out_dir``."""
+    run_id = f"{time.strftime('%H%M%S')}-{os.getpid()}"  # short: socket paths are limited
     state = runstate.RunState(run_id, os.getpid(), str(out_dir),
                               interfaces=_interface_names(scen), ovs_dir="")
     runtime = runstate.STATE_DIR / run_id
@@ -66,7 +68,7 @@ def run_scenario(scen: Scenario, out_dir: Path) -> RunOutcome:
 
 def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
     """Start everything, execute, write results (partial on any failure)."""
-    executor, backend, error, info = None, None, None, {}
+    executor, backend, controller, error, info = None, None, None, None, {}
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
@@ -78,33 +80,46 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
                 TimeoutError, OSError) as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             log.error("run stopped: %s", error)
+        if controller is not None:
+            _save_counters(controller, out_dir)
         info["wall_s"] = round(time.monotonic() - t_start, 3)
         summary = _write(scen, out_dir, executor, backend, error, info)
     return RunOutcome(out_dir, summary, error)
 
 
 def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.ExitStack):
-    """OVS, controller, fabric and agents, each registered for teardown on ``stack``."""
+    """Controller, fabric (with its OVS) and agents, each registered for teardown."""
     from coflowbed.agents import AgentSet
     from coflowbed.services import start_controller
     from topo.net import start_fabric
-    from topo.ovs import OvsService
 
     t0 = time.monotonic()
-    ovs = stack.enter_context(OvsService(runtime))
     controller, of_port = start_controller(scen, out_dir, runtime, stack)
     fabric = start_fabric(scen.plan, runtime, of_port, scen.levels, scen.queue_packets,
-                          switch=scen.switch)
+                          api_socket=controller.path, ready_timeout=START_TIMEOUT_S)
     stack.callback(fabric.stop)
-    controller.wait_ready(START_TIMEOUT_S)
-    agents = AgentSet([fabric.net.get(h) for h in scen.plan.host_names()], runtime,
+    agents = AgentSet([fabric.host(h) for h in scen.plan.host_names()], runtime,
                       DATA_PORT, log_dir=out_dir / "agents")
     stack.callback(agents.stop)
     agents.start(START_TIMEOUT_S)
     bringup_s = time.monotonic() - t0
-    log.info("fabric up in %.1f s (%d switches, %d hosts, OVS pids %s)", bringup_s,
-             len(scen.plan.switches), len(scen.plan.hosts), ovs.pids())
+    log.info("fabric up in %.1f s (%d switches, %d hosts)", bringup_s,
+             len(scen.plan.switches), len(scen.plan.hosts))
     return controller, agents, bringup_s
+
+
+def _save_counters(controller, out_dir: Path) -> None:
+    """Switch counters at the end of the run (ports, meters, tags) -> counters.json;
+    tests cross-check host timings and bytes against them."""
+    import json
+
+    try:
+        counters = {"ports": controller.port_stats(), "meters": controller.meter_stats(),
+                    "tags": controller.tag_stats()}
+    except (OSError, RuntimeError) as exc:
+        log.warning("could not read switch counters: %s", exc)
+        return
+    (out_dir / "counters.json").write_text(json.dumps(counters, indent=1, sort_keys=True) + "\n")
 
 
 def _backend(scen: Scenario, controller, agents) -> EmulationBackend:

@@ -1,0 +1,491 @@
+"""Orchestrator side of the per-host traffic agents (``workload.agent``).
+
+``AgentSet(hosts, run_dir, data_port)`` starts one agent per host (``start``), waits for
+each ``READY`` line, attaches to every agent's control socket and then offers blocking,
+thread-safe calls (``send``, ``send_many``, ``set_level``, ``stats``) and one
+``queue.Queue`` of ``AgentEvent`` s (``events``, ``next_event``, ``event_queue``).
+
+Threading model: one daemon reader thread per agent connection routes replies to the
+waiting caller's future and events to the queue.  Any thread may call the methods (an
+asyncio orchestrator: ``asyncio.to_thread``).
+
+A host is anything with ``.name``, ``.IP()`` and ``.popen(args, **kw)`` returning a
+``subprocess.Popen`` — a Mininet host (the agent then runs in its network namespace)
+or, in unit tests, a local stand-in whose ``popen`` is ``subprocess.Popen``.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import json
+import logging
+import os
+import queue
+import re
+import selectors
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Protocol
+
+from workload.agent_proto import (UNIX_PATH_MAX, HelloRequest, Request, SendRequest,
+                                  SetLevelRequest, ShutdownRequest, StatsRequest, encode_line,
+                                  request_dict)
+
+log = logging.getLogger("coflowbed.agents")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HOST_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")  # also a file name in the run dir
+
+
+class AgentHost(Protocol):
+    """What AgentSet needs from a host (Mininet's Host has all three)."""
+
+    name: str
+
+    def IP(self) -> str:  # noqa: N802 - Mininet's spelling
+        """The host's data address."""
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen:
+        """Start a process in the host (its network namespace)."""
+
+
+class AgentError(RuntimeError):
+    """An agent failed to start, answer, or carry out a request; names the host."""
+
+
+@dataclass(frozen=True)
+class AgentEvent(Mapping[str, Any]):
+    """One event of ``host``'s agent, also readable as its wire message (``ev["event"]``,
+    ``ev["t_ns"]``, ``ev.get(...)``; keys in ``workload.agent_proto``).  ``kind`` is
+    flow_started|flow_sent|flow_received|flow_failed, or agent_lost (``error``) when
+    the agent's connection ended unasked."""
+
+    host: str
+    kind: str
+    flow_id: str | None
+    fields: dict[str, Any]
+
+    def _wire(self) -> dict[str, Any]:
+        """The event as the agent sent it, plus the host."""
+        return {"event": self.kind, "flow_id": self.flow_id, "host": self.host, **self.fields}
+
+    def __getitem__(self, key: str) -> Any:
+        """A key of the wire message."""
+        return self._wire()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        """Keys of the wire message."""
+        return iter(self._wire())
+
+    def __len__(self) -> int:
+        """Number of keys of the wire message."""
+        return len(self._wire())
+
+
+@dataclass(frozen=True)
+class AgentStats:
+    """Progress of one agent at ``t_ns`` (monotonic clock): payload bytes acknowledged per
+    outgoing flow and per tag, bytes received per incoming flow, and the SO_PRIORITY of
+    each outgoing flow whose socket is still open."""
+
+    host: str
+    t_ns: int
+    sent: dict[str, int]
+    sent_by_tag: dict[int, int]
+    received: dict[str, int]
+    priority: dict[str, int]
+
+
+@dataclass(eq=False)
+class _Agent:
+    """One agent process and its control connection."""
+
+    name: str
+    ip: str
+    control: Path
+    log_path: Path
+    proc: subprocess.Popen
+    log_file: Any
+    sock: socket.socket | None = None
+    reader: threading.Thread | None = None
+    pending: dict[int, concurrent.futures.Future] = field(default_factory=dict)
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
+    data_port: int = 0
+    alive: bool = False
+
+
+class AgentSet:
+    """The traffic agents of one run (see the module docstring for the threading model)."""
+
+    def __init__(self, hosts: Iterable[AgentHost], run_dir: Path, data_port: int = 5001, *,
+                 log_dir: Path | None = None, data_ports: Mapping[str, int] | None = None,
+                 request_timeout_s: float = 5.0, stop_timeout_s: float = 5.0,
+                 connect_timeout_s: float = 5.0, stall_timeout_s: float = 60.0,
+                 event_queue: queue.Queue | None = None, python: str = sys.executable) -> None:
+        """Configure; nothing starts before ``start``.
+
+        Control sockets go to ``run_dir/agents/<host>.sock`` (keep ``run_dir`` short: a
+        socket path has at most 107 bytes), agent logs to ``log_dir/<host>.log`` (default
+        ``run_dir/agents``).  ``data_ports`` overrides ``data_port`` per host (0: the
+        kernel picks one; ``address`` tells which).  Events go to ``event_queue`` if
+        given (to merge them with other sources), else to a private queue.
+        """
+        self._hosts = list(hosts)
+        self.sock_dir = Path(run_dir).resolve() / "agents"  # absolute: agents run in other namespaces
+        self.log_dir = Path(log_dir).resolve() if log_dir is not None else self.sock_dir
+        self.ports = {h.name: (data_ports or {}).get(h.name, data_port) for h in self._hosts}
+        self.request_timeout_s, self.stop_timeout_s = request_timeout_s, stop_timeout_s
+        self.agent_args = ["--connect-timeout", str(connect_timeout_s),
+                           "--stall-timeout", str(stall_timeout_s)]
+        self.event_queue: queue.Queue[AgentEvent] = event_queue if event_queue is not None else queue.Queue()
+        self.python = python
+        self._agents: dict[str, _Agent] = {}
+        self._ids = itertools.count(1)
+        self._ids_lock = threading.Lock()
+        self._stopping = False
+
+    def __enter__(self) -> AgentSet:
+        """Use as a context manager: ``stop`` on exit."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop every agent, whatever happened."""
+        self.stop()
+
+    # -- start -------------------------------------------------------------------------
+
+    def start(self, ready_timeout_s: float = 15.0) -> None:
+        """Start one agent per host and attach to all within ``ready_timeout_s``;
+        AgentError (and every agent stopped) on failure."""
+        self.sock_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        # an agent exits if nobody attaches in time: give it longer than we wait for all
+        attach = ["--attach-timeout", str(ready_timeout_s + 30.0)]
+        try:
+            started = [self._spawn(h, self.ports[h.name], attach) for h in self._hosts]
+            self._wait_ready(started, ready_timeout_s)
+            for agent in started:
+                self._attach(agent)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _spawn(self, host: AgentHost, port: int, extra: list[str]) -> _Agent:
+        """Launch the agent process of ``host`` (argument list: no shell)."""
+        name = host.name
+        if not HOST_NAME.fullmatch(name) or name in self._agents:
+            raise AgentError(f"host {name!r}: duplicate or not a plain name ([A-Za-z0-9_.-]{{1,32}})")
+        control = self.sock_dir / f"{name}.sock"
+        if len(os.fsencode(control)) > UNIX_PATH_MAX:
+            raise AgentError(f"run dir {self.sock_dir}: socket path {control} is over {UNIX_PATH_MAX} bytes")
+        log_path = self.log_dir / f"{name}.log"
+        log_file = log_path.open("ab")
+        args = [self.python, "-m", "workload.agent", "--host", name, "--control", str(control),
+                "--data-port", str(port), "--ip", host.IP(), *self.agent_args, *extra]
+        try:
+            proc = host.popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=log_file, cwd=str(REPO_ROOT))
+        except BaseException:
+            log_file.close()
+            raise
+        agent = _Agent(name, host.IP(), control, log_path, proc, log_file)
+        self._agents[name] = agent
+        log.debug("started agent %s (pid %d)", name, proc.pid)
+        return agent
+
+    @staticmethod
+    def _wait_ready(agents: list[_Agent], timeout_s: float) -> None:
+        """Read each agent's ``READY <host>`` line, all within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        waiting = {a.proc.stdout.fileno(): a for a in agents}
+        lines = {fd: b"" for fd in waiting}
+        with selectors.DefaultSelector() as sel:
+            for fd in waiting:
+                sel.register(fd, selectors.EVENT_READ)
+            while waiting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    names = ", ".join(sorted(a.name for a in waiting.values()))
+                    raise AgentError(f"agents {names}: not READY within {timeout_s:g} s")
+                for key, _ in sel.select(left):
+                    agent, chunk = waiting[key.fd], os.read(key.fd, 4096)
+                    if not chunk:
+                        raise AgentError(_died(agent, "before READY"))
+                    lines[key.fd] += chunk
+                    if b"\n" in lines[key.fd]:
+                        _check_ready(agent, lines[key.fd])
+                        sel.unregister(key.fd)
+                        del waiting[key.fd]
+
+    def _attach(self, agent: _Agent) -> None:
+        """Connect to the agent's control socket, start its reader, ask who it is."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.request_timeout_s)  # bounds connect and every sendall
+        try:
+            sock.connect(str(agent.control))
+        except OSError as exc:
+            sock.close()
+            raise AgentError(f"agent {agent.name}: control socket {agent.control}: {exc}") from exc
+        agent.sock, agent.alive = sock, True
+        agent.reader = threading.Thread(target=self._read_loop, args=(agent,),
+                                        name=f"agent-{agent.name}", daemon=True)
+        agent.reader.start()
+        hello = self._request(agent.name, HelloRequest())
+        if hello.get("host") != agent.name:
+            raise AgentError(f"agent {agent.name}: socket answered as {hello.get('host')!r}")
+        agent.data_port = hello["data_port"]
+        if not hello["priority"]:
+            log.warning("agent %s may not set SO_PRIORITY (needs CAP_NET_ADMIN): host NIC "
+                        "priorities stay at level 0", agent.name)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _read_loop(self, agent: _Agent) -> None:
+        """Reader thread: route replies to their futures and events to the queue."""
+        buf, error = b"", "control connection closed"
+        while True:
+            try:
+                chunk = agent.sock.recv(1 << 16)
+            except TimeoutError:
+                continue  # idle; the timeout only bounds sendall
+            except OSError as exc:
+                error = f"control connection: {exc}"
+                break
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                self._dispatch(agent, line)
+        self._lost(agent, error)
+
+    def _dispatch(self, agent: _Agent, line: bytes) -> None:
+        """Handle one line from ``agent``."""
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            log.error("agent %s sent a line that is not JSON: %r", agent.name, line[:200])
+            return
+        if "event" in msg and "id" not in msg:
+            kind = msg.pop("event")
+            self.event_queue.put(AgentEvent(agent.name, kind, msg.pop("flow_id", None), msg))
+            return
+        fut = agent.pending.pop(msg.get("id"), None)
+        if fut is None:
+            log.error("agent %s: reply to no pending request: %s", agent.name, msg)
+        else:
+            _settle(agent, fut, msg)
+
+    def _lost(self, agent: _Agent, error: str) -> None:
+        """The connection ended: fail waiting requests; report it unless we are stopping."""
+        agent.alive = False
+        for fut in list(agent.pending.values()):
+            _settle(agent, fut, AgentError(f"agent {agent.name}: {error}"))
+        agent.pending.clear()
+        if not self._stopping:
+            log.error("agent %s: %s", agent.name, error)
+            self.event_queue.put(AgentEvent(agent.name, "agent_lost", None, {"error": error}))
+
+    # -- requests ----------------------------------------------------------------------
+
+    def _request(self, host: str, req: Request, timeout_s: float | None = None) -> dict[str, Any]:
+        """Send ``req`` to ``host``'s agent and wait for its reply (AgentError if not ok)."""
+        (fut,) = self._submit(host, req)
+        return self._reply(host, req, fut, time.monotonic() + (timeout_s or self.request_timeout_s))
+
+    def _submit(self, host: str, *reqs: Request) -> list[concurrent.futures.Future]:
+        """Write ``reqs`` to ``host``'s agent in one write; each future gets its reply."""
+        agent = self._agent(host)
+        futs, lines = [], []
+        for req in reqs:
+            with self._ids_lock:
+                req_id = next(self._ids)
+            fut: concurrent.futures.Future = concurrent.futures.Future()
+            agent.pending[req_id] = fut
+            fut.add_done_callback(lambda _, i=req_id: agent.pending.pop(i, None))
+            futs.append(fut)
+            lines.append(encode_line(request_dict(req_id, req)))
+        try:
+            with agent.write_lock:
+                agent.sock.sendall(b"".join(lines))
+        except OSError as exc:
+            for fut in futs:
+                fut.cancel()
+            raise AgentError(f"agent {host}: control connection: {exc}") from exc
+        return futs
+
+    @staticmethod
+    def _reply(host: str, req: Request, fut: concurrent.futures.Future, deadline: float) -> dict[str, Any]:
+        """The reply in ``fut`` by ``deadline`` (monotonic s); AgentError if late or not ok."""
+        try:
+            reply = fut.result(max(0.0, deadline - time.monotonic()))
+        except concurrent.futures.TimeoutError as exc:
+            fut.cancel()  # its done-callback forgets the request
+            raise AgentError(f"agent {host}: no reply to {type(req).__name__} in time") from exc
+        if not reply["ok"]:
+            raise AgentError(f"agent {host}: {reply['error']}")
+        return reply
+
+    def _agent(self, host: str) -> _Agent:
+        """The live agent of ``host`` or AgentError."""
+        agent = self._agents.get(host)
+        if agent is None:
+            raise AgentError(f"host {host!r}: no agent (started: {', '.join(self._agents) or 'none'})")
+        if not agent.alive:
+            raise AgentError(f"agent {host}: not connected (exited or stopped)")
+        return agent
+
+    @property
+    def hosts(self) -> list[str]:
+        """Names of the hosts with an agent."""
+        return list(self._agents)
+
+    def address(self, host: str) -> tuple[str, int]:
+        """``(ip, data port)`` where ``host``'s agent accepts flows."""
+        agent = self._agent(host)
+        return agent.ip, agent.data_port
+
+    def pid(self, host: str) -> int:
+        """PID of ``host``'s agent process."""
+        return self._agents[host].proc.pid
+
+    def send(self, host: str, flow_id: str, dst_ip: str, dst_port: int, nbytes: int,
+             tag: int, level: int) -> None:
+        """Have ``host`` send ``nbytes`` to ``dst_ip:dst_port``; returns once the agent took
+        the order (progress arrives as events). ValueError for bad arguments."""
+        self._request(host, SendRequest(flow_id, dst_ip, dst_port, nbytes, tag, level))
+
+    def send_many(self, orders: Iterable[tuple[str, str, str, int, int, int, int]]) -> None:
+        """Several ``send`` s at once: ``(host, flow_id, dst_ip, dst_port, nbytes, tag, level)``
+        each.  Every agent gets its orders in one write and all are written before any
+        reply is awaited, so flows released together start together; raises on the first
+        order an agent refused (the others still run)."""
+        by_host: dict[str, list[SendRequest]] = {}
+        for host, *args in orders:  # validate every order before sending any
+            by_host.setdefault(host, []).append(SendRequest(*args))
+        for host in by_host:
+            self._agent(host)
+        submitted = [(host, reqs, self._submit(host, *reqs)) for host, reqs in by_host.items()]
+        deadline = time.monotonic() + self.request_timeout_s
+        for host, reqs, futs in submitted:
+            for req, fut in zip(reqs, futs):
+                self._reply(host, req, fut, deadline)
+
+    def send_to(self, src: str, dst: str, flow_id: str, nbytes: int, tag: int, level: int) -> None:
+        """``send`` from host ``src`` to host ``dst``'s agent."""
+        self.send(src, flow_id, *self.address(dst), nbytes, tag, level)
+
+    def set_level(self, host: str, tag: int, level: int) -> int:
+        """Move ``host``'s live sockets of ``tag`` to ``level``; returns how many moved."""
+        return int(self._request(host, SetLevelRequest(tag, level))["sockets"])
+
+    def stats(self, host: str) -> AgentStats:
+        """Bytes acknowledged/received so far on ``host``."""
+        r = self._request(host, StatsRequest())
+        by_tag = {int(tag): n for tag, n in r["sent_by_tag"].items()}
+        return AgentStats(host, r["t_ns"], r["sent"], by_tag, r["received"], r["priority"])
+
+    def next_event(self, timeout_s: float) -> AgentEvent:
+        """The next event, waiting at most ``timeout_s`` (AgentError when none came)."""
+        try:
+            return self.event_queue.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AgentError(f"no agent event within {timeout_s:g} s") from None
+
+    def events(self, timeout_s: float) -> list[AgentEvent]:
+        """Every event already queued, or else the first one within ``timeout_s``
+        (an empty list when none came)."""
+        try:
+            out = [self.event_queue.get(timeout=timeout_s)]
+        except queue.Empty:
+            return []
+        while True:
+            try:
+                out.append(self.event_queue.get_nowait())
+            except queue.Empty:
+                return out
+
+    # -- stop --------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask every agent to shut down, then end stragglers by PID; idempotent."""
+        self._stopping = True
+        asked = set()
+        for agent in self._agents.values():
+            if agent.alive:
+                try:
+                    self._request(agent.name, ShutdownRequest(), timeout_s=self.stop_timeout_s)
+                    asked.add(agent.name)
+                except AgentError as exc:
+                    log.warning("agent %s: shutdown request failed (%s); terminating it", agent.name, exc)
+        for agent in self._agents.values():
+            self._end_process(agent, agent.name in asked)
+            self._close(agent)
+        self._agents.clear()
+
+    def _end_process(self, agent: _Agent, asked: bool) -> None:
+        """Wait for an agent that was asked to exit; SIGTERM, then SIGKILL, each with a timeout."""
+        proc = agent.proc
+        for action in (None, proc.terminate, proc.kill):
+            if action is None and not asked:
+                continue  # never attached or already lost: nothing told it to exit
+            if action is not None and proc.poll() is None:
+                log.info("agent %s (pid %d) still running: %s", agent.name, proc.pid, action.__name__)
+                action()
+            try:
+                code = proc.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                continue
+            if code not in (0, -15):
+                log.warning("agent %s exited with code %s (log %s)", agent.name, code, agent.log_path)
+            return
+        raise AgentError(f"agent {agent.name} (pid {proc.pid}) survived SIGKILL")
+
+    @staticmethod
+    def _close(agent: _Agent) -> None:
+        """Close the control connection (waking the reader), pipes and log file."""
+        if agent.sock is not None:
+            try:
+                agent.sock.shutdown(socket.SHUT_RDWR)  # close() alone would not wake recv()
+            except OSError as exc:
+                log.debug("agent %s: control socket already down: %s", agent.name, exc)
+            agent.sock.close()
+        if agent.reader is not None:
+            agent.reader.join(timeout=2.0)
+        if agent.proc.stdout is not None:
+            agent.proc.stdout.close()
+        agent.log_file.close()
+
+
+def _settle(agent: _Agent, fut: concurrent.futures.Future, outcome: Any) -> None:
+    """Complete ``fut`` with a reply or an exception, unless its caller gave up (timed out)."""
+    try:
+        if isinstance(outcome, BaseException):
+            fut.set_exception(outcome)
+        else:
+            fut.set_result(outcome)
+    except concurrent.futures.InvalidStateError:
+        log.warning("agent %s: answer came after the request timed out: %s", agent.name, outcome)
+
+
+def _died(agent: _Agent, when: str) -> str:
+    """Message for an agent that exited: its exit code and the last lines of its log."""
+    try:
+        code: int | None = agent.proc.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        code = None
+    agent.log_file.flush()
+    tail = agent.log_path.read_text(errors="replace").strip().splitlines()[-3:]
+    return f"agent {agent.name} exited (code {code}) {when}; {agent.log_path}: {' | '.join(tail)}"
+
+
+def _check_ready(agent: _Agent, output: bytes) -> None:
+    """The first line must be exactly ``READY <host>``."""
+    line = output.split(b"\n", 1)[0].decode(errors="replace")
+    if line != f"READY {agent.name}":
+        raise AgentError(f"agent {agent.name}: expected 'READY {agent.name}', got {line!r}")

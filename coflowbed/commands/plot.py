@@ -1,0 +1,26 @@
+"""``coflowbed plot RUN_DIR``: timeline and CCT plots from a run folder's files."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from coflowbed.errors import UserError
+
+NAME = "plot"
+HELP = "draw timeline.png and cct_cdf.png from a run folder"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``plot``."""
+    p.add_argument("run_dir", type=Path, help="a results folder with coflows.csv")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Draw the plots and print their paths."""
+    from coflowbed.plots import plot_run
+
+    if not (args.run_dir / "coflows.csv").is_file():
+        raise UserError(str(args.run_dir), None, "no coflows.csv here: not a run folder")
+    for path in plot_run(args.run_dir):
+        print(path)
+    return 0

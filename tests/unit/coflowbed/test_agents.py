@@ -1,0 +1,259 @@
+"""AgentSet with real agent processes on loopback (no root, no Mininet): the hosts are
+stand-ins whose ``popen`` is ``subprocess.Popen`` in the root namespace."""
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from coflowbed.agents import AgentError, AgentEvent, AgentSet
+from workload import marking
+from workload.agent_proto import can_set_priority
+
+TIMEOUT = 15.0
+REPO = Path(__file__).resolve().parents[3]
+ORCHESTRATOR = """
+import subprocess, sys
+from pathlib import Path
+from coflowbed.agents import AgentSet
+
+class Host:
+    def __init__(self, name): self.name = name
+    def IP(self): return "127.0.0.1"
+    def popen(self, args, **kw): return subprocess.Popen(args, **kw)
+
+agents = AgentSet([Host("o1"), Host("o2")], Path(sys.argv[1]), 0)
+agents.start()
+print(" ".join(str(agents.pid(h)) for h in agents.hosts), flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+class LocalHost:
+    """A host that is just this machine's loopback."""
+
+    def __init__(self, name: str, argv: list[str] | None = None) -> None:
+        self.name = name
+        self.argv = argv  # replaces the agent command (to fake a broken agent)
+        self.started: list[subprocess.Popen] = []
+
+    def IP(self) -> str:  # noqa: N802 - Mininet's spelling
+        return "127.0.0.1"
+
+    def popen(self, args: list[str], **kw: Any) -> subprocess.Popen:
+        proc = subprocess.Popen(self.argv or args, **kw)
+        self.started.append(proc)
+        return proc
+
+
+def gone(pid: int) -> bool:
+    """Whether no process has ``pid`` (AgentSet reaps its children)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture
+def agents(tmp_path: Path) -> Iterator[AgentSet]:
+    hosts = [LocalHost("h11"), LocalHost("h12"), LocalHost("h21")]
+    with AgentSet(hosts, tmp_path / "run", 0, log_dir=tmp_path / "out" / "agents",
+                  request_timeout_s=TIMEOUT) as ags:
+        ags.start()
+        yield ags
+
+
+def collect(ags: AgentSet, flows: set[str]) -> dict[str, dict[str, AgentEvent]]:
+    """Events by flow and kind until every flow in ``flows`` was received or failed."""
+    seen: dict[str, dict[str, AgentEvent]] = defaultdict(dict)
+    open_flows = set(flows)
+    while open_flows:
+        ev = ags.next_event(TIMEOUT)
+        assert ev.kind != "agent_lost", ev
+        seen[ev.flow_id][ev.kind] = ev
+        if ev.kind in ("flow_received", "flow_failed") and ev.flow_id in open_flows:
+            if ev.kind == "flow_failed" or "flow_sent" in seen[ev.flow_id]:
+                open_flows.discard(ev.flow_id)
+        if ev.kind == "flow_sent" and "flow_received" in seen[ev.flow_id]:
+            open_flows.discard(ev.flow_id)
+    return seen
+
+
+def test_flows_of_various_sizes_are_timed_and_counted(agents):
+    flows = {"f-1B": ("h11", "h12", 1), "f-100k": ("h21", "h12", 100_000),
+             "f-5M": ("h11", "h21", 5_000_000), "f-3M": ("h12", "h11", 3_000_000)}
+    for i, (fid, (src, dst, n)) in enumerate(flows.items()):
+        agents.send_to(src, dst, fid, n, tag=i + 1, level=i)
+    seen = collect(agents, set(flows))
+    for i, (fid, (src, dst, n)) in enumerate(flows.items()):
+        started, sent, rcvd = (seen[fid][k] for k in ("flow_started", "flow_sent", "flow_received"))
+        assert started.host == sent.host == src and rcvd.host == dst
+        assert rcvd.fields["bytes"] == n and rcvd.fields["src"] == "127.0.0.1"
+        assert started.fields["t_ns"] <= rcvd.fields["first_ns"] <= rcvd.fields["last_ns"]
+        assert started.fields["t_ns"] <= sent.fields["t_ns"]
+        assert started.fields["tos"] == marking.tos_byte(i + 1)
+        if can_set_priority():
+            assert started.fields["priority"] == marking.skb_priority(i)
+    assert agents.stats("h11").sent == {"f-1B": 1, "f-5M": 5_000_000}
+    assert agents.stats("h11").sent_by_tag == {1: 1, 3: 5_000_000}
+    assert agents.stats("h12").received == {"f-1B": 1, "f-100k": 100_000}
+
+
+def test_incast_of_many_concurrent_flows(agents):
+    flows = {f"in{i}": ("h11" if i % 2 else "h21", 400_000 + i) for i in range(24)}
+    for fid, (src, n) in flows.items():
+        agents.send_to(src, "h12", fid, n, tag=7, level=3)
+    seen = collect(agents, set(flows))
+    assert {fid: seen[fid]["flow_received"].fields["bytes"] for fid in flows} == \
+        {fid: n for fid, (_, n) in flows.items()}
+    assert sum(agents.stats("h12").received.values()) == sum(n for _, n in flows.values())
+
+
+@pytest.mark.skipif(not can_set_priority(), reason="SO_PRIORITY > 6 needs CAP_NET_ADMIN")
+def test_set_level_moves_live_sockets_of_the_tag_only(agents):
+    with socket.socket() as sink:  # accepts, reads nothing until told: flows stay live
+        sink.bind(("127.0.0.1", 0))
+        sink.listen()
+        port = sink.getsockname()[1]
+        agents.send("h11", "slow-a", "127.0.0.1", port, 50_000_000, tag=4, level=5)
+        agents.send("h11", "slow-b", "127.0.0.1", port, 50_000_000, tag=9, level=5)
+        conns = [sink.accept()[0] for _ in range(2)]
+        assert agents.set_level("h11", tag=4, level=0) == 1
+        stats = agents.stats("h11")
+        assert stats.priority == {"slow-a": marking.skb_priority(0), "slow-b": marking.skb_priority(5)}
+        assert 0 < stats.sent["slow-a"] < 50_000_000  # acknowledged so far, not handed over
+        assert agents.set_level("h12", tag=4, level=0) == 0
+        for c in conns:
+            c.close()
+
+
+def test_bad_arguments_raise_before_anything_is_sent(agents):
+    with pytest.raises(ValueError, match="tag"):
+        agents.send("h11", "f", "127.0.0.1", 5001, 10, tag=60, level=0)
+    with pytest.raises(ValueError, match="dst_ip"):
+        agents.send("h11", "f", "h12", 5001, 10, tag=1, level=0)
+    with pytest.raises(AgentError, match="no agent"):
+        agents.stats("h99")
+    agents.send_to("h11", "h12", "dup", 10, tag=1, level=0)
+    with pytest.raises(AgentError, match="already sent"):
+        agents.send_to("h11", "h12", "dup", 10, tag=1, level=0)
+
+
+def test_flow_to_closed_port_is_reported_as_failed(agents):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agents.send("h21", "nowhere", "127.0.0.1", port, 1000, tag=2, level=1)
+    seen = collect(agents, {"nowhere"})
+    failed = seen["nowhere"]["flow_failed"]
+    assert failed.host == "h21" and failed.fields["side"] == "sender"
+    assert "Connection refused" in failed.fields["error"]
+
+
+def test_stop_ends_every_agent_and_removes_sockets(tmp_path):
+    hosts = [LocalHost("ha"), LocalHost("hb")]
+    ags = AgentSet(hosts, tmp_path, 0)
+    ags.start()
+    pids = [ags.pid(h) for h in ags.hosts]
+    ags.stop()
+    assert all(gone(p) for p in pids)
+    assert [p.returncode for h in hosts for p in h.started] == [0, 0]
+    assert list((tmp_path / "agents").glob("*.sock")) == []
+    ags.stop()  # idempotent
+
+
+def test_killed_agent_is_reported_and_stop_still_works(agents):
+    pid = agents.pid("h21")
+    os.kill(pid, 9)
+    ev = agents.next_event(TIMEOUT)
+    assert (ev.host, ev.kind) == ("h21", "agent_lost")
+    with pytest.raises(AgentError, match="not connected"):
+        agents.stats("h21")
+    agents.stop()
+    assert gone(pid)
+
+
+def test_agent_that_dies_before_ready_fails_start_with_its_log(tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    ok = LocalHost("ok")
+    with busy, pytest.raises(AgentError, match=r"hz exited \(code 1\) before READY.*--data-port"):
+        AgentSet([ok, LocalHost("hz")], tmp_path, 0, data_ports={"hz": busy.getsockname()[1]}).start()
+    assert all(p.poll() is not None for p in ok.started)
+
+
+def test_silent_agent_times_out_and_is_terminated(tmp_path):
+    mute = LocalHost("mute", [sys.executable, "-c", "import time; time.sleep(60)"])
+    ags = AgentSet([mute], tmp_path, stop_timeout_s=2.0)
+    with pytest.raises(AgentError, match="mute: not READY within 0.5 s"):
+        ags.start(0.5)
+    assert mute.started[0].returncode == -15  # SIGTERM by PID
+
+
+def test_wrong_ready_line_fails_start(tmp_path):
+    liar = LocalHost("h1", [sys.executable, "-c", "print('READY h2', flush=True)"])
+    with pytest.raises(AgentError, match="expected 'READY h1'"):
+        AgentSet([liar], tmp_path).start()
+
+
+def test_unsafe_host_names_are_refused(tmp_path):
+    with pytest.raises(AgentError, match="plain name"):
+        AgentSet([LocalHost("../etc")], tmp_path).start()
+
+
+def test_send_many_batches_and_events_read_as_wire_messages(agents, tmp_path):
+    dst = agents.address("h12")
+    agents.send_many([("h11", "m1", *dst, 1000, 2, 1), ("h21", "m2", *dst, 2000, 2, 1),
+                      ("h11", "m3", *dst, 3000, 2, 1)])
+    got: list[AgentEvent] = []
+    while sum(e["event"] in ("flow_sent", "flow_received") for e in got) < 6:
+        batch = agents.events(TIMEOUT)
+        assert batch, "no event in time"
+        got += batch
+    received = {e["flow_id"]: e for e in got if e["event"] == "flow_received"}
+    assert {f: e["bytes"] for f, e in received.items()} == {"m1": 1000, "m2": 2000, "m3": 3000}
+    assert received["m2"]["host"] == "h12" and received["m2"].get("nothing", "x") == "x"
+    assert dict(received["m1"]) == {"event": "flow_received", "flow_id": "m1", "host": "h12",
+                                    **received["m1"].fields}
+    assert agents.events(0.05) == []
+    assert (tmp_path / "out" / "agents" / "h11.log").is_file()
+    assert (tmp_path / "run" / "agents" / "h11.sock").is_socket()
+
+
+def test_send_many_validates_every_order_before_sending_any(agents):
+    dst = agents.address("h12")
+    with pytest.raises(ValueError, match="level"):
+        agents.send_many([("h11", "ok", *dst, 1000, 2, 1), ("h11", "bad", *dst, 1000, 2, 9)])
+    assert agents.stats("h11").sent == {}
+
+
+def test_agents_exit_when_the_orchestrator_is_killed(tmp_path):
+    orch = subprocess.Popen([sys.executable, "-c", ORCHESTRATOR, str(tmp_path)], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        pids = [int(p) for p in orch.stdout.readline().split()]
+        assert len(pids) == 2
+        exits = [os.pidfd_open(p) for p in pids]  # readable once the process has exited
+    finally:
+        orch.kill()
+        orch.wait(TIMEOUT)
+        orch.stdin.close()
+        orch.stdout.close()
+    try:
+        ready, _, _ = select.select(exits, [], [], TIMEOUT)
+        while len(ready) < len(exits):
+            more, _, _ = select.select([e for e in exits if e not in ready], [], [], TIMEOUT)
+            assert more, "an agent outlived its orchestrator"
+            ready += more
+    finally:
+        for fd in exits:
+            os.close(fd)

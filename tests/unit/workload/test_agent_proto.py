@@ -1,0 +1,184 @@
+"""Wire formats of the traffic agent: data header, control requests, socket marking,
+and the receiving end of a flow (driven here by hand, without a network)."""
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import pytest
+
+from workload import marking
+from workload.agent_proto import (HEADER, FlowReceiver, ProtocolError, RequestError,
+                                  SendRequest, SetLevelRequest, StatsRequest, can_set_priority,
+                                  decode_header, encode_header, open_flow_socket, parse_request,
+                                  request_dict)
+
+SEND = {"id": 7, "op": "send", "flow_id": "c1/f0", "dst_ip": "10.0.1.2", "dst_port": 5001,
+        "bytes": 1000, "tag": 3, "level": 2}
+
+
+def line(**overrides: Any) -> bytes:
+    """A send request line with some keys replaced (value None removes the key)."""
+    msg = {**SEND, **overrides}
+    return json.dumps({k: v for k, v in msg.items() if v is not None}).encode()
+
+
+def test_header_round_trip_and_incomplete_prefixes():
+    raw = encode_header("job0/it3/dp/f12", 5_000_000) + b"payload"
+    for cut in range(len(raw) - len(b"payload")):
+        assert decode_header(raw[:cut]) is None
+    assert decode_header(raw) == ("job0/it3/dp/f12", 5_000_000, HEADER.size + 15)
+
+
+def test_header_rejects_bad_magic_and_bad_ids():
+    with pytest.raises(ProtocolError, match="magic"):
+        decode_header(b"XXXX" + encode_header("f", 1)[4:])
+    with pytest.raises(ProtocolError, match="flow_id"):
+        encode_header("", 1)
+    with pytest.raises(ProtocolError, match="flow_id"):
+        encode_header("x" * 513, 1)
+
+
+def test_parse_send_request():
+    req_id, req = parse_request(line())
+    assert req_id == 7
+    assert req == SendRequest("c1/f0", "10.0.1.2", 5001, 1000, 3, 2)
+
+
+def test_request_dict_round_trips_through_parse():
+    req = SetLevelRequest(tag=9, level=0)
+    assert parse_request(json.dumps(request_dict("a", req)).encode()) == ("a", req)
+    assert parse_request(json.dumps(request_dict(1, StatsRequest())).encode()) == (1, StatsRequest())
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"colour": "red"}, "unknown key 'colour'"),
+    ({"bytes": None}, "missing key 'bytes'"),
+    ({"tag": 56}, "tag"),
+    ({"tag": True}, "tag"),
+    ({"level": 8}, "level"),
+    ({"dst_ip": "h12"}, "dst_ip"),
+    ({"dst_port": 0}, "dst_port"),
+    ({"bytes": 0}, "bytes"),
+    ({"bytes": 1.5}, "bytes"),
+    ({"op": "fly"}, "unknown operation"),
+])
+def test_bad_requests_name_key_and_keep_the_id(overrides, words):
+    with pytest.raises(RequestError, match=words) as info:
+        parse_request(line(**overrides))
+    assert info.value.req_id == 7
+
+
+def test_unreadable_requests():
+    with pytest.raises(ProtocolError, match="not JSON"):
+        parse_request(b"{send")
+    with pytest.raises(ProtocolError, match="JSON object"):
+        parse_request(b"[1, 2]")
+    with pytest.raises(RequestError, match="id"):
+        parse_request(b'{"op": "stats"}')
+
+
+def test_tag_zero_is_untagged_traffic():
+    assert SendRequest("f", "10.0.0.1", 1, 1, 0, 0).tag == marking.DSCP_UNTAGGED
+
+
+@pytest.mark.parametrize("tag, level", [(1, 0), (3, 2), (55, 7), (0, 5)])
+def test_flow_socket_carries_tag_and_level_before_connect(tag, level):
+    with open_flow_socket(tag, level, set_priority=can_set_priority()) as sock:
+        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == marking.tos_byte(tag)
+        assert sock.getblocking() is False
+        if can_set_priority():
+            # would be rt_tos2priority(tos) if SO_PRIORITY were set before IP_TOS
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) == marking.skb_priority(level)
+
+
+# -- FlowReceiver, driven by hand -------------------------------------------------------
+
+
+class Sink:
+    """The agent side of a FlowReceiver: a shared buffer and an event list."""
+
+    def __init__(self) -> None:
+        self.rx_view = memoryview(bytearray(64))
+        self.recv_flows: dict[str, FlowReceiver] = {}
+        self.receivers: set[FlowReceiver] = set()
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+
+class Transport:
+    """Just enough of an asyncio transport."""
+
+    def __init__(self) -> None:
+        self.aborted = self.closed = False
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("10.0.1.1", 40000) if name == "peername" else None
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def feed(rx: FlowReceiver, sink: Sink, data: bytes, step: int) -> None:
+    """Deliver ``data`` in reads of at most ``step`` bytes, as the event loop would."""
+    for i in range(0, len(data), step):
+        part = data[i:i + step]
+        buf = rx.get_buffer(-1)
+        buf[:len(part)] = part
+        rx.buffer_updated(len(part))
+
+
+def connected() -> tuple[FlowReceiver, Sink, Transport]:
+    sink, tr = Sink(), Transport()
+    rx = FlowReceiver(sink)
+    rx.connection_made(tr)
+    return rx, sink, tr
+
+
+@pytest.mark.parametrize("step", [1, 5, 64])
+def test_receiver_reports_flow_when_last_byte_arrives(step):
+    rx, sink, tr = connected()
+    feed(rx, sink, encode_header("f9", 100) + bytes(99), step)
+    assert sink.events == [] and sink.recv_flows["f9"].received == 99 and not tr.closed
+    feed(rx, sink, b"\0", 1)
+    assert tr.closed  # the close confirms the flow to the sender
+    (ev,) = sink.events
+    assert ev["event"] == "flow_received" and ev["flow_id"] == "f9" and ev["bytes"] == 100
+    assert ev["src"] == "10.0.1.1" and 0 < ev["first_ns"] <= ev["last_ns"]
+    assert rx.eof_received() is False and len(sink.events) == 1 and not tr.aborted
+
+
+def test_receiver_fails_short_flow_on_eof():
+    rx, sink, _ = connected()
+    feed(rx, sink, encode_header("f1", 100) + bytes(40), 64)
+    rx.eof_received()
+    rx.connection_lost(None)
+    (ev,) = sink.events
+    assert ev["event"] == "flow_failed" and ev["flow_id"] == "f1" and "40 of 100" in ev["error"]
+    assert rx not in sink.receivers
+
+
+def test_receiver_fails_on_reset_and_on_garbage():
+    rx, sink, _ = connected()
+    feed(rx, sink, encode_header("f1", 100), 64)
+    rx.connection_lost(ConnectionResetError("reset by peer"))
+    assert sink.events[-1]["event"] == "flow_failed" and "reset by peer" in sink.events[-1]["error"]
+    rx2, sink2, tr2 = connected()
+    feed(rx2, sink2, b"GET / HTTP/1.1\r\n", 64)
+    assert sink2.events[-1]["event"] == "flow_failed" and tr2.aborted
+
+
+def test_receiver_rejects_more_bytes_than_announced_and_duplicate_ids():
+    rx, sink, tr = connected()
+    feed(rx, sink, encode_header("f1", 10) + bytes(11), 64)
+    assert [e["event"] for e in sink.events] == ["flow_failed"] and tr.aborted
+    rx2 = FlowReceiver(sink)
+    rx2.connection_made(Transport())
+    feed(rx2, sink, encode_header("f1", 10), 64)
+    assert sink.events[-1]["event"] == "flow_failed" and "duplicate" in sink.events[-1]["error"]
