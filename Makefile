@@ -11,8 +11,12 @@ PYTEST_ARGS ?=
 install:
 	./scripts/install.sh
 
+RUN_STAMP := $(shell date +%Y%m%d-%H%M%S)
+OUT ?= results/default-$(RUN_STAMP)
+
 run: install
-	$(PY) -m coflowbed run $(SCENARIO)
+	$(PY) -m coflowbed run $(SCENARIO) --out $(OUT)
+	$(PY) -m coflowbed plot $(OUT)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -31,3 +35,8 @@ clean: stop
 
 bench: install
 	$(PY) benchmarks/run_all.py
+
+# Compile p4src/coflowbed.p4 with p4c into the committed BMv2 JSON + P4Info
+# (p4src/compiled/); `$(PY) -m controller.p4runtime.artifacts check` says if they are stale.
+p4:
+	$(PY) -m controller.p4runtime.artifacts compile
