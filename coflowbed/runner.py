@@ -74,7 +74,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
         try:
             controller, agents, info["bringup_s"] = _start_all(scen, out_dir, runtime, stack)
             backend = _backend(scen, controller, agents)
-            executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress)
+            executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress(backend))
             executor.run(deadline_s=scen.timeout_s)
         except (RunFailed, PolicyError, Interrupted, KeyboardInterrupt, RuntimeError,
                 TimeoutError, OSError) as exc:
@@ -132,10 +132,13 @@ def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
     return EmulationBackend(sched, controller, agents, scen.plan, DATA_PORT)
 
 
-def _progress(rec: results.CoflowRecord, done: int, total: int) -> None:
-    """One line per finished coflow, with the count done / total."""
-    log.info("[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
-             done, total, rec.coflow_id, rec.ctype, rec.cct_s, rec.bytes, rec.level)
+def _progress(backend: EmulationBackend):
+    """Callback: one line per finished coflow, with the count done / total."""
+    def report(rec: results.CoflowRecord, done: int, total: int) -> None:
+        rec.level = backend.scheduler.last_level.get(rec.coflow_id)
+        log.info("[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
+                 done, total, rec.coflow_id, rec.ctype, rec.cct_s, rec.bytes, rec.level)
+    return report
 
 
 def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
@@ -194,6 +197,14 @@ def _signals_raise():
             signal.signal(s, h)
 
 
+def _comm(pid: int) -> str:
+    """The command line of ``pid``, shortened (for log lines)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:80].strip()
+    except OSError:
+        return "?"
+
+
 def _restore_env(old: str | None) -> None:
     if old is None:
         os.environ.pop(runstate.ENV_MARKER, None)
@@ -203,11 +214,13 @@ def _restore_env(old: str | None) -> None:
 
 def _final_cleanup(state: runstate.RunState, runtime: Path) -> None:
     """Whatever the teardown missed: marked processes, interfaces, the registry entry."""
-    leftovers = end_pids(runstate.marked_pids(state.run_id))
+    stray = runstate.marked_pids(state.run_id)
+    names = [_comm(p) for p in stray]
+    leftovers = end_pids(stray)
     deleted = delete_interfaces(state.interfaces)
     if leftovers or deleted:
-        log.warning("clean-up ended %d stray processes and deleted %d interfaces",
-                    len(leftovers), len(deleted))
+        log.warning("clean-up ended %d stray processes %s and deleted %d interfaces",
+                    len(leftovers), names, len(deleted))
     from topo.ovs import restore_sysctl
 
     restore_sysctl(runtime)

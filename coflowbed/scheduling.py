@@ -166,7 +166,7 @@ class LiveScheduler:
     def _compress(self, ranks: dict[str, tuple]) -> dict[str, int]:
         from controller.compress import compress
 
-        levels = compress(ranks, self.levels)
+        levels = compress(ranks, self.levels, how=getattr(self.policy, "compression", "top"))
         for cid, lv in levels.items():
             try:
                 check_level(lv, self.levels)

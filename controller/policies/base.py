@@ -77,8 +77,14 @@ class Policy(ABC):
     # Thresholds on bytes_sent at which decisions may change without an arrival or a
     # completion (D-CLAS); the controller re-decides when a coflow crosses one.
     byte_thresholds: Sequence[int] = ()
+    # Other names users may select the policy by (e.g. "megatron" for "fair").
+    aliases: Sequence[str] = ()
+    # Scheme of ``controller.compress`` that suits this policy's ranks ("top",
+    # "quantile" or "lexicographic"); callers pass it as ``how=``.
+    compression: str = "top"
 
     def __init__(self, **params: Any) -> None:
+        """Policies without parameters reject any they are given."""
         if params:
             raise ValueError(f"policy {self.name!r} takes no parameters {sorted(params)}")
 

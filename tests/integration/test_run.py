@@ -78,7 +78,7 @@ def shared_run(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("shared")
     cfs = [coflow("a", 0, 3, [("h11", "h21", 20 * MB)]),
            coflow("b", 0, 3, [("h12", "h21", 20 * MB)]),
-           coflow("metered", 0, 1, [("h22", "h12", 5 * MB)], rate_mbps=20)]
+           coflow("metered", 0, 1, [("h22", "h12", 10 * MB)], rate_mbps=20)]
     return run_scenario(scenario(tmp, cfs, "shared"), tmp / "run")
 
 
@@ -100,7 +100,7 @@ def test_same_level_coflows_share_equally(shared_run):
 
 def test_meter_limits_coflow_to_its_rate(shared_run):
     cct = shared_run["coflows"]["metered"]["cct_s"]
-    assert cct == pytest.approx(5 * MB * 8 / 20e6, rel=0.15), cct
+    assert cct == pytest.approx(10 * MB * 8 / 20e6, rel=0.15), cct
     meters = shared_run["counters"]["meters"]
     assert sum(m["drop_packets"] for m in meters) > 0, meters
 

@@ -1,0 +1,112 @@
+"""Varys: Smallest-Effective-Bottleneck-First ordering with MADD rate allocation."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from controller.policies._common import check_bool
+from controller.policies.base import CoflowState, Decision, FabricView, Policy
+from controller.policies.bigswitch import FlowTable, PortLoads, flow_table, port_loads
+from controller.policies.registry import register
+
+# Capacity below this fraction of a port's rate counts as used up (float round-off).
+_EPS = 1e-9
+
+
+@register
+class Sebf(Policy):
+    """Varys SEBF + MADD (Chowdhury, Zhong & Stoica, "Efficient Coflow Scheduling with
+    Varys", SIGCOMM 2014).  Clairvoyant.  Γ(c) = max over c's sender and receiver ports of
+    (bits of c left on the port) / (port rate); coflows are served by increasing Γ.  In that
+    order each coflow gets Γ'(c) computed on the capacity still free and every flow the rate
+    remaining/Γ'(c), so all its flows finish together (MADD); a coflow meeting a used-up port
+    gets rate 0 and waits.  Then, if ``work_conserving``, leftover capacity is handed out to
+    flows greedily in the same order (each flow takes min(free sender, free receiver)).
+
+    Rank: ``(Γ(c), arrival_seq)``; rates: bit/s for every flow with bytes left (0.0 = wait).
+    Recompute on every arrival and completion."""
+
+    name = "sebf"
+    aliases = ("varys",)
+    clairvoyant = True
+
+    def __init__(self, work_conserving: bool = True) -> None:
+        """Check and keep the parameter."""
+        super().__init__()
+        self.work_conserving = check_bool(self.name, "work_conserving", work_conserving)
+
+    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
+               now: float) -> dict[str, Decision]:
+        """SEBF ranks and MADD (+ work-conserving) per-flow rates."""
+        table = flow_table(states, fabric)
+        loads = port_loads(table)
+        gamma = bottleneck_times(loads, table.capacity, len(states))
+        seq = np.fromiter((s.arrival_seq for s in states), dtype=np.int64, count=len(states))
+        order = np.lexsort((seq, gamma))
+        free = table.capacity.copy()
+        rates = madd(order, loads, table, free)
+        if self.work_conserving:
+            work_conserve(order, table, rates, free)
+        return _decisions(states, table, gamma, rates)
+
+
+def bottleneck_times(loads: PortLoads, capacity: np.ndarray, n: int) -> np.ndarray:
+    """Γ per coflow in seconds at full port rates (0 for a coflow with nothing left)."""
+    gamma = np.zeros(n, dtype=np.float64)
+    np.maximum.at(gamma, loads.coflow, loads.bits / capacity[loads.port])
+    return gamma
+
+
+def madd(order: np.ndarray, loads: PortLoads, table: FlowTable, free: np.ndarray) -> np.ndarray:
+    """MADD rates (bit/s) per flow in SEBF ``order``; consumes ``free`` in place."""
+    # Plain lists: a coflow touches few ports, where numpy's per-call cost would dominate.
+    fr, lim = free.tolist(), (table.capacity * _EPS).tolist()
+    ports, bits, start = loads.port.tolist(), loads.bits.tolist(), loads.start.tolist()
+    eff = [math.inf] * (len(start) - 1)  # Γ'(c) on the capacity left to it
+    for c in order.tolist():
+        ps, bs = ports[start[c]:start[c + 1]], bits[start[c]:start[c + 1]]
+        if not ps or any(fr[p] <= lim[p] for p in ps):
+            continue  # nothing left, or a port of c is used up: c waits (rate 0), as in Varys
+        g = max(b / fr[p] for p, b in zip(ps, bs))
+        eff[c] = g
+        for p, b in zip(ps, bs):
+            fr[p] = max(fr[p] - b / g, 0.0)
+    free[:] = fr
+    return table.bits / np.asarray(eff)[table.coflow]
+
+
+def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray,
+                  free: np.ndarray) -> None:
+    """Hand leftover capacity to flows in coflow ``order``: each takes min(free src, free dst)."""
+    used_up = table.capacity * _EPS
+    # Free capacity only shrinks, so flows closed now stay closed: visit only open ones.
+    cand = np.flatnonzero((free[table.src] > used_up[table.src])
+                          & (free[table.dst] > used_up[table.dst]))
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    cand = cand[np.argsort(position[table.coflow[cand]], kind="stable")]
+    fr, lim = free.tolist(), used_up.tolist()
+    for i, s, d in zip(cand.tolist(), table.src[cand].tolist(), table.dst[cand].tolist()):
+        if fr[s] > lim[s] and fr[d] > lim[d]:
+            extra = min(fr[s], fr[d])
+            rates[i] += extra
+            fr[s] -= extra
+            fr[d] -= extra
+    free[:] = fr
+
+
+def _decisions(states: Sequence[CoflowState], table: FlowTable, gamma: np.ndarray,
+               rates: np.ndarray) -> dict[str, Decision]:
+    """Pack ranks and per-flow rates into Decisions."""
+    out: dict[str, Decision] = {}
+    rate_list = rates.tolist()
+    gammas = gamma.tolist()
+    starts = table.start.tolist()
+    for i, s in enumerate(states):
+        lo, hi = starts[i], starts[i + 1]
+        out[s.coflow_id] = Decision(rank=(gammas[i], s.arrival_seq),
+                                    flow_rates_bps=dict(zip(table.flow_ids[lo:hi],
+                                                            rate_list[lo:hi])))
+    return out
