@@ -45,6 +45,8 @@ def resolved_scenario(scen: Scenario) -> dict:
     out.update(name=scen.name, levels=scen.levels, queue_packets=scen.queue_packets,
                switch=scen.switch, seed=scen.seed, timeout_s=scen.timeout_s,
                policy={"name": scen.policy, "params": scen.policy_params})
+    if scen.plugins:
+        out["plugins"] = scen.plugins  # absolute: the run folder is elsewhere
     out["fabric"] = {k: v for k, v in scen.plan.to_dict().items()
                      if k not in ("hosts", "switches", "links")}
     return out

@@ -42,6 +42,7 @@ class Scenario:
     static_levels: dict[str, int] = field(default_factory=dict)
     static_rates_mbps: dict[str, float] = field(default_factory=dict)
     raw: dict = field(default_factory=dict)
+    plugins: list[str] = field(default_factory=list)
 
     @property
     def byte_scale(self) -> float:
@@ -63,6 +64,7 @@ def load_scenario(path: Path | str, overrides: dict | None = None) -> Scenario:
 
 def _parse(top: Section, path: Path) -> Scenario:
     name = top.get("name", path.stem, string)
+    plugins = _load_plugins(top, path)
     plan = _parse_fabric(top.section("fabric"))
     levels = top.get("levels", MAX_LEVELS, integer(1, MAX_LEVELS))
     queue_packets = top.get("queue_packets", 100, integer(2, 100000))
@@ -74,7 +76,45 @@ def _parse(top: Section, path: Path) -> Scenario:
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     return Scenario(str(path), name, plan, levels, queue_packets, switch, policy, params, seed,
-                    timeout_s, dag, static_levels, rates, dict(top._data))
+                    timeout_s, dag, static_levels, rates, dict(top._data), plugins)
+
+
+def _load_plugins(top: Section, path: Path) -> list[str]:
+    """Import the scenario's ``plugins`` (Python files, relative to the scenario) so the
+    policies they register with ``@controller.policies.register`` can be named."""
+    items = top.get("plugins", [])
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise top.fail("plugins", "must be a list of Python file paths")
+    loaded = []
+    for i, item in enumerate(items):
+        file = (path.parent / item).resolve()
+        try:
+            _import_file(file)
+        except Exception as exc:  # any error in user code: report it as bad input
+            raise UserError(str(path), f"plugins[{i}]",
+                            f"cannot import {file}: {type(exc).__name__}: {exc}") from None
+        loaded.append(str(file))
+    return loaded
+
+
+def _import_file(file: Path) -> None:
+    """Execute a Python file as module ``coflowbed_plugin_<stem>``."""
+    import importlib.util
+    import sys
+
+    name = f"coflowbed_plugin_{file.stem}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError("not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
 
 
 def _parse_fabric(sec: Section) -> FabricPlan:

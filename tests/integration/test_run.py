@@ -162,3 +162,34 @@ def test_clean_after_sigkill_leaves_nothing(tmp_path):
     assert not present & set(interface_names(plan))
     assert list(runstate.STATE_DIR.glob("*.json")) == []
     assert Path("/proc/sys/net/core/wmem_default").read_text() == wmem_before
+
+
+EXPLODING = '''
+from controller.policies import register
+from controller.policies.base import Decision, Policy
+
+
+@register
+class Exploding(Policy):
+    """Fine with one coflow, raises as soon as two are active."""
+    name = "test-exploding"
+
+    def decide(self, states, fabric, now):
+        if len(states) > 1:
+            raise ArithmeticError("exploded on purpose")
+        return {s.coflow_id: Decision((0,)) for s in states}
+'''
+
+
+def test_failing_policy_fails_the_run_cleanly(tmp_path):
+    (tmp_path / "exploding.py").write_text(EXPLODING)
+    cfs = [{"id": "first", "arrival_s": 0, "flows": [{"src": "h11", "dst": "h21", "bytes": 20 * MB}]},
+           {"id": "second", "arrival_s": 0.5, "flows": [{"src": "h12", "dst": "h22", "bytes": MB}]}]
+    path = scenario(tmp_path, cfs, "exploding", policy="test-exploding", plugins=["exploding.py"])
+    res = run_cli("run", str(path), "--out", str(tmp_path / "run"))
+    assert res.returncode == 1, res.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["partial"] is True and "exploded on purpose" in summary["error"]
+    assert "PolicyError" in summary["error"]
+    assert runstate.marked_pids() == []
+    assert not set(os.listdir("/sys/class/net")) & set(interface_names(FabricPlan(**FABRIC)))

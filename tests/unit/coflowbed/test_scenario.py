@@ -80,3 +80,36 @@ def test_cli_exits_2_with_one_line_and_starts_nothing(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "levels" in err
     assert not (tmp_path / "res").exists()
+
+
+PLUGIN = '''
+from controller.policies import register
+from controller.policies.base import Decision, Policy
+
+
+@register
+class Reversed(Policy):
+    """Last arrival first (a user's own policy)."""
+    name = "test-reversed-N"
+
+    def decide(self, states, fabric, now):
+        return {s.coflow_id: Decision((-s.arrival_seq,)) for s in states}
+'''
+
+
+def test_plugin_policy_is_registered_and_selectable(tmp_path):
+    (tmp_path / "mine.py").write_text(PLUGIN.replace("-N", "-1"))
+    data = base()
+    data.update(plugins=["mine.py"], policy="test-reversed-1")
+    for cf in data["workload"]["coflows"]:
+        cf.pop("level", None)
+    s = load_scenario(write(tmp_path, data))
+    assert s.policy == "test-reversed-1" and s.plugins == [str(tmp_path / "mine.py")]
+
+
+def test_broken_plugin_is_reported_as_bad_input(tmp_path):
+    (tmp_path / "broken.py").write_text("raise RuntimeError('oops')\n")
+    data = base()
+    data["plugins"] = ["broken.py"]
+    with pytest.raises(UserError, match=r"plugins\[0\]: cannot import .*broken.py: RuntimeError: oops"):
+        load_scenario(write(tmp_path, data))
