@@ -1,0 +1,106 @@
+"""Blocking client of the controller's control API (JSON lines on a Unix socket), for
+the orchestrator thread, tests and benchmarks.  Every call has a hard timeout."""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any, Sequence
+
+
+class ControllerError(RuntimeError):
+    """The controller answered ``ok: false`` (the message is its error)."""
+
+
+class ControllerClient:
+    """One connection to the control API; reconnects lazily after errors."""
+
+    def __init__(self, socket_path: Path, timeout: float = 10.0) -> None:
+        """Client of the API at ``socket_path``; ``timeout`` bounds every call."""
+        self.path, self.timeout = Path(socket_path), timeout
+        self._sock: socket.socket | None = None
+        self._buf = b""
+
+    def __enter__(self) -> "ControllerClient":
+        """Context manager: closes on exit."""
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Close the connection."""
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (a later call reconnects)."""
+        if self._sock is not None:
+            self._sock.close()
+        self._sock, self._buf = None, b""
+
+    def _connect(self) -> socket.socket:
+        """The open connection, connecting first if needed."""
+        if self._sock is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(self.timeout)
+            try:
+                s.connect(str(self.path))
+            except OSError:
+                s.close()
+                raise
+            self._sock = s
+        return self._sock
+
+    def call(self, request: dict, timeout: float | None = None) -> dict:
+        """Send one request, return the reply; ControllerError when ``ok`` is false,
+        OSError/TimeoutError when the controller cannot be reached in time."""
+        try:
+            sock = self._connect()
+            sock.settimeout(timeout or self.timeout)
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            while b"\n" not in self._buf:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError(f"{self.path}: controller closed the connection")
+                self._buf += chunk
+        except BaseException:
+            self.close()  # a half-read reply would desynchronise the stream
+            raise
+        line, self._buf = self._buf.split(b"\n", 1)
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            raise ControllerError(reply.get("error", "unknown error"))
+        return reply
+
+    def status(self) -> dict:
+        """``{"switches": [...], "ready": bool, "levels": K}``."""
+        return self.call({"op": "status"})
+
+    def wait_ready(self, timeout: float) -> dict:
+        """Block until the controller reports ready (every switch connected and
+        installed); TimeoutError after ``timeout`` s.  The controller signals readiness
+        itself (op ``wait_ready`` blocks on a condition there)."""
+        st = self.call({"op": "wait_ready", "timeout_s": timeout}, timeout + self.timeout)
+        if not st["ready"]:
+            raise TimeoutError(f"controller not ready after {timeout:.0f} s "
+                               f"(connected: {st['switches']})")
+        return st
+
+    def set(self, entries: Sequence[dict], timeout: float | None = None) -> dict:
+        """Install/replace tag entries; ``{"applied_s": s, "written": n}``."""
+        return self.call({"op": "set", "entries": list(entries)}, timeout)
+
+    def clear(self, tags: Sequence[int], timeout: float | None = None) -> dict:
+        """Remove the entries and meters of ``tags``."""
+        return self.call({"op": "clear", "tags": list(tags)}, timeout)
+
+    def tag_stats(self) -> dict[int, dict[str, int]]:
+        """``{tag: {"bytes": b, "packets": p}}`` for every active tag."""
+        return {int(t): v for t, v in self.call({"op": "tag_stats"})["tags"].items()}
+
+    def port_stats(self) -> dict[str, dict[int, dict[str, int]]]:
+        """``{switch: {port: {rx_bytes, tx_bytes, rx_packets, tx_packets}}}``."""
+        sw = self.call({"op": "port_stats"})["switches"]
+        return {name: {int(p): c for p, c in ports.items()} for name, ports in sw.items()}
+
+    def meter_stats(self) -> list[dict[str, Any]]:
+        """One dict per meter: switch, meter_id, tag, src, dst, packets_in, bytes_in,
+        drop_packets, drop_bytes."""
+        return self.call({"op": "meter_stats"})["meters"]

@@ -1,0 +1,251 @@
+"""The control plane behind the control API: validates requests, keeps the desired tag
+table, computes per-leaf diffs and has a SwitchDriver write them.  Backend-neutral:
+the same object serves the OpenFlow (os-ken) and a P4Runtime driver.
+
+Threads: API requests come from server threads, switch (re)connections from the
+driver's event thread (which must never block: installs run in their own thread).
+Writes are serialised by one lock, so a reconnect re-install and a ``set`` never
+interleave.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from controller.coflow_table import (DEFAULT_BURST_S, LeafTable, TagEntry, leaf_state,
+                                     parse_entries, parse_tags)
+from controller.southbound.base import SouthboundError, SwitchDriver
+from topo.plan import FabricPlan
+
+log = logging.getLogger("controller.control")
+OPS = ("status", "wait_ready", "set", "clear", "tag_stats", "port_stats", "meter_stats")
+
+
+@dataclass(frozen=True)
+class ControlConfig:
+    """Knobs of the control plane."""
+
+    levels: int = 8
+    burst_s: float = DEFAULT_BURST_S
+    op_timeout_s: float = 10.0
+
+
+def _spawn_thread(fn: Callable, *args) -> None:
+    """Default spawner: a daemon thread."""
+    threading.Thread(target=fn, args=args, daemon=True).start()
+
+
+class ControlPlane:
+    """Desired state + diffs + driver calls; ``handle`` answers one API request."""
+
+    def __init__(self, plan: FabricPlan, driver: SwitchDriver, config: ControlConfig,
+                 spawn: Callable = _spawn_thread) -> None:
+        """Control plane of ``plan`` writing through ``driver``."""
+        self.plan, self.driver, self.cfg, self.spawn = plan, driver, config, spawn
+        self.leaves = [sw.name for sw in plan.switches if sw.role == "leaf"]
+        self.entries: dict[int, TagEntry] = {}
+        self.epochs: dict[int, int] = {}
+        self._next_epoch = 1
+        self.tables = {name: LeafTable() for name in self.leaves}
+        self.ready: set[str] = set()
+        self.retired: dict[int, list[int]] = {}  # cookie -> [bytes, packets]
+        self.retired_meters: list[dict] = []  # last counters of meters removed by clear
+        self._write = threading.Lock()
+        self._stats = threading.Lock()
+        self._ready_changed = threading.Condition()
+
+    # --- switch lifecycle ------------------------------------------------------------
+    def switch_connected(self, name: str) -> None:
+        """(Re)install ``name`` completely in a thread of its own."""
+        self._set_ready(name, False)
+        self.spawn(self._install, name)
+
+    def switch_disconnected(self, name: str) -> None:
+        """``name`` is gone; it is reinstalled when it comes back."""
+        self._set_ready(name, False)
+
+    def _set_ready(self, name: str, ready: bool) -> None:
+        """Record readiness of ``name`` and wake ``wait_ready`` requests."""
+        with self._ready_changed:
+            (self.ready.add if ready else self.ready.discard)(name)
+            self._ready_changed.notify_all()
+
+    def all_ready(self) -> bool:
+        """Every switch of the plan connected and installed."""
+        return {sw.name for sw in self.plan.switches} <= self.ready
+
+    def _install(self, name: str) -> None:
+        """Base pipeline, then the current tag table (leaves); marks ``name`` ready."""
+        t0 = time.monotonic()
+        with self._write:
+            try:
+                self.driver.install_base(name, self.cfg.op_timeout_s)
+                if name in self.tables:
+                    self.tables[name] = LeafTable()  # the wipe emptied it
+                    self._apply_leaves([name], resync=False)
+            except SouthboundError as e:
+                log.error("%s: install failed: %s", name, e)
+                return
+            self._set_ready(name, True)
+        log.info("%s: ready after %.3f s", name, time.monotonic() - t0)
+
+    def _apply_leaves(self, leaves: list[str], resync: bool = True) -> int:
+        """Bring ``leaves`` to the desired state of ``self.entries``; writes done.  On a
+        failed write the switches' state is unknown: ``resync`` reinstalls them."""
+        plans, diffs = {}, {}
+        for name in leaves:
+            leaf = self.plan.switch(name).index
+            rules, meters = leaf_state(self.plan, leaf, self.entries.values(),
+                                       self.epochs, self.cfg.burst_s)
+            diffs[name], ids = self.tables[name].diff(rules, meters)
+            plans[name] = (rules, meters, ids)
+        try:
+            written = self.driver.apply(diffs, self.cfg.op_timeout_s)
+        except SouthboundError:
+            for name in leaves if resync else ():
+                self.switch_connected(name)
+            raise
+        for name, (rules, meters, ids) in plans.items():
+            self.tables[name].commit(rules, meters, ids)
+        return written
+
+    # --- requests ----------------------------------------------------------------------
+    def handle(self, request, received: float | None = None) -> dict:
+        """Answer one decoded API request; errors become ``{"ok": false, ...}``."""
+        received = time.monotonic() if received is None else received
+        try:
+            if not isinstance(request, dict) or request.get("op") not in OPS:
+                raise ValueError(f"op: must be one of {list(OPS)}")
+            op = request["op"]
+            allowed = {"op", {"set": "entries", "clear": "tags",
+                              "wait_ready": "timeout_s"}.get(op, "op")}
+            unknown = sorted(set(request) - allowed)
+            if unknown:
+                raise ValueError(f"{unknown[0]}: unknown key for op {op!r}")
+            return {"ok": True, **getattr(self, f"op_{op}")(request, received)}
+        except (ValueError, SouthboundError) as e:
+            log.warning("request failed: %s", e)
+            return {"ok": False, "error": str(e)}
+
+    def op_status(self, _req: dict, _received: float) -> dict:
+        """Connected switches and readiness."""
+        return {"switches": self.driver.connected(), "ready": self.all_ready(),
+                "levels": self.cfg.levels}
+
+    def op_wait_ready(self, req: dict, received: float) -> dict:
+        """Block until ready or ``timeout_s`` passed; then the status."""
+        timeout = req.get("timeout_s", 0)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not 0 <= timeout <= 3600:
+            raise ValueError(f"timeout_s: must be a number in 0..3600, got {timeout!r}")
+        with self._ready_changed:
+            self._ready_changed.wait_for(self.all_ready, timeout)
+        return self.op_status(req, received)
+
+    def _require_ready(self) -> None:
+        """SouthboundError naming the first leaf that is not ready."""
+        for name in self.leaves:
+            if name not in self.ready:
+                raise SouthboundError(f"{name}: not connected/installed yet")
+
+    def op_set(self, req: dict, received: float) -> dict:
+        """Replace the entries of the given tags; reply after every barrier."""
+        entries = parse_entries(req.get("entries"), self.plan, self.cfg.levels)
+        with self._write:
+            self._require_ready()
+            old = dict(self.entries), dict(self.epochs), self._next_epoch
+            for e in entries:
+                if e.tag not in self.epochs:
+                    self.epochs[e.tag], self._next_epoch = self._next_epoch, self._next_epoch + 1
+                self.entries[e.tag] = e
+            try:
+                written = self._apply_leaves(self.leaves)
+            except SouthboundError:
+                self.entries, self.epochs, self._next_epoch = old
+                raise
+        return {"applied_s": time.monotonic() - received, "written": written}
+
+    def op_clear(self, req: dict, received: float) -> dict:
+        """Remove the entries (and meters) of the given tags."""
+        tags = parse_tags(req.get("tags"))
+        with self._write:
+            self._require_ready()
+            last_counters = self._meter_rows(set(tags))  # meters vanish with their rules
+            for t in tags:
+                self.entries.pop(t, None)
+                self.epochs.pop(t, None)
+            written = self._apply_leaves(self.leaves)
+        with self._stats:
+            for cookie in [c for c in self.retired if (c & 0xFF) in tags]:
+                del self.retired[cookie]
+            self.retired_meters.extend({**row, "retired": True} for row in last_counters)
+        return {"applied_s": time.monotonic() - received, "written": written}
+
+    def on_removed(self, switch: str, cookie: int, nbytes: int, packets: int) -> None:
+        """Keep the counters of a removed rule if its tag incarnation is still active."""
+        tag, epoch = cookie & 0xFF, cookie >> 8
+        if self.epochs.get(tag) != epoch:
+            return
+        with self._stats:
+            acc = self.retired.setdefault(cookie, [0, 0])
+            acc[0] += nbytes
+            acc[1] += packets
+
+    def op_tag_stats(self, _req: dict, _received: float) -> dict:
+        """Bytes/packets per active tag, summed over leaves (removed rules included)."""
+        epochs = dict(self.epochs)
+        totals = {t: [0, 0] for t in epochs}
+        for name in self.leaves:
+            for c in self.driver.rule_counters(name, self.cfg.op_timeout_s):
+                self._credit(totals, epochs, c.cookie, c.bytes, c.packets)
+        with self._stats:
+            for cookie, (nbytes, packets) in self.retired.items():
+                self._credit(totals, epochs, cookie, nbytes, packets)
+        return {"tags": {str(t): {"bytes": b, "packets": p} for t, (b, p) in totals.items()}}
+
+    @staticmethod
+    def _credit(totals: dict, epochs: dict, cookie: int, nbytes: int, packets: int) -> None:
+        """Add counters to the tag of ``cookie`` if that incarnation is the current one."""
+        tag = cookie & 0xFF
+        if epochs.get(tag) == cookie >> 8:
+            totals[tag][0] += nbytes
+            totals[tag][1] += packets
+
+    def op_port_stats(self, _req: dict, _received: float) -> dict:
+        """Per switch, per port counters."""
+        out = {}
+        for name in self.driver.connected():
+            out[name] = {str(c.port): {"rx_bytes": c.rx_bytes, "tx_bytes": c.tx_bytes,
+                                       "rx_packets": c.rx_packets, "tx_packets": c.tx_packets}
+                         for c in self.driver.port_counters(name, self.cfg.op_timeout_s)}
+        return {"switches": out}
+
+    def op_meter_stats(self, _req: dict, _received: float) -> dict:
+        """Per leaf meter counters, labelled with the meter's tag and host(s); meters
+        removed by ``clear`` are listed with their last counters and ``retired: true``."""
+        with self._stats:
+            retired = list(self.retired_meters)
+        return {"meters": self._meter_rows() + retired}
+
+    def _meter_rows(self, only_tags: set[int] | None = None) -> list[dict]:
+        """Current counters of the leaves' meters (of ``only_tags`` if given)."""
+        meters = []
+        for name in self.leaves:
+            if name not in self.driver.connected():
+                continue
+            keys = {mid: key for key, mid in self.tables[name].meter_ids.items()
+                    if only_tags is None or key[1] in only_tags}
+            if not keys:
+                continue
+            for c in self.driver.meter_counters(name, self.cfg.op_timeout_s):
+                if c.meter_id not in keys and only_tags is not None:
+                    continue
+                key = keys.get(c.meter_id, ("?", None, None))
+                meters.append({"switch": name, "meter_id": c.meter_id, "tag": key[1],
+                               "src": key[2], "dst": key[3] if len(key) > 3 else None,
+                               "packets_in": c.packets_in, "bytes_in": c.bytes_in,
+                               "drop_packets": c.drop_packets, "drop_bytes": c.drop_bytes})
+        return meters

@@ -1,0 +1,78 @@
+"""The southbound interface: what the control plane needs from a switch driver.
+
+The control plane (controller/control_plane.py) decides *what* each switch holds; a
+driver (OpenFlow 1.3 via os-ken here; P4Runtime for BMv2) writes it and reads
+counters.  Every write method returns only after the switch confirmed it (OpenFlow:
+barrier reply) or raises ``SouthboundError``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from controller.coflow_table import LeafDiff
+
+
+class SouthboundError(RuntimeError):
+    """A switch refused a write, disconnected, or did not answer in time."""
+
+
+@dataclass(frozen=True)
+class RuleCounter:
+    """Counters of one coflow-table rule (identified by its cookie)."""
+
+    cookie: int
+    bytes: int
+    packets: int
+
+
+@dataclass(frozen=True)
+class PortCounter:
+    """Counters of one switch port."""
+
+    port: int
+    rx_bytes: int
+    tx_bytes: int
+    rx_packets: int
+    tx_packets: int
+
+
+@dataclass(frozen=True)
+class MeterCounter:
+    """Counters of one meter: traffic in, and what its drop band dropped."""
+
+    meter_id: int
+    packets_in: int
+    bytes_in: int
+    drop_packets: int
+    drop_bytes: int
+
+
+# Called with (switch, cookie, bytes, packets) when a rule leaves a switch.
+RemovedCallback = Callable[[str, int, int, int], None]
+
+
+class SwitchDriver(ABC):
+    """Writes pipelines and reads counters of the switches of one fabric plan."""
+
+    @abstractmethod
+    def install_base(self, switch: str, timeout: float) -> None:
+        """Wipe ``switch`` and install its static pipeline (defaults, routing, ECMP)."""
+
+    @abstractmethod
+    def apply(self, diffs: Mapping[str, LeafDiff], timeout: float) -> int:
+        """Write every diff (switch -> changes) in parallel; return after all are
+        confirmed; the number of writes."""
+
+    @abstractmethod
+    def rule_counters(self, switch: str, timeout: float) -> list[RuleCounter]:
+        """Counters of the coflow-table rules of ``switch``."""
+
+    @abstractmethod
+    def port_counters(self, switch: str, timeout: float) -> list[PortCounter]:
+        """Counters of every port of ``switch``."""
+
+    @abstractmethod
+    def meter_counters(self, switch: str, timeout: float) -> list[MeterCounter]:
+        """Counters of every meter of ``switch``."""

@@ -1,0 +1,192 @@
+"""OpenFlow 1.3 messages of the coflowbed pipeline, built from the fabric plan and the
+coflow-table rules (pure: a datapath object is only used for its ofproto modules).
+
+Pipeline (docs/fabric.md):
+
+- table 0, the coflow table.  Leaves: per coflow rule, match ``in_port`` + IPv4 DSCP
+  tag (+ ``ipv4_dst`` for pair rules) -> [meter] -> set DSCP to the level code ->
+  goto 1.  Everything else (level codes, DSCP 0, unmapped tags, non-IP, spines) ->
+  goto 1 unchanged (priority 0).
+- table 1, routing.  Leaf l: own host /32 -> its port; the rest of its own /24 -> drop
+  (no loop through the spines); any other 10.0/16 -> select group 1 over the uplinks
+  (OVS hashes per 5-tuple).  Spine: 10.0.l.0/24 -> port l.  ARP is routed the same way
+  on the target address (hosts use static ARP; this is a safety net).
+"""
+from __future__ import annotations
+
+from controller.coflow_table import MeterSpec, TagRule
+from topo.plan import FabricPlan, SwitchPlan
+from workload.marking import level_dscp
+
+ETH_IP = 0x0800
+ETH_ARP = 0x0806
+TAG_TABLE = 0
+ROUTE_TABLE = 1
+ECMP_GROUP = 1
+PRIO_DEFAULT = 0
+PRIO_TAG = 100
+PRIO_PAIR = 200  # pair rules are more specific than per-host rules of the same tag
+PRIO_HOST = 100
+PRIO_OWN_SUBNET = 50
+PRIO_FABRIC = 10
+FABRIC_NET = ("10.0.0.0", "255.255.0.0")
+LEAF_NET_MASK = "255.255.255.0"
+
+
+def leaf_subnet(leaf: int) -> str:
+    """Network address of leaf ``leaf``'s /24."""
+    return f"10.0.{leaf}.0"
+
+
+def flow_mod(dp, table: int, priority: int, match, insts, command=None, cookie: int = 0,
+             flags: int = 0):
+    """An OFPFlowMod with the fields this pipeline uses."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return parser.OFPFlowMod(
+        dp, cookie=cookie, cookie_mask=0, table_id=table,
+        command=ofp.OFPFC_ADD if command is None else command, idle_timeout=0,
+        hard_timeout=0, priority=priority, buffer_id=ofp.OFP_NO_BUFFER,
+        out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, flags=flags, match=match,
+        instructions=insts)
+
+
+def _goto(dp, table: int):
+    """Goto-table instruction."""
+    return dp.ofproto_parser.OFPInstructionGotoTable(table)
+
+
+def _apply(dp, actions):
+    """Apply-actions instruction."""
+    return dp.ofproto_parser.OFPInstructionActions(dp.ofproto.OFPIT_APPLY_ACTIONS, actions)
+
+
+def wipe_msgs(dp) -> list:
+    """Delete every flow, group and meter (start from a known state on (re)connect)."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return [flow_mod(dp, ofp.OFPTT_ALL, 0, parser.OFPMatch(), [], command=ofp.OFPFC_DELETE),
+            parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL),
+            parser.OFPMeterMod(dp, ofp.OFPMC_DELETE, 0, ofp.OFPM_ALL)]
+
+
+def _route_pair(dp, priority: int, dst, out_insts) -> list:
+    """IPv4 (ipv4_dst) and ARP (arp_tpa) routing entries with the same target."""
+    parser = dp.ofproto_parser
+    return [flow_mod(dp, ROUTE_TABLE, priority, parser.OFPMatch(eth_type=ETH_IP,
+                                                                ipv4_dst=dst), out_insts),
+            flow_mod(dp, ROUTE_TABLE, priority, parser.OFPMatch(eth_type=ETH_ARP,
+                                                                arp_tpa=dst), out_insts)]
+
+
+def _output(dp, port: int) -> list:
+    """Instructions that output to ``port``."""
+    return [_apply(dp, [dp.ofproto_parser.OFPActionOutput(port)])]
+
+
+def ecmp_group(dp, plan: FabricPlan):
+    """Select group over all uplinks of a leaf (equal weights)."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    buckets = [parser.OFPBucket(weight=1, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
+                                actions=[parser.OFPActionOutput(plan.uplink_port(s))])
+               for s in range(1, plan.spines + 1)]
+    return parser.OFPGroupMod(dp, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, ECMP_GROUP, buckets)
+
+
+def leaf_route_msgs(dp, plan: FabricPlan, leaf: int) -> list:
+    """Group and routing table of leaf ``leaf``."""
+    parser = dp.ofproto_parser
+    msgs = [ecmp_group(dp, plan)]
+    for h in plan.hosts:
+        if h.leaf == leaf:
+            msgs += _route_pair(dp, PRIO_HOST, h.ip, _output(dp, h.leaf_port))
+    msgs += _route_pair(dp, PRIO_OWN_SUBNET, (leaf_subnet(leaf), LEAF_NET_MASK), [])
+    to_group = [_apply(dp, [parser.OFPActionGroup(ECMP_GROUP)])]
+    msgs += _route_pair(dp, PRIO_FABRIC, FABRIC_NET, to_group)
+    return msgs
+
+
+def spine_route_msgs(dp, plan: FabricPlan) -> list:
+    """Routing table of a spine: each leaf's /24 out of the port facing it."""
+    msgs = []
+    for leaf in range(1, plan.leaves + 1):
+        msgs += _route_pair(dp, PRIO_HOST, (leaf_subnet(leaf), LEAF_NET_MASK),
+                            _output(dp, leaf))
+    return msgs
+
+
+def base_msgs(dp, plan: FabricPlan, sw: SwitchPlan) -> list:
+    """Everything a freshly connected switch needs, wipe included, in order."""
+    parser = dp.ofproto_parser
+    msgs = wipe_msgs(dp)
+    msgs.append(flow_mod(dp, TAG_TABLE, PRIO_DEFAULT, parser.OFPMatch(),
+                         [_goto(dp, ROUTE_TABLE)]))
+    if sw.role == "leaf":
+        msgs += leaf_route_msgs(dp, plan, sw.index)
+    else:
+        msgs += spine_route_msgs(dp, plan)
+    return msgs
+
+
+def tag_match(dp, rule: TagRule):
+    """Match of a coflow-table rule."""
+    fields = dict(in_port=rule.in_port, eth_type=ETH_IP, ip_dscp=rule.tag)
+    if rule.dst_ip is not None:
+        fields["ipv4_dst"] = rule.dst_ip
+    return dp.ofproto_parser.OFPMatch(**fields)
+
+
+def tag_rule_msg(dp, rule: TagRule, meter_id: int | None, command: str):
+    """Flow mod for ``rule``; command 'add', 'modify' (keeps counters) or 'delete'."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    cmd = {"add": ofp.OFPFC_ADD, "modify": ofp.OFPFC_MODIFY_STRICT,
+           "delete": ofp.OFPFC_DELETE_STRICT}[command]
+    insts = []
+    if meter_id is not None:
+        insts.append(parser.OFPInstructionMeter(meter_id, ofp.OFPIT_METER))
+    insts += [_apply(dp, [parser.OFPActionSetField(ip_dscp=level_dscp(rule.level))]),
+              _goto(dp, ROUTE_TABLE)]
+    prio = PRIO_TAG if rule.dst_ip is None else PRIO_PAIR
+    # Removal reports (counters) let the control plane keep a tag's byte count.
+    return flow_mod(dp, TAG_TABLE, prio, tag_match(dp, rule),
+                    [] if command == "delete" else insts, command=cmd,
+                    cookie=rule.cookie, flags=ofp.OFPFF_SEND_FLOW_REM)
+
+
+def meter_msg(dp, meter_id: int, spec: MeterSpec | None, command: str):
+    """Meter mod: 'add', 'modify' or 'delete' of a drop-band meter."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    cmd = {"add": ofp.OFPMC_ADD, "modify": ofp.OFPMC_MODIFY,
+           "delete": ofp.OFPMC_DELETE}[command]
+    if command == "delete":
+        return parser.OFPMeterMod(dp, cmd, 0, meter_id)
+    band = parser.OFPMeterBandDrop(rate=spec.rate_kbps, burst_size=spec.burst_kbit)
+    flags = ofp.OFPMF_KBPS | ofp.OFPMF_BURST | ofp.OFPMF_STATS
+    return parser.OFPMeterMod(dp, cmd, flags, meter_id, [band])
+
+
+def diff_msgs(dp, diff) -> list:
+    """Messages of a LeafDiff in the order it must be applied."""
+    ids = diff.meter_ids
+    msgs = [meter_msg(dp, mid, m, "add") for mid, m in diff.meters_add]
+    msgs += [meter_msg(dp, mid, m, "modify") for mid, m in diff.meters_mod]
+    msgs += [tag_rule_msg(dp, r, ids.get(r.meter), "add") for r in diff.rules_add]
+    msgs += [tag_rule_msg(dp, r, ids.get(r.meter), "modify") for r in diff.rules_mod]
+    msgs += [tag_rule_msg(dp, r, None, "delete") for r in diff.rules_del]
+    msgs += [meter_msg(dp, mid, None, "delete") for mid, _m in diff.meters_del]
+    return msgs
+
+
+def flow_stats_request(dp, table: int = TAG_TABLE):
+    """Flow stats of one table."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return parser.OFPFlowStatsRequest(dp, 0, table, ofp.OFPP_ANY, ofp.OFPG_ANY, 0, 0,
+                                      parser.OFPMatch())
+
+
+def port_stats_request(dp):
+    """Stats of all ports."""
+    return dp.ofproto_parser.OFPPortStatsRequest(dp, 0, dp.ofproto.OFPP_ANY)
+
+
+def meter_stats_request(dp):
+    """Stats of all meters."""
+    return dp.ofproto_parser.OFPMeterStatsRequest(dp, 0, dp.ofproto.OFPM_ALL)

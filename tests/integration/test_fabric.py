@@ -1,0 +1,137 @@
+"""The real fabric (root, Mininet, OVS userspace, os-ken): reachability, ECMP, strict
+priority at a bottleneck, meters, level changes.  Run under the fabric lock:
+
+    flock /tmp/coflowbed-fabric.lock .venv/bin/python -m pytest tests/integration/test_fabric.py
+"""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from controller.client import ControllerClient
+from controller.launcher import start_controller
+from topo import probe, qos
+from topo.net import start_fabric
+from topo.plan import FabricPlan
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+HOST_MBPS, FABRIC_MBPS, LEVELS = 50, 100, 8
+PLAN = FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=HOST_MBPS,
+                  fabric_bw_mbps=FABRIC_MBPS)
+
+
+@pytest.fixture(scope="module")
+def fabric(tmp_path_factory):
+    """Controller + fabric for the whole module; both stopped even when tests fail."""
+    run_dir = tmp_path_factory.mktemp("fabric")
+    plan_json = run_dir / "plan.json"
+    plan_json.write_text(PLAN.to_json())
+    ctl = start_controller(plan_json, run_dir, levels=LEVELS)
+    try:
+        fab = start_fabric(PLAN, run_dir, ctl.of_port, levels=LEVELS,
+                           api_socket=ctl.api_socket)
+        try:
+            with ControllerClient(ctl.api_socket, timeout=20) as client:
+                yield fab, client
+        finally:
+            fab.stop()
+    finally:
+        ctl.stop()
+
+
+def _ping(host, ip: str) -> bool:
+    """One ping, 2 s deadline."""
+    p = host.popen(["ping", "-c", "1", "-W", "2", ip], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return p.wait(10) == 0
+
+
+def test_all_hosts_ping_all_hosts(fabric):
+    fab, _ = fabric
+    failed = [(a.name, b.name) for a in PLAN.hosts for b in PLAN.hosts
+              if a is not b and not _ping(fab.host(a.name), b.ip)]
+    assert failed == []
+
+
+def test_port_schedulers_are_installed_on_both_ends_and_kept_by_ovs(fabric):
+    fab, _ = fabric
+    for dev in ("l1-eth1", "l1-eth3", "s2-eth2"):
+        assert sorted(qos.class_stats(dev)) == list(range(LEVELS)), dev
+    assert sorted(qos.class_stats("h21-eth0", fab.host("h21").pid)) == list(range(LEVELS))
+
+
+def test_inter_leaf_traffic_uses_every_spine(fabric):
+    fab, client = fabric
+    before = client.port_stats()
+    sink = probe.start_sink(fab.host("h21"), 5001, conns=16, warmup=0.5, window=1.5)
+    src = probe.start_source(fab.host("h11"), "10.0.2.1", 5001, 0, seconds=2.5, conns=16)
+    probe.finish(src, 20)
+    probe.sink_window(sink, 20)
+    after = client.port_stats()
+    for spine in (1, 2):
+        port = PLAN.uplink_port(spine)
+        sent = after["l1"][port]["tx_bytes"] - before["l1"][port]["tx_bytes"]
+        assert sent > 1_000_000, f"uplink to s{spine} carried only {sent} bytes"
+        through = after[f"s{spine}"][2]["tx_bytes"] - before[f"s{spine}"][2]["tx_bytes"]
+        assert through > 1_000_000, f"s{spine} forwarded only {through} bytes to l2"
+
+
+def test_high_level_takes_the_bottleneck_from_low_level(fabric):
+    fab, client = fabric
+    client.set([{"tag": 10, "level": 0}, {"tag": 20, "level": LEVELS - 1}])
+    tc_before = qos.class_stats("l2-eth1")
+    sink = probe.start_sink(fab.host("h21"), 5002, conns=2, warmup=1.5, window=4.0)
+    lo = probe.start_source(fab.host("h12"), "10.0.2.1", 5002, 20, seconds=6.5)
+    hi = probe.start_source(fab.host("h11"), "10.0.2.1", 5002, 10, seconds=6.5)
+    probe.finish(hi, 30), probe.finish(lo, 30)
+    win = probe.sink_window(sink, 30)
+    high, low = win.mbps("10.0.1.1"), win.mbps("10.0.1.2")
+    assert high >= 0.85 * HOST_MBPS, f"high {high:.1f} Mbit/s, low {low:.1f} Mbit/s"
+    assert low < 0.1 * HOST_MBPS
+    tc_after = qos.class_stats("l2-eth1")  # the bottleneck saw both level classes
+    assert tc_after[0].bytes - tc_before[0].bytes > 10_000_000
+    assert tc_after[LEVELS - 1].drops > tc_before[LEVELS - 1].drops or low < 0.05 * HOST_MBPS
+    client.clear([10, 20])
+
+
+def test_meter_limits_a_tcp_transfer_and_counts_drops(fabric):
+    fab, client = fabric
+    rate = 10.0
+    client.set([{"tag": 30, "level": 1, "rate_mbps": rate}])
+    sink = probe.start_sink(fab.host("h22"), 5003, conns=1, warmup=2.0, window=5.0)
+    src = probe.start_source(fab.host("h12"), "10.0.2.2", 5003, 30, seconds=7.5)
+    probe.finish(src, 30)
+    got = probe.sink_window(sink, 30).mbps()
+    meters = [m for m in client.meter_stats() if m["tag"] == 30 and m["src"] == "h12"]
+    tags = client.tag_stats()
+    client.clear([30])
+    assert abs(got - rate) <= 0.15 * rate, f"metered transfer ran at {got:.2f} Mbit/s"
+    assert len(meters) == 1 and meters[0]["drop_packets"] > 0
+    assert tags[30]["bytes"] > rate * 1e6 / 8 * 5  # the tag's counters saw the transfer
+
+
+def test_level_change_reports_applied_time_and_reaches_the_wire(fabric):
+    fab, client = fabric
+    first = client.set([{"tag": 40, "level": 0}])
+    change = client.set([{"tag": 40, "level": 5}])
+    assert first["written"] == len(PLAN.hosts)  # one rule per sender host port
+    assert change["written"] == len(PLAN.hosts) and 0 < change["applied_s"] < 1.0
+    before = qos.class_stats("l2-eth2")
+    p = fab.host("h11").popen(["ping", "-c", "5", "-i", "0.05", "-Q", str(40 << 2),
+                               "10.0.2.2"], stdout=subprocess.DEVNULL)
+    assert p.wait(10) == 0
+    after = qos.class_stats("l2-eth2")
+    assert after[5].packets - before[5].packets >= 5  # echo requests at level 5
+    client.clear([40])
+
+
+def test_unmapped_tag_is_served_at_the_lowest_level(fabric):
+    fab, _ = fabric
+    before = qos.class_stats("l2-eth2")
+    p = fab.host("h11").popen(["ping", "-c", "5", "-i", "0.05", "-Q", str(50 << 2),
+                               "10.0.2.2"], stdout=subprocess.DEVNULL)
+    assert p.wait(10) == 0
+    after = qos.class_stats("l2-eth2")
+    assert after[LEVELS - 1].packets - before[LEVELS - 1].packets >= 5

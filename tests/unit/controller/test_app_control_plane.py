@@ -1,0 +1,158 @@
+"""Control plane logic against a fake switch driver (unit test: no switches)."""
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+
+from controller.control_plane import ControlConfig, ControlPlane
+from controller.southbound.base import (MeterCounter, RuleCounter, SouthboundError,
+                                        SwitchDriver)
+from topo.plan import FabricPlan
+
+PLAN = FabricPlan(spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
+
+
+class FakeDriver(SwitchDriver):
+    """Records what would be written; holds per-switch rule counters by cookie."""
+
+    def __init__(self):
+        self.base, self.applied, self.counters, self.fail = [], [], {}, None
+
+    def connected(self):
+        return sorted(sw.name for sw in PLAN.switches)
+
+    def install_base(self, switch, timeout):
+        self.base.append(switch)
+
+    def apply(self, diffs, timeout):
+        if self.fail:
+            raise SouthboundError(self.fail)
+        self.applied.append({k: d for k, d in diffs.items() if d.count()})
+        return sum(d.count() for d in diffs.values())
+
+    def rule_counters(self, switch, timeout):
+        return [RuleCounter(c, b, p) for c, (b, p) in self.counters.get(switch, {}).items()]
+
+    def port_counters(self, switch, timeout):
+        return []
+
+    def meter_counters(self, switch, timeout):
+        return [MeterCounter(1, 10, 1000, 2, 200)]
+
+
+def _ready_plane():
+    drv = FakeDriver()
+    plane = ControlPlane(PLAN, drv, ControlConfig(levels=4),
+                         spawn=lambda fn, *a: fn(*a))  # installs run inline
+    for sw in PLAN.switches:
+        plane.switch_connected(sw.name)
+    return plane, drv
+
+
+def test_ready_only_after_every_switch_is_installed():
+    drv = FakeDriver()
+    plane = ControlPlane(PLAN, drv, ControlConfig(), spawn=lambda fn, *a: fn(*a))
+    plane.switch_connected("l1")
+    assert plane.handle({"op": "status"})["ready"] is False
+    refused = plane.handle({"op": "set", "entries": [{"tag": 1, "level": 0}]})
+    assert refused == {"ok": False, "error": "l2: not connected/installed yet"}
+    for name in ("l2", "s1"):
+        plane.switch_connected(name)
+    assert plane.handle({"op": "status"})["ready"] is True
+    plane.switch_disconnected("s1")
+    assert plane.handle({"op": "status"})["ready"] is False
+
+
+def test_set_writes_only_changes_and_reports_applied_time():
+    plane, drv = _ready_plane()
+    r1 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 5}]})
+    assert r1["ok"] and r1["written"] == 8 and r1["applied_s"] >= 0  # 2 leaves x (2 meters + 2 rules)
+    r2 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 2, "rate_mbps": 5}]})
+    assert r2["written"] == 4  # only the rules' level changed
+    assert all(len(d.rules_mod) == 2 and not d.meters_mod for d in drv.applied[-1].values())
+    r3 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 2, "rate_mbps": 5}]})
+    assert r3["written"] == 0
+    r4 = plane.handle({"op": "clear", "tags": [3]})
+    assert r4["written"] == 8 and plane.tables["l1"].rules == {}
+
+
+def test_reconnected_leaf_gets_base_pipeline_and_current_tags_again():
+    plane, drv = _ready_plane()
+    plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1}]})
+    drv.base.clear()
+    plane.switch_connected("l2")
+    assert drv.base == ["l2"]
+    assert len(drv.applied[-1]["l2"].rules_add) == 2 and "l1" not in drv.applied[-1]
+
+
+def test_failed_write_keeps_the_old_state_reports_the_error_and_resyncs():
+    plane, drv = _ready_plane()
+    spawned = []
+    plane.spawn = lambda fn, *a: spawned.append(a)  # run nothing while the lock is held
+    drv.fail = "l1: 1 write(s) refused: error type=12 code=1"
+    reply = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1}]})
+    assert reply == {"ok": False, "error": drv.fail}
+    assert plane.entries == {} and plane.tables["l1"].rules == {}
+    assert spawned == [("l1",), ("l2",)] and not plane.all_ready()
+
+
+def test_tag_stats_count_live_and_removed_rules_of_the_current_incarnation():
+    plane, drv = _ready_plane()
+    plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1}]})
+    cookie = (plane.epochs[3] << 8) | 3
+    drv.counters = {"l1": {cookie: (1000, 10)}, "l2": {cookie: (500, 5)}}
+    plane.on_removed("l1", cookie, 300, 3)  # e.g. a pair rule that was replaced
+    plane.on_removed("l1", (99 << 8) | 3, 7777, 7)  # an older incarnation: ignored
+    assert plane.handle({"op": "tag_stats"})["tags"] == {"3": {"bytes": 1800, "packets": 18}}
+    plane.handle({"op": "clear", "tags": [3]})
+    plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1}]})
+    drv.counters = {}
+    assert plane.handle({"op": "tag_stats"})["tags"] == {"3": {"bytes": 0, "packets": 0}}
+
+
+def test_meter_stats_are_labelled_with_tag_and_host():
+    plane, _drv = _ready_plane()
+    plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 1}]})
+    meters = plane.handle({"op": "meter_stats"})["meters"]
+    assert {(m["switch"], m["tag"], m["src"], m["drop_packets"]) for m in meters} == \
+        {("l1", 3, "h11", 2), ("l2", 3, "h21", 2)}
+
+
+def test_cleared_meters_keep_their_last_counters():
+    plane, _drv = _ready_plane()
+    plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 1},
+                                           {"tag": 4, "level": 1}]})
+    plane.handle({"op": "clear", "tags": [3]})
+    meters = plane.handle({"op": "meter_stats"})["meters"]
+    assert {(m["switch"], m["tag"], m["drop_packets"], m.get("retired")) for m in meters} == \
+        {("l1", 3, 2, True), ("l2", 3, 2, True)}
+
+
+@pytest.mark.parametrize("req,msg", [
+    ({"op": "nope"}, "op: must be one of"),
+    ({"op": "status", "x": 1}, "x: unknown key for op 'status'"),
+    ({"op": "set", "entries": [{"tag": 3, "level": 4}]}, r"entries\[0\]: level must be an int in 0..3"),
+    ({"op": "wait_ready", "timeout_s": -1}, "timeout_s: must be a number"),
+    ([1, 2], "op: must be one of"),
+])
+def test_bad_requests_get_errors(req, msg):
+    plane, _drv = _ready_plane()
+    reply = plane.handle(req)
+    assert reply["ok"] is False
+    assert re.search(msg, reply["error"])
+
+
+def test_wait_ready_is_woken_by_the_last_install():
+    drv = FakeDriver()
+    plane = ControlPlane(PLAN, drv, ControlConfig(), spawn=lambda fn, *a: fn(*a))
+    result = {}
+    t = threading.Thread(target=lambda: result.update(
+        plane.handle({"op": "wait_ready", "timeout_s": 10})))
+    t.start()
+    for sw in PLAN.switches:
+        plane.switch_connected(sw.name)
+    t.join(10)
+    assert not t.is_alive() and result["ready"] is True
+    assert plane.handle({"op": "wait_ready", "timeout_s": 0})["ready"] is True

@@ -1,0 +1,49 @@
+"""The launcher starts the real os-ken app (no switches needed): READY, PID file,
+OpenFlow listener on 127.0.0.1, control API answering, clean stop; bad input -> exit 2."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from controller.client import ControllerClient, ControllerError
+from controller.launcher import REPO, start_controller
+from topo.plan import FabricPlan
+from topo.switch import tcp_port_open
+
+
+@pytest.fixture
+def controller(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(FabricPlan(1, 2, 1, 10, 10).to_json())
+    ctl = start_controller(plan, tmp_path, levels=4, timeout=30)
+    yield ctl, tmp_path
+    ctl.stop()
+
+
+def test_controller_starts_answers_and_stops(controller):
+    ctl, run_dir = controller
+    assert int((run_dir / "controller.pid").read_text()) == ctl.pid
+    assert tcp_port_open("127.0.0.1", ctl.of_port)
+    with ControllerClient(ctl.api_socket, timeout=5) as c:
+        assert c.status() == {"ok": True, "switches": [], "ready": False, "levels": 4}
+        with pytest.raises(TimeoutError):
+            c.wait_ready(0.2)
+        with pytest.raises(ControllerError, match="l1: not connected"):
+            c.set([{"tag": 1, "level": 0}])
+    ctl.stop()
+    assert ctl.proc.returncode == 0 and not ctl.api_socket.exists()
+
+
+def test_bad_plan_file_is_a_one_line_error_exit_2(tmp_path):
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"spines": 0}')
+    res = subprocess.run([sys.executable, "-m", "controller.launcher", "--plan", str(bad),
+                          "--of-port", "1", "--api", str(tmp_path / "s"), "--log",
+                          str(tmp_path / "c.log")], capture_output=True, text=True,
+                         cwd=REPO, timeout=60, env=dict(os.environ))
+    assert res.returncode == 2
+    assert res.stderr.strip().startswith(f"{bad}: not a fabric plan:")
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -1,0 +1,87 @@
+"""OpenFlow 1.3 messages of the pipeline: built, serialised and parsed back."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from os_ken.ofproto import ofproto_v1_3 as ofp
+from os_ken.ofproto import ofproto_v1_3_parser as parser
+
+from controller import coflow_table as ct
+from controller.southbound import of_messages as ofm
+from topo.plan import FabricPlan
+
+PLAN = FabricPlan(spines=3, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
+DP = SimpleNamespace(ofproto=ofp, ofproto_parser=parser, id=0x1001)
+
+
+def _roundtrip(msg):
+    """Serialise ``msg``; parse it back where os-ken has a parser for its type (flow
+    mods), else return the serialised object (group/meter mods have none)."""
+    msg.set_xid(1)
+    msg.serialize()
+    assert len(msg.buf) == msg.msg_len
+    if parser._MSG_PARSERS.get(msg.msg_type) is None:
+        return msg
+    return parser.msg_parser(DP, ofp.OFP_VERSION, msg.msg_type, msg.msg_len, 1, msg.buf)
+
+
+def _routes(msgs):
+    """{(eth_type, dst): instructions} of routing-table flow mods."""
+    out = {}
+    for m in msgs:
+        if isinstance(m, parser.OFPFlowMod) and m.table_id == ofm.ROUTE_TABLE:
+            d = dict(m.match.items())
+            out[(d["eth_type"], d.get("ipv4_dst", d.get("arp_tpa")))] = m.instructions
+    return out
+
+
+def test_leaf_base_pipeline_routes_local_hosts_and_hashes_the_rest():
+    msgs = ofm.base_msgs(DP, PLAN, PLAN.switch("l2"))
+    for m in msgs:
+        _roundtrip(m)  # every message serialises and parses
+    group = next(m for m in msgs if isinstance(m, parser.OFPGroupMod) and m.command == ofp.OFPGC_ADD)
+    assert group.type == ofp.OFPGT_SELECT
+    assert [b.actions[0].port for b in group.buckets] == [3, 4, 5]
+    routes = _routes(msgs)
+    assert routes[(0x0800, "10.0.2.1")][0].actions[0].port == 1
+    assert routes[(0x0806, "10.0.2.2")][0].actions[0].port == 2
+    assert routes[(0x0800, ("10.0.2.0", "255.255.255.0"))] == []  # no loop via spines
+    assert routes[(0x0800, ("10.0.0.0", "255.255.0.0"))][0].actions[0].group_id == 1
+    assert msgs[0].command == ofp.OFPFC_DELETE and msgs[0].table_id == ofp.OFPTT_ALL
+
+
+def test_spine_routes_each_leaf_subnet_to_its_port():
+    routes = _routes(ofm.base_msgs(DP, PLAN, PLAN.switch("s3")))
+    assert routes[(0x0800, ("10.0.1.0", "255.255.255.0"))][0].actions[0].port == 1
+    assert routes[(0x0806, ("10.0.2.0", "255.255.255.0"))][0].actions[0].port == 2
+
+
+def test_tag_rule_meters_rewrites_dscp_and_continues_to_routing():
+    rule = ct.TagRule(9, 2, "10.0.2.1", 3, ("pair", 9, "h12", "h21"), (5 << 8) | 9)
+    m = _roundtrip(ofm.tag_rule_msg(DP, rule, 4, "modify"))
+    assert m.command == ofp.OFPFC_MODIFY_STRICT and m.cookie == (5 << 8) | 9
+    assert dict(m.match.items()) == {"in_port": 2, "eth_type": 0x0800, "ip_dscp": 9,
+                                     "ipv4_dst": "10.0.2.1"}
+    meter, actions, goto = m.instructions
+    assert meter.meter_id == 4
+    assert actions.actions[0].value == 59  # level code 56 + 3
+    assert goto.table_id == ofm.ROUTE_TABLE
+    assert m.flags & ofp.OFPFF_SEND_FLOW_REM and m.priority == ofm.PRIO_PAIR
+
+
+def test_meter_mod_is_kbps_drop_band_with_burst():
+    m = _roundtrip(ofm.meter_msg(DP, 7, ct.MeterSpec(("host", 1, "h11"), 20000, 5000), "add"))
+    assert m.meter_id == 7 and m.flags & ofp.OFPMF_KBPS and m.flags & ofp.OFPMF_BURST
+    (band,) = m.bands
+    assert (band.type, band.rate, band.burst_size) == (ofp.OFPMBT_DROP, 20000, 5000)
+
+
+def test_diff_messages_come_in_safe_order():
+    d = ct.LeafDiff(meters_add=[(2, ct.MeterSpec(("host", 1, "h11"), 1, 1))],
+                    rules_add=[ct.TagRule(1, 1, None, 0, ("host", 1, "h11"), 257)],
+                    rules_del=[ct.TagRule(2, 1, None, 0, None, 258)],
+                    meters_del=[(1, ct.MeterSpec(("host", 2, "h11"), 1, 1))],
+                    meter_ids={("host", 1, "h11"): 2})
+    kinds = [(type(m).__name__, m.command) for m in ofm.diff_msgs(DP, d)]
+    assert kinds == [("OFPMeterMod", ofp.OFPMC_ADD), ("OFPFlowMod", ofp.OFPFC_ADD),
+                     ("OFPFlowMod", ofp.OFPFC_DELETE_STRICT), ("OFPMeterMod", ofp.OFPMC_DELETE)]

@@ -1,0 +1,207 @@
+"""Bring the emulated fabric up and down: private OVS, Mininet network of userspace
+switches with the plan's numbers, static ARP, port schedulers on every egress, and a
+readiness wait on the controller API.
+
+The controller is *not* started here (see controller.launcher.start_controller); the
+fabric only needs its OpenFlow port and, to wait for routing, its API socket.
+
+Names of everything created in the root namespace are recorded in
+``<run_dir>/fabric.json`` before anything is created, so a clean-up after a crash can
+find them; :func:`interface_names` / :func:`bridge_names` give the same from the plan,
+and :func:`cleanup` removes leftovers by name.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mininet.link import Link
+from mininet.net import Mininet
+
+from topo import qos
+from topo.leafspine import LeafSpineTopo, intf_name
+from topo.ovs import OvsService, db_socket, ovs_env, restore_sysctl, stop_daemons
+from topo.plan import FabricPlan
+from topo.switch import CoflowOVSSwitch, PlainRemoteController, set_linux_noop_qos
+
+log = logging.getLogger("topo.net")
+CMD_TIMEOUT_S = 30.0
+RECORD = "fabric.json"
+
+
+def bridge_names(plan: FabricPlan) -> list[str]:
+    """OVS bridges of the plan (each also a tap device in the root namespace)."""
+    return [sw.name for sw in plan.switches]
+
+
+def switch_interfaces(plan: FabricPlan) -> list[str]:
+    """Switch-side veth ends (root namespace)."""
+    return [intf_name(n, p) for link in plan.links
+            for n, p in ((link.node1, link.port1), (link.node2, link.port2))
+            if not n.startswith("h")]
+
+
+def host_interfaces(plan: FabricPlan) -> list[str]:
+    """Host-side veth ends (inside host namespaces; in the root one only mid-setup)."""
+    return [intf_name(link.node1, link.port1) for link in plan.links
+            if link.node1.startswith("h")]
+
+
+def interface_names(plan: FabricPlan) -> list[str]:
+    """Every interface name the fabric of ``plan`` may create in the root namespace."""
+    return switch_interfaces(plan) + host_interfaces(plan) + bridge_names(plan)
+
+
+def port_schedulers(plan: FabricPlan, levels: int, queue_packets: int
+                    ) -> tuple[list[qos.PortScheduler], dict[str, qos.PortScheduler]]:
+    """Schedulers for both ends of every link: (root-namespace ones, host -> its NIC's)."""
+    root, hosts = [], {}
+    for link in plan.links:
+        for node, port in ((link.node1, link.port1), (link.node2, link.port2)):
+            ps = qos.PortScheduler(intf_name(node, port), link.bw_mbps, levels, queue_packets)
+            if node.startswith("h"):
+                hosts[node] = ps
+            else:
+                root.append(ps)
+    return root, hosts
+
+
+@dataclass
+class Fabric:
+    """A running fabric; ``stop()`` undoes everything ``start_fabric`` did."""
+
+    plan: FabricPlan
+    run_dir: Path
+    net: Mininet
+    ovs: OvsService
+    levels: int
+    queue_packets: int
+    bringup_s: float = 0.0
+    interfaces: list[str] = field(default_factory=list)
+
+    def host(self, name: str):
+        """The Mininet host called ``name``."""
+        return self.net.get(name)
+
+    def stop(self) -> None:
+        """Stop Mininet (switches, links, host shells), then OVS; never raises half-way:
+        OVS is stopped even if Mininet's stop fails."""
+        t0 = time.monotonic()
+        try:
+            self.net.stop()
+        finally:
+            for c in self.net.controllers:  # Mininet's stop leaves their shells running
+                c.terminate()
+            self.ovs.stop()
+        log.info("fabric stopped in %.2f s", time.monotonic() - t0)
+
+
+def _record(plan: FabricPlan, run_dir: Path) -> None:
+    """Write the names clean-up needs before creating anything."""
+    data = {"interfaces": interface_names(plan), "bridges": bridge_names(plan),
+            "ovs_env": ovs_env(run_dir), "plan": plan.to_dict()}
+    (run_dir / RECORD).write_text(json.dumps(data, indent=1))
+
+
+def recorded_names(run_dir: Path) -> dict:
+    """What ``start_fabric`` recorded in ``run_dir`` ({} if nothing)."""
+    path = Path(run_dir) / RECORD
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def static_arp(net: Mininet, plan: FabricPlan) -> None:
+    """Permanent neighbour entries for every other host, one ``ip -batch`` per host."""
+    for h in plan.hosts:
+        dev = intf_name(h.name, 0)
+        lines = [f"neigh replace {o.ip} lladdr {o.mac} dev {dev} nud permanent"
+                 for o in plan.hosts if o.name != h.name]
+        argv = ["mnexec", "-a", str(net.get(h.name).pid), "ip", "-batch", "-"]
+        res = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True,
+                             text=True, timeout=CMD_TIMEOUT_S)
+        if res.returncode != 0:
+            raise RuntimeError(f"static ARP on {h.name} failed: {res.stderr.strip()}")
+
+
+def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int,
+                          queue_packets: int) -> None:
+    """linux-noop QoS on every switch port (OVS keeps off tc), then tc everywhere."""
+    root, hosts = port_schedulers(plan, levels, queue_packets)
+    set_linux_noop_qos([ps.dev for ps in root])
+    qos.apply_schedulers(root)
+    for name, ps in hosts.items():
+        qos.apply_schedulers([ps], netns_pid=net.get(name).pid)
+
+
+def _build_net(plan: FabricPlan, controller_port: int) -> Mininet:
+    """Mininet object for ``plan`` (built, not started)."""
+    net = Mininet(topo=LeafSpineTopo(plan=plan), switch=CoflowOVSSwitch, controller=None,
+                  link=Link, build=False, autoSetMacs=False, autoStaticArp=False)
+    net.addController(PlainRemoteController("c0", ip="127.0.0.1", port=controller_port))
+    net.build()
+    return net
+
+
+def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int, levels: int = 8,
+                 queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
+                 api_socket: Path | None = None, ready_timeout: float = 60.0) -> Fabric:
+    """Start OVS and the Mininet fabric of ``plan``, pointed at the controller on
+    127.0.0.1:``controller_port``; with ``api_socket``, return only once the controller
+    reports every switch connected and routed.  On failure everything started is stopped."""
+    t0 = time.monotonic()
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _record(plan, run_dir)
+    ovs = OvsService(run_dir)
+    ovs.start()
+    net = None
+    try:
+        net = _build_net(plan, controller_port)
+        net.start()
+        static_arp(net, plan)
+        apply_port_schedulers(net, plan, levels, queue_packets)
+        if api_socket is not None:
+            from controller.client import ControllerClient  # readiness comes from the API
+            with ControllerClient(api_socket) as client:
+                client.wait_ready(ready_timeout)
+    except BaseException:
+        log.error("fabric start failed; stopping what was started")
+        if net is not None:
+            Fabric(plan, run_dir, net, ovs, levels, queue_packets).stop()
+        else:
+            ovs.stop()
+        raise
+    fab = Fabric(plan, run_dir, net, ovs, levels, queue_packets,
+                 time.monotonic() - t0, interface_names(plan))
+    log.info("fabric up in %.2f s (%d switches, %d hosts)", fab.bringup_s,
+             len(plan.switches), len(plan.hosts))
+    return fab
+
+
+def cleanup(run_dir: Path) -> list[str]:
+    """Remove what a fabric recorded in ``run_dir`` left behind (after a crash): its
+    bridges (if its OVS still runs), its interfaces in the root namespace, the OVS
+    daemons (by PID file) and the sysctl.  Returns what was removed."""
+    run_dir, removed = Path(run_dir), []
+    rec = recorded_names(run_dir)
+    if rec and db_socket(run_dir).is_socket():
+        env = {**os.environ, **rec["ovs_env"]}
+        for br in rec["bridges"]:
+            res = subprocess.run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br],
+                                 env=env, capture_output=True, timeout=CMD_TIMEOUT_S)
+            if res.returncode == 0:
+                removed.append(f"bridge {br}")
+    for pid in stop_daemons(run_dir):
+        removed.append(f"pid {pid}")
+    for name in rec.get("interfaces", []):
+        if Path("/sys/class/net", name).exists():
+            subprocess.run(["ip", "link", "del", name], capture_output=True,
+                           timeout=CMD_TIMEOUT_S)
+            removed.append(f"link {name}")
+    if restore_sysctl(run_dir) is not None:
+        removed.append("sysctl net.core.wmem_default")
+    return removed

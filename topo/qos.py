@@ -1,0 +1,176 @@
+"""Port schedulers: a strict-priority approximation with tc HTB on every egress.
+
+Per interface (both ends of every link: switch ports and host NICs):
+
+- root qdisc ``1:`` HTB, ``default`` = level 0's class (non-IP traffic -> level 0);
+- class ``1:1`` rate = ceil = link rate;
+- K leaf classes ``1:(10+L)`` (tc spells minors in hex: level 0 is ``1:a``), each with
+  ``prio L``, a tiny guaranteed rate and ceil = link, so everything above the tiny rate
+  is borrowed from ``1:1`` in strict ``prio`` order;
+- a bounded ``pfifo`` (default 100 packets) under each leaf class;
+- u32 filters on the DSCP bits (see workload/marking.py): level code ``56+L`` -> level
+  L, DSCP 0 -> level 0, any other IP packet (a tag without a table entry) -> the lowest
+  level.  Host sockets may also pick a class directly with ``SO_PRIORITY``.
+
+Commands are built as ``tc -batch`` lines (tc tokenises them itself: no shell) and run
+one batch per network namespace.  No netem here (PLATFORM.md), so link delay/loss
+options are refused rather than silently ignored: see :data:`UNSUPPORTED_LINK_OPTIONS`.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from workload.marking import (DSCP_UNTAGGED, HTB_MAJOR, HTB_ROOT_MINOR, MAX_LEVELS,
+                              htb_classid, level_dscp, tos_byte)
+
+log = logging.getLogger("topo.qos")
+
+DEFAULT_QUEUE_PACKETS = 100
+# HTB's DRR quantum (bytes).  Irrelevant for strict priority across distinct prios, but
+# the default (rate / r2q) is tiny for the tiny guaranteed rates and triggers kernel
+# warnings; 60000 also covers a full TSO/GSO segment.
+QUANTUM_BYTES = 60000
+TC_TIMEOUT_S = 30.0
+
+# Link options a user might expect from Mininet's TCLink, and why we refuse them.
+UNSUPPORTED_LINK_OPTIONS: Mapping[str, str] = {
+    "delay": "needs the netem qdisc, which this kernel lacks",
+    "jitter": "needs the netem qdisc, which this kernel lacks",
+    "loss": "needs the netem qdisc, which this kernel lacks",
+    "max_queue_size": "queues are set by queue_packets of the port schedulers",
+    "use_htb": "port schedulers are always HTB",
+    "use_tbf": "port schedulers are always HTB",
+    "speedup": "not supported",
+}
+
+
+def reject_unsupported(options: Mapping[str, object], source: str) -> None:
+    """ValueError ``"<source>: <key>: <reason>"`` for the first unsupported link option."""
+    for key in options:
+        if key in UNSUPPORTED_LINK_OPTIONS:
+            raise ValueError(f"{source}: {key}: unsupported link option "
+                             f"({UNSUPPORTED_LINK_OPTIONS[key]})")
+
+
+@dataclass(frozen=True)
+class PortScheduler:
+    """Parameters of one egress scheduler."""
+
+    dev: str
+    rate_mbps: float
+    levels: int
+    queue_packets: int = DEFAULT_QUEUE_PACKETS
+
+    def __post_init__(self) -> None:
+        """Validate the parameters (one-line errors)."""
+        if not 1 <= self.levels <= MAX_LEVELS:
+            raise ValueError(f"levels must be 1..{MAX_LEVELS}, got {self.levels}")
+        if not self.rate_mbps > 0:
+            raise ValueError(f"rate_mbps of {self.dev} must be > 0, got {self.rate_mbps}")
+        if not isinstance(self.queue_packets, int) or self.queue_packets < 1:
+            raise ValueError(f"queue_packets must be an int >= 1, got {self.queue_packets!r}")
+
+
+def classid(level: int) -> str:
+    """tc spelling of the HTB leaf class of ``level`` (minor in hex)."""
+    major, minor = htb_classid(level)
+    return f"{major:x}:{minor:x}"
+
+
+def _kbit(rate_mbps: float) -> int:
+    """Rate in kbit/s (tc's unit below), at least 8."""
+    return max(8, int(round(rate_mbps * 1000)))
+
+
+def tc_batch_lines(ps: PortScheduler) -> list[str]:
+    """The ``tc -batch`` lines that install scheduler ``ps`` (replacing any root qdisc)."""
+    dev, link = ps.dev, f"{_kbit(ps.rate_mbps)}kbit"
+    tiny = f"{_kbit(ps.rate_mbps / 1000)}kbit"  # 0.1 % of the link: near-strict priority
+    root = f"{HTB_MAJOR:x}:{HTB_ROOT_MINOR:x}"
+    lines = [f"qdisc replace dev {dev} root handle {HTB_MAJOR:x}: htb "
+             f"default {htb_classid(0)[1]:x}",
+             f"class add dev {dev} parent {HTB_MAJOR:x}: classid {root} htb rate {link} "
+             f"ceil {link} quantum {QUANTUM_BYTES}"]
+    for level in range(ps.levels):
+        cid = classid(level)
+        lines.append(f"class add dev {dev} parent {root} classid {cid} htb rate {tiny} "
+                     f"ceil {link} prio {level} quantum {QUANTUM_BYTES}")
+        lines.append(f"qdisc add dev {dev} parent {cid} handle {cid.split(':')[1]}: "
+                     f"pfifo limit {ps.queue_packets}")
+    lines.extend(_filter_lines(dev, ps.levels))
+    return lines
+
+
+def _filter_lines(dev: str, levels: int) -> list[str]:
+    """u32 filters: level codes and DSCP 0 (prio 1), then any other IP -> lowest level."""
+    parent = f"{HTB_MAJOR:x}:"
+    out = []
+    codes = [(level_dscp(level), level) for level in range(levels)]
+    for dscp, level in codes + [(DSCP_UNTAGGED, 0)]:
+        out.append(f"filter add dev {dev} parent {parent} protocol ip prio 1 u32 "
+                   f"match ip dsfield {tos_byte(dscp):#04x} 0xfc flowid {classid(level)}")
+    out.append(f"filter add dev {dev} parent {parent} protocol ip prio 2 u32 "
+               f"match u32 0 0 flowid {classid(levels - 1)}")
+    return out
+
+
+def run_tc_batch(lines: Sequence[str], netns_pid: int | None = None) -> None:
+    """Run ``tc -batch -`` with ``lines`` on stdin, inside the network namespace of
+    ``netns_pid`` (a Mininet host's shell, via mnexec) or in the root namespace."""
+    argv = ["tc", "-batch", "-"]
+    if netns_pid is not None:
+        argv = ["mnexec", "-a", str(netns_pid)] + argv
+    res = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True,
+                         text=True, timeout=TC_TIMEOUT_S)
+    if res.returncode != 0:
+        raise RuntimeError(f"tc -batch failed (exit {res.returncode}): "
+                           f"{(res.stderr or res.stdout).strip()}")
+
+
+def apply_schedulers(scheds: Sequence[PortScheduler], netns_pid: int | None = None) -> None:
+    """Install every scheduler of ``scheds`` (all in one namespace) with one tc batch."""
+    lines = [line for ps in scheds for line in tc_batch_lines(ps)]
+    if lines:
+        run_tc_batch(lines, netns_pid)
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """Counters of one HTB leaf class (its level)."""
+
+    level: int
+    bytes: int
+    packets: int
+    drops: int
+
+
+_CLASS_RE = re.compile(r"^class htb (\S+) .*?\n\s*Sent (\d+) bytes (\d+) pkt "
+                       r"\(dropped (\d+),", re.MULTILINE)
+
+
+def parse_class_stats(tc_text: str, levels: int = MAX_LEVELS) -> dict[int, ClassStats]:
+    """Per-level counters from ``tc -s class show`` text (iproute2 6.1 has no JSON for
+    HTB classes); classes other than the level classes are ignored."""
+    wanted = {classid(level): level for level in range(levels)}
+    out = {}
+    for handle, nbytes, pkts, drops in _CLASS_RE.findall(tc_text):
+        level = wanted.get(handle)
+        if level is not None:
+            out[level] = ClassStats(level, int(nbytes), int(pkts), int(drops))
+    return out
+
+
+def class_stats(dev: str, netns_pid: int | None = None,
+                levels: int = MAX_LEVELS) -> dict[int, ClassStats]:
+    """Current per-level counters of the scheduler on ``dev``."""
+    argv = ["tc", "-s", "class", "show", "dev", dev]
+    if netns_pid is not None:
+        argv = ["mnexec", "-a", str(netns_pid)] + argv
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=TC_TIMEOUT_S)
+    if res.returncode != 0:
+        raise RuntimeError(f"tc class show dev {dev} failed: {res.stderr.strip()}")
+    return parse_class_stats(res.stdout, levels)
