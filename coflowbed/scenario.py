@@ -229,9 +229,11 @@ def _parse_job(sec: Section, plan: FabricPlan, path: Path, seed: int) -> Dag:
     overrides = sec.get("overrides", {}, _mapping)
     try:
         job = load_job(job_path, overrides=overrides)
+        return generate(job, plan.host_names())
+    except UserError:
+        raise  # already names the job file and key
     except ValueError as exc:
         raise UserError(str(job_path), None, str(exc)) from None
-    return generate(job, plan.host_names())
 
 
 def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:

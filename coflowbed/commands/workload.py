@@ -1,0 +1,96 @@
+"""``coflowbed workload JOB -o DAG.json``: turn an LLM job spec (file or preset name)
+into a coflowbed-dag JSON file and print coflows and bytes per type."""
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import yaml
+
+from coflowbed.errors import UserError
+
+NAME = "workload"
+HELP = "generate the coflow DAG of an LLM training job (YAML file or preset name)"
+log = logging.getLogger("coflowbed.workload")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of the subcommand."""
+    parser.add_argument("job", help="job YAML file or preset name (workload/presets/)")
+    parser.add_argument("-o", "--output", type=Path, help="DAG JSON file to write")
+    hosts = parser.add_mutually_exclusive_group()
+    hosts.add_argument("--fabric", metavar="SxLxH",
+                       help="use the host names of a leaf-spine fabric, e.g. 2x4x4 "
+                            "(default: generic names h0..hN-1)")
+    hosts.add_argument("--hosts", help="comma-separated host names, used in order")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a job key, e.g. parallelism.dp=64 (YAML value)")
+    parser.add_argument("--line-rate-mbps", type=float,
+                        help="also print the critical-path lower bound at this host rate")
+
+
+def parse_sets(items: list[str]) -> dict:
+    """``KEY=VALUE`` strings -> {key: YAML-parsed value}."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError("--set", item, "expected KEY=VALUE")
+        try:
+            out[key] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise UserError("--set", key, f"value is not valid YAML: {exc}") from exc
+    return out
+
+
+def host_names(args: argparse.Namespace, needed: int) -> list[str]:
+    """Host names from --fabric, --hosts, or generic ones."""
+    from workload.placement import generic_hosts
+    if args.hosts:
+        return [h.strip() for h in args.hosts.split(",") if h.strip()]
+    if args.fabric:
+        from topo.plan import FabricPlan
+        try:
+            s, l, h = (int(x) for x in args.fabric.lower().split("x"))
+            return FabricPlan(s, l, h, 100.0, 100.0).host_names()
+        except ValueError as exc:
+            raise UserError("--fabric", args.fabric, f"expected SxLxH: {exc}") from exc
+    return generic_hosts(needed)
+
+
+def type_table(dag) -> str:
+    """Coflows, flows and bytes per coflow type, with a total line."""
+    rows: dict[str, list[int]] = {}
+    for cf in dag.coflows:
+        r = rows.setdefault(cf.ctype.value, [0, 0, 0])
+        r[0] += 1
+        r[1] += len(cf.flows)
+        r[2] += cf.bytes
+    lines = [f"{'type':<6}{'coflows':>10}{'flows':>10}{'bytes':>16}"]
+    for t in sorted(rows):
+        lines.append(f"{t:<6}{rows[t][0]:>10}{rows[t][1]:>10}{rows[t][2]:>16}")
+    tot = [sum(r[i] for r in rows.values()) for i in range(3)]
+    lines.append(f"{'total':<6}{tot[0]:>10}{tot[1]:>10}{tot[2]:>16}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate, write and summarise the DAG."""
+    from workload import critical_path, dagjson, generate
+    from workload.jobspec import load_job
+    from workload.presets import resolve
+    job = load_job(resolve(args.job), parse_sets(args.set))
+    hosts = None if job.placement.stage_hosts and not args.hosts and not args.fabric \
+        else host_names(args, job.hosts_needed)
+    dag = generate(job, hosts)
+    if args.output:
+        dagjson.dump(dag, args.output)
+        log.info("wrote %s", args.output)
+    print(f"job {job.name}: {job.world_gpus} GPUs on {job.hosts_needed} hosts, "
+          f"{len(dag.computes)} computes, byte_scale {job.byte_scale:g}")
+    print(type_table(dag))
+    if args.line_rate_mbps:
+        print(f"critical path at {args.line_rate_mbps:g} Mbit/s: "
+              f"{critical_path(dag, args.line_rate_mbps * 1e6):.3f} s")
+    return 0

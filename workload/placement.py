@@ -1,0 +1,69 @@
+"""Placement of ranks on hosts.
+
+A host is one server of ``gpus_per_host`` GPUs.  Ranks are numbered TP fastest, then
+DP, then PP (Megatron's order), and packed onto hosts in the order of the host list:
+TP groups never leave a host, a host holds ``k = gpus_per_host / tp`` consecutive DP
+ranks of one pipeline stage, and stage ``i`` gets the i-th block of
+``hosts_per_stage`` hosts.  ``placement.stage_hosts`` in the job overrides this.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
+from workload.jobspec import JobSpec
+from workload.schema import SpecError
+
+log = logging.getLogger("workload.placement")
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Hosts of each pipeline stage; ``stage_hosts[i][j]`` holds DP ranks
+    ``j*k .. j*k+k-1`` of stage i (k = ``ranks_per_host``)."""
+
+    stage_hosts: tuple[tuple[str, ...], ...]
+    ranks_per_host: int
+
+    def host(self, stage: int, j: int) -> str:
+        """The j-th host of ``stage``."""
+        return self.stage_hosts[stage][j]
+
+    def host_of_rank(self, stage: int, dp_rank: int) -> int:
+        """Index (within the stage) of the host holding ``dp_rank``."""
+        return dp_rank // self.ranks_per_host
+
+
+def generic_hosts(n: int) -> list[str]:
+    """Host names ``h0 .. h{n-1}`` for simulations without a concrete fabric."""
+    return [f"h{i}" for i in range(n)]
+
+
+def place(job: JobSpec, hosts: Sequence[str] | None) -> Placement:
+    """Placement of ``job`` on ``hosts`` (default packing or the job's explicit one).
+    ``hosts=None`` is allowed only with an explicit placement."""
+    explicit = job.placement.stage_hosts
+    if explicit is not None:
+        if hosts is not None:
+            known = set(hosts)
+            for i, row in enumerate(explicit):
+                for h in row:
+                    if h not in known:
+                        raise SpecError(job.source, f"placement.stage_hosts[{i}]",
+                                        f"host {h!r} is not among the given hosts")
+        return Placement(explicit, job.ranks_per_host)
+    if hosts is None:
+        raise ValueError("place: no hosts given and the job has no placement.stage_hosts")
+    hosts = list(hosts)
+    if len(set(hosts)) != len(hosts):
+        raise ValueError("place: host list has duplicates")
+    need, per = job.hosts_needed, job.hosts_per_stage
+    if len(hosts) < need:
+        raise SpecError(job.source, "placement", f"job needs {need} hosts "
+                        f"(tp*pp*dp={job.world_gpus} GPUs / gpus_per_host="
+                        f"{job.placement.gpus_per_host}), got {len(hosts)}")
+    if len(hosts) > need:
+        log.info("job %s uses %d of %d hosts", job.name, need, len(hosts))
+    rows = tuple(tuple(hosts[i * per:(i + 1) * per]) for i in range(job.parallelism.pp))
+    return Placement(rows, job.ranks_per_host)
