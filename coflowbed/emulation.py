@@ -1,10 +1,18 @@
 """The executor's backend on the emulated fabric: schedules coflows through the
-controller's API and sends their flows through the host agents."""
+controller's API and sends their flows through the host agents.
+
+Controller writes go through one writer thread, in order.  A release waits only until
+its own coflow's entry is applied (its packets must find their level); re-ranking of
+the other coflows, lazy clears and host priority updates are applied behind it without
+holding up the DAG executor.
+"""
 from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
+from concurrent.futures import Future
 from typing import Sequence
 
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
@@ -15,24 +23,84 @@ from workload.dag import Coflow
 log = logging.getLogger("emulation")
 
 COUNTER_POLL_S = 0.1  # D-CLAS learns bytes sent from switch counters this often
+WRITE_TIMEOUT_S = 30.0
+
+
+class ChangeWriter:
+    """Applies ``Changes`` in submission order on a thread of its own, with its own
+    controller connection (the client is not thread-safe)."""
+
+    def __init__(self, controller, agents) -> None:
+        self.controller, self.agents = controller, agents
+        self.latency_s: list[float] = []
+        self.written = 0
+        self.error: BaseException | None = None
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="change-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, changes: Changes, wait: bool) -> None:
+        """Queue ``changes``; with ``wait``, return once they (and all before) are applied."""
+        if self.error is not None:
+            raise RuntimeError(f"controller write failed: {self.error}")
+        if not changes:
+            return
+        done: Future = Future()
+        self._queue.put((changes, done))
+        if wait:
+            done.result(WRITE_TIMEOUT_S)
+
+    def close(self) -> None:
+        """Finish queued writes and stop the thread."""
+        self._queue.put(None)
+        self._thread.join(WRITE_TIMEOUT_S)
+
+    def _loop(self) -> None:
+        while (item := self._queue.get()) is not None:
+            changes, done = item
+            try:
+                self._apply(changes)
+                done.set_result(None)
+            except Exception as exc:  # reported to the executor thread via ``error``
+                self.error = exc
+                done.set_exception(exc)
+
+    def _apply(self, changes: Changes) -> None:
+        """Clear freed tags, set entries, update host socket priorities."""
+        t = time.monotonic()
+        if changes.clear_tags:
+            self.controller.clear(changes.clear_tags)
+        if changes.entries:
+            reply = self.controller.set(changes.entries)
+            self.written += int(reply.get("written", len(changes.entries)))
+            self.latency_s.append(float(reply.get("applied_s", time.monotonic() - t)))
+        for host, tag, level in changes.host_levels:
+            self.agents.set_level(host, tag, level)
 
 
 class EmulationBackend:
     """Backend of ``DagExecutor`` for a running fabric (controller + agents)."""
 
     def __init__(self, scheduler: LiveScheduler, controller, agents, plan: FabricPlan,
-                 data_port: int) -> None:
+                 data_port: int, writer_controller=None) -> None:
         self.scheduler, self.controller, self.agents = scheduler, controller, agents
         self.plan, self.data_port = plan, data_port
         self.ip = {h.name: h.ip for h in plan.hosts}
         self.flow_coflow: dict[str, str] = {}
-        self.apply_latency_s: list[float] = []
-        self.applied_writes = 0
+        self.writer = ChangeWriter(writer_controller or controller, agents)
+
+    @property
+    def apply_latency_s(self) -> list[float]:
+        """Time from each controller write request to its last barrier reply."""
+        return self.writer.latency_s
 
     def release(self, coflow: Coflow, now: float) -> None:
-        """Schedule ``coflow`` (controller write first), then start its flows."""
-        self._apply(self.scheduler.arrive(coflow, now))
+        """Schedule ``coflow`` (its own entry applied first), then start its flows."""
+        changes = self.scheduler.arrive(coflow, now)
         tag = self.scheduler.tags[coflow.coflow_id]
+        urgent, rest = _split(changes, tag)
+        self.writer.submit(urgent, wait=True)
+        self.writer.submit(rest, wait=False)
         level = self.scheduler.level_of(coflow.coflow_id)
         for f in coflow.flows:
             self.flow_coflow[f.flow_id] = coflow.coflow_id
@@ -41,11 +109,13 @@ class EmulationBackend:
                                for f in coflow.flows])
 
     def finished(self, coflow: Coflow, now: float) -> None:
-        """Free the coflow's tag and re-decide the others."""
-        self._apply(self.scheduler.finish(coflow, now))
+        """Re-decide the others; applied behind, without waiting."""
+        self.writer.submit(self.scheduler.finish(coflow, now), wait=False)
 
     def wait_events(self, timeout: float) -> Sequence[Event]:
         """Translate agent events into executor events."""
+        if self.writer.error is not None:
+            return [FlowFailed("(controller)", f"controller write failed: {self.writer.error}")]
         out: list[Event] = []
         for ev in self.agents.events(timeout):
             kind = ev.get("event")
@@ -66,21 +136,17 @@ class EmulationBackend:
         if not getattr(self.scheduler.policy, "byte_thresholds", ()):
             return None
         sent = {t: int(v["bytes"]) for t, v in self.controller.tag_stats().items()}
-        self._apply(self.scheduler.bytes_sent(sent, now))
+        self.writer.submit(self.scheduler.bytes_sent(sent, now), wait=False)
         return now + COUNTER_POLL_S
 
-    def _apply(self, changes: Changes) -> None:
-        """Write changes: clear freed tags, set entries, update host socket priorities."""
-        if not changes:
-            return
-        t = time.monotonic()
-        if changes.clear_tags:
-            self.controller.clear(changes.clear_tags)
-        if changes.entries:
-            reply = self.controller.set(changes.entries)
-            self.applied_writes += int(reply.get("written", len(changes.entries)))
-            self.apply_latency_s.append(float(reply.get("applied_s", time.monotonic() - t)))
-            log.debug("set %d entries, applied in %.1f ms", len(changes.entries),
-                      1e3 * self.apply_latency_s[-1])
-        for host, tag, level in changes.host_levels:
-            self.agents.set_level(host, tag, level)
+    def close(self) -> None:
+        """Let queued writes finish."""
+        self.writer.close()
+
+
+def _split(changes: Changes, tag: int) -> tuple[Changes, Changes]:
+    """(what the new coflow's packets need now: clears and its own entry; the rest)."""
+    own = [e for e in changes.entries if e["tag"] == tag]
+    others = [e for e in changes.entries if e["tag"] != tag]
+    return (Changes(entries=own, clear_tags=changes.clear_tags),
+            Changes(entries=others, host_levels=changes.host_levels))

@@ -80,6 +80,8 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
                 TimeoutError, OSError) as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             log.error("run stopped: %s", error)
+        if backend is not None:
+            backend.close()
         if controller is not None:
             _save_counters(controller, out_dir)
         info["wall_s"] = round(time.monotonic() - t_start, 3)
@@ -128,8 +130,12 @@ def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
 
     policy = None if scen.policy == "static" else policies.get(scen.policy, **scen.policy_params)
     view = FabricView.uniform(scen.plan.host_names(), scen.plan.host_bw_mbps * 1e6, scen.levels)
-    sched = LiveScheduler(policy, view, scen.levels, scen.static_levels, scen.static_rates_mbps)
-    return EmulationBackend(sched, controller, agents, scen.plan, DATA_PORT)
+    sched = LiveScheduler(policy, view, scen.levels, scen.static_levels, scen.static_rates_mbps,
+                          all_coflows=scen.dag.coflows)
+    from controller.client import ControllerClient
+
+    writer_client = ControllerClient(controller.path, timeout=30.0)  # one per thread
+    return EmulationBackend(sched, controller, agents, scen.plan, DATA_PORT, writer_client)
 
 
 def _progress(backend: EmulationBackend):
@@ -156,7 +162,8 @@ def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
     if backend is not None and backend.apply_latency_s:
         lat = backend.apply_latency_s
         extra["level_change_s"] = {"count": len(lat), "median": results.percentile(lat, 50),
-                                   "p95": results.percentile(lat, 95), "max": max(lat)}
+                                   "p95": results.percentile(lat, 95), "max": max(lat),
+                                   "static_levels": backend.scheduler.is_static}
     summary = results.write_results(out_dir, flows, coflows, its, partial, extra)
     log.info("results in %s (%s): avg CCT %s s, p95 %s s", out_dir,
              "PARTIAL" if partial else "complete", _fmt(summary["avg_cct_s"]),

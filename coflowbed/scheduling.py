@@ -1,9 +1,17 @@
 """Live scheduling: turns policy decisions into controller writes, without doing I/O.
 
-``LiveScheduler`` keeps the active coflows, their tags (DSCP 1..55, recycled) and their
-installed (level, rates).  On every arrival, completion or byte-threshold crossing it
-asks the policy, compresses ranks onto the K levels and returns only what changed:
-controller entries to set, tags to clear, and host socket priorities to update.
+Two modes:
+
+- **dynamic** (FIFO, SEBF, D-CLAS, Sincronia, user policies): every active coflow has its
+  own tag (DSCP 1..55, recycled).  On every arrival, completion or byte-threshold
+  crossing the scheduler asks the policy, compresses ranks onto the K levels and returns
+  only what changed: controller entries to set, tags to clear, host socket priorities.
+- **static** (policies with ``static = True``: fair, Hermod, Lina, ByteScheduler, the
+  X-first rules): ranks depend only on coflow identity, so levels are assigned once for
+  the whole DAG (compressed over every rank in it, e.g. Hermod's MID buckets first) and
+  the tag of a coflow is its level's tag ``1 + level``.  The tag table is written once per
+  level used; nothing is written while coflows come and go, as with the static
+  tag -> priority tables of the published LLM schedulers.
 """
 from __future__ import annotations
 
@@ -43,21 +51,33 @@ class Installed:
 
 
 class TagPool:
-    """Recycled coflow tags; smallest free first so runs are reproducible."""
+    """Coflow tags for dynamic mode.  A finished coflow's tag is *dirty* (its entry is
+    still installed) and is only reused after a batched clear: clearing lazily keeps the
+    controller write off the path of every completion."""
 
     def __init__(self) -> None:
-        self._free = list(range(TAG_MAX, TAG_MIN - 1, -1))
+        self._clean = list(range(TAG_MAX, TAG_MIN - 1, -1))
+        self._dirty: set[int] = set()
 
-    def take(self) -> int:
-        """A free tag; RuntimeError if more than 55 coflows are active at once."""
-        if not self._free:
+    def take(self) -> int | None:
+        """The smallest clean tag, or None if every free tag is dirty.  RuntimeError if
+        all 55 tags are held by active coflows."""
+        if self._clean:
+            return self._clean.pop()
+        if not self._dirty:
             raise RuntimeError(f"more than {TAG_MAX - TAG_MIN + 1} coflows active at once")
-        return self._free.pop()
+        return None
 
     def give(self, tag: int) -> None:
-        """Return ``tag`` to the pool."""
-        self._free.append(tag)
-        self._free.sort(reverse=True)
+        """``tag``'s coflow finished; its entry stays until ``reclaim``."""
+        self._dirty.add(tag)
+
+    def reclaim(self) -> list[int]:
+        """Mark every dirty tag clean; returns them (the caller clears their entries)."""
+        tags = sorted(self._dirty)
+        self._dirty.clear()
+        self._clean = sorted(set(self._clean) | set(tags), reverse=True)
+        return tags
 
 
 class LiveScheduler:
@@ -65,7 +85,8 @@ class LiveScheduler:
 
     def __init__(self, policy: Policy | None, fabric: FabricView, levels: int,
                  static_levels: dict[str, int] | None = None,
-                 static_rates_mbps: dict[str, float] | None = None) -> None:
+                 static_rates_mbps: dict[str, float] | None = None,
+                 all_coflows: list[Coflow] | None = None) -> None:
         self.policy, self.fabric, self.levels = policy, fabric, levels
         self.static_levels = static_levels or {}
         self.static_rates = static_rates_mbps or {}
@@ -77,14 +98,52 @@ class LiveScheduler:
         self.last_rank: dict[str, tuple] = {}
         self._pool = TagPool()
         self._seq = 0
+        self.fixed: dict[str, int] | None = None  # static mode: coflow -> level
+        self._fixed_written: set[int] = set()
+        if policy is not None and getattr(policy, "static", False) and all_coflows:
+            self.fixed = self._levels_for_dag(all_coflows)
+
+    @property
+    def is_static(self) -> bool:
+        """Whether levels were fixed for the whole DAG (no writes while running)."""
+        return self.fixed is not None
 
     def arrive(self, coflow: Coflow, now: float) -> Changes:
         """Register ``coflow`` (gets a tag) and re-decide."""
         self.states[coflow.coflow_id] = CoflowState(
             coflow, now, self._seq, 0, {f.flow_id: f.bytes for f in coflow.flows})
         self._seq += 1
-        self.tags[coflow.coflow_id] = self._pool.take()
-        return self._decide(now)
+        if self.fixed is not None:
+            return self._arrive_static(coflow.coflow_id)
+        tag = self._pool.take()
+        reclaimed = []
+        if tag is None:
+            reclaimed = self._pool.reclaim()
+            tag = self._pool.take()
+        self.tags[coflow.coflow_id] = tag
+        changes = self._decide(now)
+        changes.clear_tags[:0] = reclaimed  # applied before the new entries
+        return changes
+
+    def _levels_for_dag(self, coflows: list[Coflow]) -> dict[str, int]:
+        """Static mode: one policy call over every coflow of the DAG, compressed once."""
+        states = [CoflowState(cf, cf.release_s, i, 0, {f.flow_id: f.bytes for f in cf.flows})
+                  for i, cf in enumerate(coflows)]
+        decisions = self._call_policy(states, 0.0)
+        how = getattr(self.policy, "static_compression", None) or self.policy.compression
+        return self._compress({cid: d.rank for cid, d in decisions.items()}, how)
+
+    def _arrive_static(self, cid: str) -> Changes:
+        """The coflow's tag is its level's; write that tag's entry on first use only."""
+        level = self.fixed[cid]
+        tag = TAG_MIN + level
+        self.tags[cid] = tag
+        self.installed[cid] = Installed(level, None, ())
+        self.last_level[cid] = level
+        if tag in self._fixed_written:
+            return Changes()
+        self._fixed_written.add(tag)
+        return Changes(entries=[_entry(tag, self.installed[cid])])
 
     def flow_done(self, coflow_id: str, flow_id: str) -> None:
         """A flow delivered everything: clairvoyant policies see 0 remaining."""
@@ -93,15 +152,15 @@ class LiveScheduler:
             st.remaining[flow_id] = 0
 
     def finish(self, coflow: Coflow, now: float) -> Changes:
-        """``coflow`` completed: clear its tag and re-decide the rest."""
+        """``coflow`` completed: its tag becomes dirty; re-decide the rest."""
         cid = coflow.coflow_id
         self.states.pop(cid, None)
         self.installed.pop(cid, None)
         tag = self.tags.pop(cid)
+        if self.fixed is not None:
+            return Changes()  # the level's tag stays installed for the next coflow
         self._pool.give(tag)
-        changes = self._decide(now) if self.states else Changes()
-        changes.clear_tags.append(tag)
-        return changes
+        return self._decide(now) if self.states else Changes()
 
     def bytes_sent(self, sent_by_tag: dict[int, int], now: float) -> Changes:
         """Counter update; re-decide only if a coflow crossed a policy threshold."""
@@ -163,10 +222,11 @@ class LiveScheduler:
         self.last_rank.update(self.ranks)
         return decisions
 
-    def _compress(self, ranks: dict[str, tuple]) -> dict[str, int]:
+    def _compress(self, ranks: dict[str, tuple], how: str | None = None) -> dict[str, int]:
         from controller.compress import compress
 
-        levels = compress(ranks, self.levels, how=getattr(self.policy, "compression", "top"))
+        how = how or getattr(self.policy, "compression", "top")
+        levels = compress(ranks, self.levels, how=how)
         for cid, lv in levels.items():
             try:
                 check_level(lv, self.levels)

@@ -35,6 +35,7 @@ DEFAULT_QUEUE_PACKETS = 100
 # warnings; 60000 also covers a full TSO/GSO segment.
 QUANTUM_BYTES = 60000
 TC_TIMEOUT_S = 30.0
+MIN_SHARE = float(__import__("os").environ.get("CFB_MIN_SHARE", "0.001"))
 
 # Link options a user might expect from Mininet's TCLink, and why we refuse them.
 UNSUPPORTED_LINK_OPTIONS: Mapping[str, str] = {
@@ -89,7 +90,7 @@ def _kbit(rate_mbps: float) -> int:
 def tc_batch_lines(ps: PortScheduler) -> list[str]:
     """The ``tc -batch`` lines that install scheduler ``ps`` (replacing any root qdisc)."""
     dev, link = ps.dev, f"{_kbit(ps.rate_mbps)}kbit"
-    tiny = f"{_kbit(ps.rate_mbps / 1000)}kbit"  # 0.1 % of the link: near-strict priority
+    tiny = f"{_kbit(ps.rate_mbps * MIN_SHARE)}kbit"
     root = f"{HTB_MAJOR:x}:{HTB_ROOT_MINOR:x}"
     lines = [f"qdisc replace dev {dev} root handle {HTB_MAJOR:x}: htb "
              f"default {htb_classid(0)[1]:x}",

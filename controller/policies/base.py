@@ -74,6 +74,11 @@ class Policy(ABC):
 
     name: str = ""
     clairvoyant: bool = False
+    # True when a coflow's rank depends only on its identity (type, MID, LID, phase), as
+    # in the LLM schedulers whose switches hold a static tag -> priority table: the
+    # testbed then assigns levels once for the whole DAG and writes nothing while running.
+    static: bool = False
+    static_compression: str | None = None  # scheme for the whole-DAG compression (default: compression)
     # Thresholds on bytes_sent at which decisions may change without an arrival or a
     # completion (D-CLAS); the controller re-decides when a coflow crosses one.
     byte_thresholds: Sequence[int] = ()

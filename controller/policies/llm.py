@@ -22,6 +22,7 @@ class Lina(Policy):
 
     name = "lina"
     compression = "lexicographic"
+    static = True
 
     def __init__(self, backward_only: bool = True) -> None:
         """Check and keep the parameter."""
@@ -48,19 +49,20 @@ class ByteScheduler(Policy):
 
     ByteScheduler manages only DP tensors and holds them back with credits; traffic it does
     not manage (PP, EP, other) is never held, so we rank it above every DP coflow, one fair
-    level: rank ``(0,)`` for non-DP, ``(1, lid, arrival_seq)`` for DP."""
+    level: rank ``(0,)`` for non-DP, ``(1, lid)`` for DP."""
 
     name = "bytescheduler"
     compression = "lexicographic"
+    static = True
 
     def decide(self, states: Sequence[CoflowState], fabric: FabricView,
                now: float) -> dict[str, Decision]:
-        """Non-DP at rank (0,), DP by layer then arrival."""
+        """Non-DP at rank (0,), DP by layer."""
         out: dict[str, Decision] = {}
         for s in states:
             ident = s.coflow.identity
             if ident.ctype is CoflowType.DP:
-                out[s.coflow_id] = Decision(rank=(1, ident.lid, s.arrival_seq))
+                out[s.coflow_id] = Decision(rank=(1, ident.lid))
             else:
                 out[s.coflow_id] = Decision(rank=(0,))
         return out

@@ -19,6 +19,7 @@ class Fair(Policy):
 
     name = "fair"
     aliases = ("megatron",)
+    static = True
 
     def decide(self, states: Sequence[CoflowState], fabric: FabricView,
                now: float) -> dict[str, Decision]:
@@ -42,24 +43,24 @@ class Fifo(Policy):
 
 
 class TypeFirst(Policy):
-    """Strict, cluster-wide coflow-type order with FIFO (arrival_seq) inside a type: the naive
-    rules the Hermod thesis compares against (Wan et al., HKUST, 2025).  ``first`` lists the
-    order; types not in it (OTHER, TP) come last."""
+    """Strict, cluster-wide coflow-type order: the naive rules the Hermod thesis compares
+    against (Wan et al., HKUST, 2025).  ``first`` lists the order; types not in it (OTHER,
+    TP) come last.  Coflows of one type share a level (fair sharing inside it)."""
 
     first: tuple[CoflowType, ...] = ()
-    compression = "lexicographic"  # a type boundary is a level boundary while levels last
+    compression = "lexicographic"
+    static = True
 
     def decide(self, states: Sequence[CoflowState], fabric: FabricView,
                now: float) -> dict[str, Decision]:
-        """Rank (type order, arrival_seq)."""
+        """Rank (type order,)."""
         order = type_order(self.first)
-        return {s.coflow_id: Decision(rank=(order[s.coflow.ctype], s.arrival_seq))
-                for s in states}
+        return {s.coflow_id: Decision(rank=(order[s.coflow.ctype],)) for s in states}
 
 
 @register
 class DpFirst(TypeFirst):
-    """DP before EP before PP (strict; FIFO within a type). Hermod thesis baseline "DP-first"."""
+    """DP before EP before PP (strict; one level per type). Hermod thesis baseline "DP-first"."""
 
     name = "dp-first"
     first = (DP, EP, PP)
@@ -67,7 +68,7 @@ class DpFirst(TypeFirst):
 
 @register
 class PpFirst(TypeFirst):
-    """PP before EP before DP (strict; FIFO within a type). Hermod thesis baseline "PP-first"."""
+    """PP before EP before DP (strict; one level per type). Hermod thesis baseline "PP-first"."""
 
     name = "pp-first"
     first = (PP, EP, DP)
@@ -75,7 +76,7 @@ class PpFirst(TypeFirst):
 
 @register
 class EpFirst(TypeFirst):
-    """EP before PP before DP (strict; FIFO within a type). Hermod thesis baseline "EP-first"."""
+    """EP before PP before DP (strict; one level per type). Hermod thesis baseline "EP-first"."""
 
     name = "ep-first"
     first = (EP, PP, DP)

@@ -32,16 +32,28 @@ class ByBytesSent(Policy):
         return {s.coflow_id: Decision((int(s.bytes_sent >= 100), s.arrival_seq)) for s in states}
 
 
-def test_tags_are_distinct_and_recycled():
+def test_tags_are_distinct_and_reused_only_after_a_batched_clear():
     pool = TagPool()
     a, b = pool.take(), pool.take()
     assert (a, b) == (1, 2)
     pool.give(a)
-    assert pool.take() == 1
-    for _ in range(53):
+    assert pool.take() == 3  # 1 is dirty: its entry is still installed
+    for _ in range(52):
         pool.take()
+    assert pool.take() is None  # only dirty tags left
+    assert pool.reclaim() == [1] and pool.take() == 1
     with pytest.raises(RuntimeError, match="more than 55"):
         pool.take()
+
+
+def test_full_pool_clears_dirty_tags_before_the_new_entry():
+    s = LiveScheduler(BySize(), VIEW, levels=8)
+    for i in range(55):
+        s.arrive(cf(f"c{i}"), 0.0)
+    s.finish(cf("c0"), 1.0)
+    ch = s.arrive(cf("new"), 1.0)
+    assert ch.clear_tags == [1] and s.tags["new"] == 1
+    assert any(e["tag"] == 1 for e in ch.entries)
 
 
 def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
@@ -53,18 +65,16 @@ def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
     assert s.level_of("small") < s.level_of("big")
     assert {e["tag"] for e in ch2.entries} == {s.tags["small"], s.tags["big"]}
     assert ch2.host_levels == [("a", s.tags["big"], s.level_of("big"))]
-    small_tag = s.tags["small"]
     ch3 = s.finish(cf("small", 100), 0.2)
-    assert ch3.clear_tags == [small_tag]
+    assert ch3.clear_tags == []  # cleared lazily, when the tag is needed again
     assert s.level_of("big") == 0 and len(ch3.entries) == 1
 
 
-def test_finish_clears_the_finished_tag():
+def test_finish_writes_nothing_when_nothing_else_changes():
     s = LiveScheduler(BySize(), VIEW, levels=8)
     s.arrive(cf("x"), 0.0)
-    tag = s.tags["x"]
     ch = s.finish(cf("x"), 1.0)
-    assert ch.clear_tags == [tag] and not ch.entries
+    assert not ch
     assert s.last_level["x"] == 0
 
 
@@ -117,3 +127,35 @@ def test_flow_rates_are_summed_per_host_pair_in_mbps():
     ch = LiveScheduler(Madd(), VIEW, 8).arrive(c, 0.0)
     assert ch.entries[0]["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 20.0},
                                            {"src": "a", "dst": "c", "rate_mbps": 20.0}]
+
+
+class ByType(Policy):
+    """A static policy: DP below everything else."""
+    name = "by-type"
+    static = True
+    compression = "lexicographic"
+
+    def decide(self, states, fabric, now):
+        return {s.coflow_id: Decision((int(s.coflow.ctype.value == "DP"),)) for s in states}
+
+
+def typed(cid, ctype):
+    from workload.dag import CoflowType
+    return Coflow(cid, (Flow(f"{cid}.0", "a", "b", 10),), CoflowIdentity(ctype=CoflowType(ctype)))
+
+
+def test_static_policy_levels_are_fixed_for_the_dag_and_written_once_per_level():
+    dag = [typed("ep1", "EP"), typed("dp1", "DP"), typed("ep2", "EP")]
+    s = LiveScheduler(ByType(), VIEW, levels=8, all_coflows=dag)
+    assert s.is_static and s.fixed == {"ep1": 0, "dp1": 1, "ep2": 0}
+    first = s.arrive(dag[0], 0.0)
+    assert first.entries == [{"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None}]
+    assert s.arrive(dag[1], 0.1).entries[0]["tag"] == 2
+    assert not s.arrive(dag[2], 0.2)  # level 0's tag is already installed: no write
+    assert s.tags["ep2"] == s.tags["ep1"] == 1
+    assert not s.finish(dag[0], 0.3)  # tags are shared: nothing to clear
+    assert s.last_level == {"ep1": 0, "dp1": 1, "ep2": 0}
+
+
+def test_dynamic_policy_is_not_static():
+    assert not LiveScheduler(BySize(), VIEW, 8, all_coflows=[cf("x")]).is_static

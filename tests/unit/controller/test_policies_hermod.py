@@ -83,3 +83,13 @@ def test_thesis_worked_example_ep_then_pp_then_dp():
     assert all(d.flow_rates_bps is None for d in at2.values())  # line rate within the level
     levels = compress({c: d.rank for c, d in at2.items()}, 2, pol.compression)
     assert levels == {"EP": 0, "PP": 1, "DP": 1}  # K=2: MID bucket 0 alone on top
+
+
+def test_coflows_with_the_same_tag_share_a_level():
+    # The four PP sends of one pipeline step carry one (MID, CType, LID) tag: they must be
+    # served together, not split across levels by arrival order.
+    states = [_state(f"pp{i}", PP, 1, 4, i) for i in range(4)] + [_state("dp", DP, 1, 4, 4)]
+    pol = policies.get("hermod")
+    ranks = {cid: d.rank for cid, d in pol.decide(states, FABRIC, 0.0).items()}
+    levels = compress(ranks, 8, how=pol.compression)
+    assert {levels[f"pp{i}"] for i in range(4)} == {0} and levels["dp"] == 1
