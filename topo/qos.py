@@ -35,7 +35,9 @@ DEFAULT_QUEUE_PACKETS = 100
 # warnings; 60000 also covers a full TSO/GSO segment.
 QUANTUM_BYTES = 60000
 TC_TIMEOUT_S = 30.0
-MIN_SHARE = float(__import__("os").environ.get("CFB_MIN_SHARE", "0.001"))
+# Guaranteed share of each level's class: 0.1 % of the link, i.e. near-strict priority
+# (a 2 % share did not change measured iteration times of small-moe).
+MIN_SHARE = 0.001
 
 # Link options a user might expect from Mininet's TCLink, and why we refuse them.
 UNSUPPORTED_LINK_OPTIONS: Mapping[str, str] = {
