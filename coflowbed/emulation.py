@@ -57,13 +57,28 @@ class ChangeWriter:
 
     def _loop(self) -> None:
         while (item := self._queue.get()) is not None:
-            changes, done = item
-            try:
-                self._apply(changes)
-                done.set_result(None)
-            except Exception as exc:  # reported to the executor thread via ``error``
-                self.error = exc
+            batch, stop = [item], False
+            while not self._queue.empty():  # coalesce what queued up meanwhile
+                nxt = self._queue.get()
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            self._apply_batch(batch)
+            if stop:
+                return
+
+    def _apply_batch(self, batch: list) -> None:
+        """Apply queued changes as one write; settle every waiter."""
+        try:
+            self._apply(merge_changes([changes for changes, _ in batch]))
+        except Exception as exc:  # reported to the executor thread via ``error``
+            self.error = exc
+            for _, done in batch:
                 done.set_exception(exc)
+            return
+        for _, done in batch:
+            done.set_result(None)
 
     def _apply(self, changes: Changes) -> None:
         """Clear freed tags, set entries, update host socket priorities."""
@@ -142,6 +157,20 @@ class EmulationBackend:
     def close(self) -> None:
         """Let queued writes finish."""
         self.writer.close()
+
+
+def merge_changes(items: list[Changes]) -> Changes:
+    """Changes queued one after another as one: every clear first (a clear is only ever
+    queued for tags about to be set again), then the last entry per tag and the last
+    host priority per (host, tag)."""
+    clears: list[int] = []
+    entries: dict[int, dict] = {}
+    levels: dict[tuple[str, int], int] = {}
+    for ch in items:
+        clears.extend(t for t in ch.clear_tags if t not in clears)
+        entries.update((e["tag"], e) for e in ch.entries)
+        levels.update(((h, t), lv) for h, t, lv in ch.host_levels)
+    return Changes(list(entries.values()), clears, [(h, t, lv) for (h, t), lv in levels.items()])
 
 
 def _split(changes: Changes, tag: int) -> tuple[Changes, Changes]:

@@ -13,7 +13,7 @@ from typing import Any
 from coflowbed.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.errors import UserError
 from topo.plan import MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_SPINES, FabricPlan
-from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow
+from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow, merge_pair_flows
 from workload.marking import MAX_LEVELS
 
 SWITCH_KINDS = ("ovs", "bmv2")
@@ -248,6 +248,9 @@ def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     ts.done()
     try:
         trace = fbtrace.read_trace(trace_path)
-        return fbtrace.to_dag(trace, plan.host_names(), **opts)
+        dag = fbtrace.to_dag(trace, plan.host_names(), **opts)
     except ValueError as exc:
         raise UserError(str(trace_path), None, str(exc)) from None
+    # one connection per host pair and coflow, as a host would open (docs/scenarios.md)
+    dag.coflows = [merge_pair_flows(cf) for cf in dag.coflows]
+    return dag

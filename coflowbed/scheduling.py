@@ -242,9 +242,11 @@ def _flow_rates(state: CoflowState, d: Decision) -> tuple[tuple[str, str, float]
     pairs: dict[tuple[str, str], float] = {}
     for f in state.coflow.flows:
         bps = d.flow_rates_bps.get(f.flow_id)
-        if bps is not None and state.remaining.get(f.flow_id, 0) > 0:
-            if not bps > 0:
-                raise PolicyError(f"flow {f.flow_id}: rate must be > 0, got {bps}")
+        if bps is None or state.remaining.get(f.flow_id, 0) <= 0:
+            continue
+        if not bps >= 0:
+            raise PolicyError(f"flow {f.flow_id}: rate must be >= 0, got {bps}")
+        if bps > 0:  # 0 = "waits": no cap; its level keeps it behind (work conservation)
             pairs[(f.src, f.dst)] = pairs.get((f.src, f.dst), 0.0) + bps / 1e6
     return tuple(sorted((s, d_, round(r, 3)) for (s, d_), r in pairs.items()))
 

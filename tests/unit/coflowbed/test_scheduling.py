@@ -159,3 +159,19 @@ def test_static_policy_levels_are_fixed_for_the_dag_and_written_once_per_level()
 
 def test_dynamic_policy_is_not_static():
     assert not LiveScheduler(BySize(), VIEW, 8, all_coflows=[cf("x")]).is_static
+
+
+def test_zero_rate_means_uncapped_and_negative_rate_is_an_error():
+    class Waits(Policy):
+        name = "waits"
+        rate = 0.0
+
+        def decide(self, states, fabric, now):
+            return {s.coflow_id: Decision((0,), {f.flow_id: self.rate for f in s.coflow.flows})
+                    for s in states}
+
+    assert LiveScheduler(Waits(), VIEW, 8).arrive(cf("w"), 0.0).entries[0]["flow_rates"] is None
+    neg = Waits()
+    neg.rate = -1.0
+    with pytest.raises(PolicyError, match="rate must be >= 0"):
+        LiveScheduler(neg, VIEW, 8).arrive(cf("n"), 0.0)

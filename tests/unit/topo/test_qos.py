@@ -34,7 +34,7 @@ def test_classes_prios_rates_and_queues():
         cls = next(ln for ln in lines if f"classid {cid} " in ln)
         assert f"prio {level}" in cls and "ceil 50000kbit" in cls and "rate 50kbit" in cls
         q = next(ln for ln in lines if f"parent {cid} handle" in ln)
-        assert q.endswith("pfifo limit 77")
+        assert q.endswith(f"bfifo limit {77 * 1514}")
 
 
 def test_class_ids_agree_with_socket_priority():

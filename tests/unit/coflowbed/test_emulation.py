@@ -1,0 +1,73 @@
+"""The emulation backend's change writer: order, coalescing and error reporting, against
+fake controller and agents (unit test; the real ones are in tests/integration)."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from coflowbed.emulation import ChangeWriter, merge_changes
+from coflowbed.scheduling import Changes
+
+
+class FakeController:
+    def __init__(self, gate: threading.Event | None = None, fail: bool = False):
+        self.calls, self.gate, self.fail = [], gate, fail
+        self.entered = threading.Event()
+
+    def set(self, entries):
+        self.entered.set()
+        if self.gate:
+            self.gate.wait(5)
+        if self.fail:
+            raise OSError("controller gone")
+        self.calls.append(("set", [e["tag"] for e in entries]))
+        return {"written": len(entries), "applied_s": 0.001}
+
+    def clear(self, tags):
+        self.calls.append(("clear", list(tags)))
+
+
+class FakeAgents:
+    def __init__(self):
+        self.levels = []
+
+    def set_level(self, host, tag, level):
+        self.levels.append((host, tag, level))
+
+
+def entry(tag, level):
+    return {"tag": tag, "level": level, "rate_mbps": None, "flow_rates": None}
+
+
+def test_merge_keeps_clears_first_and_the_last_value_per_key():
+    m = merge_changes([Changes([entry(1, 0), entry(2, 3)], [], [("h1", 2, 3)]),
+                       Changes([entry(2, 5)], [7], [("h1", 2, 5)])])
+    assert m.clear_tags == [7]
+    assert [(e["tag"], e["level"]) for e in m.entries] == [(1, 0), (2, 5)]
+    assert m.host_levels == [("h1", 2, 5)]
+
+
+def test_writes_queued_behind_a_slow_one_are_coalesced_into_one():
+    gate = threading.Event()
+    ctl, agents = FakeController(gate), FakeAgents()
+    w = ChangeWriter(ctl, agents)
+    w.submit(Changes([entry(1, 0)]), wait=False)  # blocks in the fake until the gate opens
+    assert ctl.entered.wait(5)
+    for tag in (2, 3, 4):
+        w.submit(Changes([entry(tag, 1)], host_levels=[("h1", tag, 1)]), wait=False)
+    gate.set()
+    w.submit(Changes([entry(5, 0)]), wait=True)
+    w.close()
+    assert ctl.calls[0] == ("set", [1])
+    assert sorted(t for _, tags in ctl.calls[1:] for t in tags) == [2, 3, 4, 5]
+    assert len(ctl.calls) <= 3 and agents.levels == [("h1", 2, 1), ("h1", 3, 1), ("h1", 4, 1)]
+
+
+def test_a_failed_write_is_reported_to_waiters_and_later_submitters():
+    w = ChangeWriter(FakeController(fail=True), FakeAgents())
+    with pytest.raises(OSError, match="controller gone"):
+        w.submit(Changes([entry(1, 0)]), wait=True)
+    with pytest.raises(RuntimeError, match="controller write failed"):
+        w.submit(Changes([entry(2, 0)]), wait=False)
+    w.close()
