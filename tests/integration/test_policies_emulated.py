@@ -1,0 +1,66 @@
+"""Policies compared on the emulated fabric (root): the same workload and seed under
+each policy, through ``coflowbed compare``.
+
+Thresholds and why:
+- small-moe (16-layer MoE, PP4 x DP2, 8 hosts at 50 Mbit/s): the flow-level simulator
+  predicts fair 12.7 s vs Hermod 10.2 s per iteration (1.25x); measured on the emulator
+  1.28x.  We require Hermod to beat fair by 10 %, leaving room for run-to-run noise
+  (about 5 % here).  PP-first and EP-first must be no worse than fair (+5 % noise).
+- fb-slice (30 Facebook-trace coflows): FIFO's average CCT is worse than fair
+  sharing's, as the literature reports and the simulator shows (2.3 s vs 0.38 s).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO / "coflowbed" / "scenarios"
+
+
+def compare(scenario: str, policies: str, out: Path) -> dict[str, dict]:
+    """Run ``coflowbed compare``; rows by policy (every run must be complete)."""
+    res = subprocess.run([sys.executable, "-m", "coflowbed", "-q", "compare",
+                          str(SCENARIOS / scenario), "--policies", policies, "--out", str(out)],
+                         cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = {r["policy"]: r for r in json.loads((out / "compare.json").read_text())}
+    assert not any(r["partial"] for r in rows.values())
+    return rows
+
+
+@pytest.fixture(scope="module")
+def moe(tmp_path_factory) -> dict[str, dict]:
+    return compare("small-moe.yaml", "fair,hermod,pp-first,ep-first", tmp_path_factory.mktemp("moe"))
+
+
+def test_hermod_shortens_the_iteration(moe):
+    fair, hermod = moe["fair"]["iteration_time_s"], moe["hermod"]["iteration_time_s"]
+    assert hermod < 0.9 * fair, (fair, hermod)
+
+
+@pytest.mark.parametrize("policy", ["pp-first", "ep-first"])
+def test_type_first_rules_are_no_worse_than_fair(moe, policy):
+    assert moe[policy]["iteration_time_s"] <= 1.05 * moe["fair"]["iteration_time_s"]
+
+
+@pytest.fixture(scope="module")
+def fb(tmp_path_factory) -> dict[str, dict]:
+    return compare("fb-slice.yaml", "fair,fifo,sebf", tmp_path_factory.mktemp("fb"))
+
+
+def test_fifo_is_worse_than_fair_sharing_on_the_trace(fb):
+    assert fb["fifo"]["avg_cct_s"] > fb["fair"]["avg_cct_s"]
+
+
+@pytest.mark.xfail(reason="known gap: on the emulator SEBF's average CCT (0.58 s) is above "
+                          "fair sharing's (0.34 s), unlike the simulator (0.17 s vs 0.38 s); "
+                          "see the issue note", strict=False)
+def test_sebf_beats_fair_and_fifo_on_the_trace(fb):
+    assert fb["sebf"]["avg_cct_s"] < min(fb["fair"]["avg_cct_s"], fb["fifo"]["avg_cct_s"])
