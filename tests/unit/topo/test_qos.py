@@ -28,13 +28,24 @@ def test_every_level_code_maps_to_its_class_and_others_as_specified():
 
 def test_classes_prios_rates_and_queues():
     lines = qos.tc_batch_lines(qos.PortScheduler("h11-eth0", 50, 3, 77))
-    assert lines[0] == "qdisc replace dev h11-eth0 root handle 1: htb default a"
+    assert lines[0] == "qdisc replace dev h11-eth0 root handle 1: htb default 100"
     assert "classid 1:1 htb rate 50000kbit ceil 50000kbit" in lines[1]
     for level, cid in enumerate(("1:a", "1:b", "1:c")):
         cls = next(ln for ln in lines if f"classid {cid} " in ln)
         assert f"prio {level}" in cls and "ceil 50000kbit" in cls and "rate 50kbit" in cls
-        q = next(ln for ln in lines if f"parent {cid} handle" in ln)
+        buckets = [ln for ln in lines if f"parent {cid} classid" in ln]
+        assert len(buckets) == qos.BUCKETS and all(f"prio {level}" in b for b in buckets)
+        first = qos.bucket_classid(level, 0)
+        q = next(ln for ln in lines if f"parent {first} handle" in ln)
         assert q.endswith(f"bfifo limit {77 * 1514}")
+
+
+def test_flows_are_hashed_over_the_buckets_of_their_level():
+    lines = qos.tc_batch_lines(qos.PortScheduler("x", 50, 2, 10))
+    link = [ln for ln in lines if "hashkey" in ln]
+    assert len(link) == 2 and all("mask 0x001e0000 at 20" in ln for ln in link)
+    targets = {ln.split("flowid ")[1] for ln in lines if "parent 1:b " in ln and "flowid" in ln}
+    assert targets == {qos.bucket_classid(1, b) for b in range(qos.BUCKETS)}
 
 
 def test_class_ids_agree_with_socket_priority():
