@@ -96,9 +96,10 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     from topo.net import start_fabric
 
     t0 = time.monotonic()
-    controller, of_port = start_controller(scen, out_dir, runtime, stack)
-    fabric = start_fabric(scen.plan, runtime, of_port, scen.levels, scen.queue_packets,
-                          api_socket=controller.path, ready_timeout=START_TIMEOUT_S)
+    controller, meet = start_controller(scen, out_dir, runtime, stack)
+    start = start_fabric if scen.switch == "ovs" else _start_bmv2_fabric
+    fabric = start(scen.plan, runtime, meet, scen.levels, scen.queue_packets,
+                   api_socket=controller.path, ready_timeout=START_TIMEOUT_S)
     stack.callback(fabric.stop)
     agents = AgentSet([fabric.host(h) for h in scen.plan.host_names()], runtime,
                       DATA_PORT, log_dir=out_dir / "agents")
@@ -108,6 +109,13 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     log.info("fabric up in %.1f s (%d switches, %d hosts)", bringup_s,
              len(scen.plan.switches), len(scen.plan.hosts))
     return controller, agents, bringup_s
+
+
+def _start_bmv2_fabric(*args, **kwargs):
+    """BMv2 switches (simple_switch_grpc), one gRPC port each (imported only when used)."""
+    from topo.bmv2 import start_bmv2_fabric
+
+    return start_bmv2_fabric(*args, **kwargs)
 
 
 def _save_counters(controller, out_dir: Path) -> None:

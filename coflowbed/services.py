@@ -63,7 +63,8 @@ def stop_process(proc: subprocess.Popen, what: str, timeout_s: float = 10.0) -> 
 
 def start_controller(scen: Scenario, out_dir: Path, runtime: Path,
                      stack: contextlib.ExitStack):
-    """Start the controller for ``scen.switch``; returns (ControllerClient, OpenFlow port).
+    """Start the controller for ``scen.switch``; returns (ControllerClient, where the
+    switches meet it: the OpenFlow port for OVS, {switch: gRPC port} for BMv2).
     Its stop is registered on ``stack``."""
     from controller.client import ControllerClient
 
@@ -71,12 +72,17 @@ def start_controller(scen: Scenario, out_dir: Path, runtime: Path,
     plan_path = runtime / "fabric.json"
     plan_path.write_text(scen.plan.to_json())
     api = runtime / "controller.sock"
-    of_port = free_tcp_port()
     argv = [sys.executable, "-m", LAUNCHERS[scen.switch], "--plan", str(plan_path),
-            "--of-port", str(of_port), "--api", str(api), "--log", str(out_dir / "controller.log"),
+            "--api", str(api), "--log", str(out_dir / "controller.log"),
             "--levels", str(scen.levels)]
+    if scen.switch == "bmv2":
+        meet: int | dict[str, int] = {sw.name: free_tcp_port() for sw in scen.plan.switches}
+        argv += ["--grpc-ports", *[f"{n}={p}" for n, p in meet.items()]]
+    else:
+        meet = free_tcp_port()
+        argv += ["--of-port", str(meet)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
     stack.callback(stop_process, proc, "controller")
     read_ready(proc, READY_TIMEOUT_S, "controller")
-    log.info("controller pid %d, OpenFlow on 127.0.0.1:%d, API %s", proc.pid, of_port, api)
-    return ControllerClient(str(api), timeout=30.0), of_port
+    log.info("controller pid %d (%s), API %s", proc.pid, scen.switch, api)
+    return ControllerClient(str(api), timeout=30.0), meet
