@@ -1,0 +1,29 @@
+"""coflowbed's flow-level (fluid) simulator: the same coflow DAGs and policy objects as
+the emulator, on an ideal fabric model (big switch or leaf-spine), event-driven with
+numpy.  See docs/simulator.md.
+
+    from coflowbed.sim import simulate, BigSwitch
+    result = simulate(dag, BigSwitch(hosts, 1e9), policy, levels=None)
+    result.write(out_dir)
+"""
+from __future__ import annotations
+
+import math
+
+from coflowbed.sim.engine import Simulator
+from coflowbed.sim.fabric import BigSwitch, FabricModel, LeafSpine, parse_fabric_spec
+from coflowbed.sim.levels import StaticPolicy, assign_levels, parse_levels
+from coflowbed.sim.result import SimResult
+from controller.policies.base import Policy
+from workload.dag import Dag
+
+
+def simulate(dag: Dag, fabric: FabricModel, policy: Policy, levels: int | None = None,
+             horizon_s: float = math.inf) -> SimResult:
+    """Run ``dag`` on ``fabric`` under ``policy``; ``levels`` = K queues or None (exact
+    total order).  Stops (partial result) once simulated time passes ``horizon_s``."""
+    return SimResult(Simulator(dag, fabric, policy, levels, horizon_s).run())
+
+
+__all__ = ["BigSwitch", "FabricModel", "LeafSpine", "SimResult", "Simulator", "StaticPolicy",
+           "assign_levels", "parse_fabric_spec", "parse_levels", "simulate"]

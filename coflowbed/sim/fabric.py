@@ -1,0 +1,182 @@
+"""Fabric models of the flow-level simulator: capacities of directed links and the
+links each flow crosses.
+
+Every model numbers its links 0..L-1 and appends one *dummy* link L of infinite
+capacity, so that every flow's path is a fixed-width row of link indices (short paths
+are padded with the dummy) and rate allocation can stay vectorised.
+
+- ``BigSwitch``: a non-blocking switch; a flow crosses its source's uplink and its
+  destination's downlink.
+- ``LeafSpine``: host uplink, leaf->spine, spine->leaf, host downlink; a flow between
+  hosts of one leaf only crosses the two host links.  The spine is chosen per flow by a
+  hash (ECMP, see ``ecmp_spine``).
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from controller.policies.base import FabricView
+from topo.plan import FabricPlan
+
+
+def ecmp_spine(src: str, dst: str, flow_id: str, spines: int) -> int:
+    """0-based spine of a flow: CRC-32 of ``src>dst>flow_id`` modulo the spine count.
+    (The emulator's OVS select group hashes the 5-tuple, which the simulator does not
+    know; a deterministic per-flow hash spreads flows the same way in distribution.)"""
+    return zlib.crc32(f"{src}>{dst}>{flow_id}".encode()) % spines
+
+
+@dataclass
+class FabricModel:
+    """Base: named hosts, per-link capacity (bit/s) with the dummy link last."""
+
+    hosts: tuple[str, ...]
+    capacity_bps: np.ndarray = field(init=False, repr=False)
+    width: int = field(init=False, default=2)  # links per path row
+    description: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        if len(set(self.hosts)) != len(self.hosts) or not self.hosts:
+            raise ValueError("fabric hosts must be a non-empty list of distinct names")
+        self._index = {h: i for i, h in enumerate(self.hosts)}
+
+    @property
+    def dummy(self) -> int:
+        """Index of the padding link of infinite capacity."""
+        return len(self.capacity_bps) - 1
+
+    def host_index(self, host: str) -> int:
+        """Position of ``host``; ValueError naming it if the fabric lacks it."""
+        try:
+            return self._index[host]
+        except KeyError:
+            raise ValueError(f"host {host!r} is not on the fabric ({self.description})") from None
+
+    def paths(self, src: Sequence[str], dst: Sequence[str], flow_ids: Sequence[str]) -> np.ndarray:
+        """int32 array [flows, width] of the links each flow crosses."""
+        raise NotImplementedError
+
+    def view(self, levels: int = 8) -> FabricView:
+        """Host port capacities as policies see them."""
+        raise NotImplementedError
+
+
+@dataclass
+class BigSwitch(FabricModel):
+    """Non-blocking switch; host i's uplink is link i, its downlink link H+i."""
+
+    port_bps: float = 1e9
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.port_bps > 0:
+            raise ValueError(f"port rate must be > 0 bit/s, got {self.port_bps}")
+        n = len(self.hosts)
+        self.capacity_bps = np.append(np.full(2 * n, float(self.port_bps)), np.inf)
+        self.width = 2
+        self.description = f"bigswitch {n} ports x {self.port_bps:g} bit/s"
+
+    def paths(self, src, dst, flow_ids) -> np.ndarray:
+        """Uplink of the source, downlink of the destination."""
+        s = np.fromiter((self.host_index(h) for h in src), np.int32, len(src))
+        d = np.fromiter((self.host_index(h) for h in dst), np.int32, len(dst))
+        return np.stack([s, d + len(self.hosts)], axis=1).astype(np.int32)
+
+    def view(self, levels: int = 8) -> FabricView:
+        """Every port at ``port_bps`` each way."""
+        return FabricView.uniform(self.hosts, self.port_bps, levels)
+
+
+@dataclass
+class LeafSpine(FabricModel):
+    """Leaf-spine fabric: ``hosts`` listed leaf by leaf, ``hosts_per_leaf`` each."""
+
+    hosts_per_leaf: int = 1
+    spines: int = 1
+    host_bps: float = 1e9
+    fabric_bps: float = 1e9
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        h, k, s = len(self.hosts), self.hosts_per_leaf, self.spines
+        if k < 1 or s < 1 or h % k:
+            raise ValueError(f"{h} hosts do not fill leaves of {k}; spines {s}")
+        if not (self.host_bps > 0 and self.fabric_bps > 0):
+            raise ValueError("link rates must be > 0 bit/s")
+        self.leaves = h // k
+        core = np.full(2 * self.leaves * s, float(self.fabric_bps))
+        self.capacity_bps = np.concatenate([np.full(2 * h, float(self.host_bps)), core, [np.inf]])
+        self.width = 4
+        self.description = (f"leafspine {self.leaves} leaves x {k} hosts, {s} spines, "
+                            f"host {self.host_bps:g} / fabric {self.fabric_bps:g} bit/s")
+
+    def paths(self, src, dst, flow_ids) -> np.ndarray:
+        """Host up, leaf->spine, spine->leaf, host down (the middle two are the dummy
+        link for flows that stay on one leaf)."""
+        h, k, s = len(self.hosts), self.hosts_per_leaf, self.spines
+        si = np.fromiter((self.host_index(x) for x in src), np.int64, len(src))
+        di = np.fromiter((self.host_index(x) for x in dst), np.int64, len(dst))
+        sp = np.fromiter((ecmp_spine(a, b, f, s) for a, b, f in zip(src, dst, flow_ids)),
+                         np.int64, len(src))
+        sl, dl = si // k, di // k
+        up = 2 * h + sl * s + sp
+        down = 2 * h + self.leaves * s + dl * s + sp
+        local = sl == dl
+        up[local] = self.dummy
+        down[local] = self.dummy
+        return np.stack([si, up, down, di + h], axis=1).astype(np.int32)
+
+    def view(self, levels: int = 8) -> FabricView:
+        """Host links at ``host_bps``; the core is assumed non-blocking by policies."""
+        return FabricView.uniform(self.hosts, self.host_bps, levels)
+
+    @classmethod
+    def from_plan(cls, plan: FabricPlan) -> "LeafSpine":
+        """The leaf-spine of a scenario's fabric plan (Mbit/s -> bit/s)."""
+        return cls(tuple(plan.host_names()), plan.hosts_per_leaf, plan.spines,
+                   plan.host_bw_mbps * 1e6, plan.fabric_bw_mbps * 1e6)
+
+
+_RATE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kMGT]?)(i?)bps$")
+
+
+def parse_rate(text: str, binary: bool = False) -> float:
+    """``"1Gbps"`` -> bit/s.  Prefixes k/M/G/T are decimal unless ``binary`` (the trace
+    model's 1 Gbps = 2^30 bit/s); ``Gibps`` is always binary."""
+    m = _RATE.match(text.strip())
+    if not m:
+        raise ValueError(f"rate {text!r} must look like 100Mbps, 1Gbps or 1Gibps")
+    power = " kMGT".index(m.group(2) or " ")
+    base = 1024 if (binary or m.group(3)) else 1000
+    value = float(m.group(1)) * base ** power
+    if not value > 0:
+        raise ValueError(f"rate {text!r} must be > 0")
+    return value
+
+
+def parse_fabric_spec(spec: str, binary: bool = False) -> BigSwitch | LeafSpine:
+    """``bigswitch:<N>x<rate>`` or ``leafspine:<leaves>x<hosts>x<spines>:<host rate>[/<fabric rate>]``.
+    Big-switch hosts are named ``p0..p<N-1>``, leaf-spine hosts ``h<l>_<n>`` (1-based)."""
+    kind, _, rest = spec.partition(":")
+    if kind == "bigswitch":
+        n, sep, rate = rest.partition("x")
+        if not sep or not n.isdigit() or int(n) < 1:
+            raise ValueError(f"fabric {spec!r}: expected bigswitch:<ports>x<rate>, e.g. bigswitch:150x1Gbps")
+        return BigSwitch(tuple(f"p{i}" for i in range(int(n))), parse_rate(rate, binary))
+    if kind == "leafspine":
+        dims, _, rates = rest.partition(":")
+        parts = dims.split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts) or not rates:
+            raise ValueError(f"fabric {spec!r}: expected leafspine:<leaves>x<hosts>x<spines>:<rate>[/<rate>]")
+        leaves, hpl, spines = (int(p) for p in parts)
+        host_rate, _, core_rate = rates.partition("/")
+        hb = parse_rate(host_rate, binary)
+        fb = parse_rate(core_rate, binary) if core_rate else hb
+        hosts = tuple(f"h{l}_{n}" for l in range(1, leaves + 1) for n in range(1, hpl + 1))
+        return LeafSpine(hosts, hpl, spines, hb, fb)
+    raise ValueError(f"fabric {spec!r}: kind must be bigswitch or leafspine")

@@ -1,0 +1,72 @@
+"""The flows of a DAG as numpy arrays, laid out coflow by coflow so that coflow ``c``
+owns flow indices ``offsets[c]:offsets[c+1]``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coflowbed.sim.fabric import FabricModel
+from workload.dag import Coflow
+
+
+@dataclass
+class FlowTable:
+    """Static per-flow arrays plus the mutable ``remaining`` bytes and timestamps."""
+
+    coflows: list[Coflow]
+    offsets: np.ndarray  # int64 [C+1]
+    coflow_of: np.ndarray  # int32 [F]
+    size: np.ndarray  # float64 bytes [F]
+    paths: np.ndarray  # int32 [F, width]
+    remaining: np.ndarray = field(init=False)
+    start_s: np.ndarray = field(init=False)
+    finish_s: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.remaining = self.size.copy()
+        self.start_s = np.full(self.size.shape, np.nan)
+        self.finish_s = np.full(self.size.shape, np.nan)
+        self._ids: dict[int, list[str]] = {}
+        self._local: dict[int, dict[str, int]] = {}
+
+    @classmethod
+    def build(cls, coflows: list[Coflow], fabric: FabricModel) -> "FlowTable":
+        """Arrays for ``coflows`` on ``fabric`` (ValueError if a host is not on it)."""
+        counts = np.fromiter((len(c.flows) for c in coflows), np.int64, len(coflows))
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        flows = [f for c in coflows for f in c.flows]
+        coflow_of = np.repeat(np.arange(len(coflows), dtype=np.int32), counts)
+        size = np.fromiter((f.bytes for f in flows), np.float64, len(flows))
+        paths = fabric.paths([f.src for f in flows], [f.dst for f in flows],
+                             [f.flow_id for f in flows])
+        return cls(coflows, offsets, coflow_of, size, paths.reshape(len(flows), fabric.width))
+
+    def __len__(self) -> int:
+        """Number of flows."""
+        return self.size.shape[0]
+
+    def span(self, c: int) -> np.ndarray:
+        """Flow indices of coflow ``c``."""
+        return np.arange(self.offsets[c], self.offsets[c + 1])
+
+    def flow_ids(self, c: int) -> list[str]:
+        """Flow ids of coflow ``c`` in index order (cached)."""
+        ids = self._ids.get(c)
+        if ids is None:
+            ids = self._ids[c] = [f.flow_id for f in self.coflows[c].flows]
+        return ids
+
+    def local_index(self, c: int) -> dict[str, int]:
+        """{flow id: position within coflow ``c``} (cached)."""
+        idx = self._local.get(c)
+        if idx is None:
+            idx = self._local[c] = {f: i for i, f in enumerate(self.flow_ids(c))}
+        return idx
+
+    def remaining_dict(self, c: int) -> dict[str, int]:
+        """{flow id: bytes still to deliver} of coflow ``c`` (rounded up: a flow with
+        any byte left is not done)."""
+        lo, hi = self.offsets[c], self.offsets[c + 1]
+        left = np.ceil(self.remaining[lo:hi] - 1e-6).clip(0).astype(np.int64).tolist()
+        return dict(zip(self.flow_ids(c), left))
