@@ -22,6 +22,11 @@ def timeline(rows: list[dict], out: Path, title: str) -> Path:
         colour = cmap(r["level"]) if isinstance(r["level"], int) else "grey"
         ax.barh(i, end - r["arrival_s"], left=r["arrival_s"], color=colour,
                 hatch="" if r["finish_s"] is not None else "//")
+        if len(rows) <= 40:  # label small charts: level and CCT at the bar's end
+            cct = "unfinished" if r["cct_s"] is None else f"{r['cct_s']:.2f} s"
+            ax.text(end, i, f" L{r['level']} {cct}", va="center", fontsize=8)
+    ends = [r["finish_s"] or r["arrival_s"] for r in rows]
+    ax.set_xlim(0, 1.15 * max(ends, default=1.0) or 1.0)  # room for the labels
     ax.set_yticks(range(len(rows)), [f"{r['coflow_id']} ({r['ctype']})" for r in rows],
                   fontsize=7 if len(rows) > 20 else 9)
     ax.invert_yaxis()

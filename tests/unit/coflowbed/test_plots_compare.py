@@ -1,0 +1,51 @@
+"""Plots from a run folder, and the policy comparison table, on results written by
+``write_results`` (no fabric needed)."""
+from __future__ import annotations
+
+import json
+
+from coflowbed.compare import compare
+from coflowbed.plots import plot_run
+from coflowbed.results import CoflowRecord, FlowRecord, IterationRecord, write_results
+from coflowbed.scenario import load_scenario
+from tests.unit.coflowbed.test_scenario import DEFAULT
+
+
+def _write_run(out, ccts: dict[str, float | None]) -> dict:
+    recs = []
+    for i, (cid, cct) in enumerate(ccts.items()):
+        r = CoflowRecord(cid, "PP" if i % 2 else "DP", "j", 0, i, 0, "", 0, 1, 1000,
+                         arrival_s=float(i), level=i % 8)
+        r.start_s = float(i)
+        r.finish_s = None if cct is None else i + cct
+        recs.append(r)
+    flows = [FlowRecord(f"{c.coflow_id}.0", c.coflow_id, "h11", "h21", 1000) for c in recs]
+    return write_results(out, flows, recs, [IterationRecord(0, 0.0, 5.0)],
+                         partial=any(c is None for c in ccts.values()))
+
+
+def test_plots_are_written_as_png(tmp_path):
+    _write_run(tmp_path, {"a": 1.0, "b": 2.0, "c": None})
+    paths = plot_run(tmp_path)
+    assert [p.name for p in paths] == ["timeline.png", "cct_cdf.png"]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 1000
+
+
+def test_compare_tabulates_every_policy_with_speedups_against_fair(tmp_path):
+    scen = load_scenario(DEFAULT)
+    ccts = {"fair": 2.0, "fifo": 4.0, "sebf": 1.0}
+    seen = []
+
+    def run_one(s, out):
+        seen.append(s.policy)
+        return _write_run(out, {"x": ccts[s.policy], "y": ccts[s.policy]})
+
+    rows = compare(scen, ["fair", "fifo", "sebf"], tmp_path, run_one)
+    assert seen == ["fair", "fifo", "sebf"]
+    by = {r["policy"]: r for r in rows}
+    assert by["sebf"]["speedup_avg_cct"] == 2.0 and by["fifo"]["speedup_avg_cct"] == 0.5
+    assert by["fair"]["avg_cct_DP_s"] == 2.0
+    assert json.loads((tmp_path / "compare.json").read_text()) == rows
+    assert (tmp_path / "compare.md").read_text().count("\n") == 5
+    assert (tmp_path / "compare.png").is_file()
