@@ -7,7 +7,6 @@ import platform
 import re
 import subprocess
 import time
-from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 

@@ -47,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _setup_logging(path: Path) -> None:
+def setup_logging(path: Path) -> None:
     """Everything (os-ken included) to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path)
@@ -121,7 +121,7 @@ def _install_signal_handlers(mgr) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input -> one line on stderr, exit 2."""
     args = parse_args(argv)
-    _setup_logging(args.log)
+    setup_logging(args.log)
     pid_file = args.pid_file or args.log.with_suffix(".pid")
     pid_file.write_text(f"{os.getpid()}\n")
     if not 1 <= args.levels <= 8:
@@ -170,7 +170,7 @@ class ControllerProcess:
             self.proc.stdout.close()
 
 
-def _wait_ready_line(proc: subprocess.Popen, timeout: float) -> None:
+def wait_ready_line(proc: subprocess.Popen, timeout: float) -> None:
     """Wait for READY on ``proc``'s stdout; RuntimeError on exit or timeout."""
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
@@ -202,7 +202,7 @@ def start_controller(plan_json: Path, run_dir: Path, of_port: int | None = None,
     proc = subprocess.Popen(argv + list(extra_args or []), stdout=subprocess.PIPE,
                             text=True, cwd=REPO, env=dict(os.environ))
     try:
-        _wait_ready_line(proc, timeout)
+        wait_ready_line(proc, timeout)
     except BaseException:
         ControllerProcess(proc, port, sock, log_path).stop()
         raise

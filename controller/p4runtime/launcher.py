@@ -23,6 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
+from controller.launcher import setup_logging
 from controller.p4runtime.artifacts import Artifacts, committed
 from controller.southbound.base import SouthboundError
 
@@ -61,16 +62,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--p4info", type=Path, help="P4Info text file (default: committed)")
     p.add_argument("--bmv2-json", type=Path, help="BMv2 JSON (default: committed)")
     return p.parse_args(argv)
-
-
-def _setup_logging(path: Path) -> None:
-    """Everything to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter(
-        "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.INFO)
 
 
 class SwitchKeeper:
@@ -160,7 +151,7 @@ def _inputs(args: argparse.Namespace):
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input -> one line on stderr, exit 2."""
     args = parse_args(argv)
-    _setup_logging(args.log)
+    setup_logging(args.log)
     (args.pid_file or args.log.with_suffix(".pid")).write_text(f"{os.getpid()}\n")
     try:
         plan, ports, art = _inputs(args)

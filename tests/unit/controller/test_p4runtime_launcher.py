@@ -2,11 +2,9 @@
 fake P4Runtime servers (real gRPC on 127.0.0.1) for every switch of a plan."""
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import subprocess
-import sys
 
 import pytest
 

@@ -14,7 +14,7 @@ needs_fb = pytest.mark.skipif(not FB.exists(), reason="FB2010 trace not present"
 def _raw_totals(path: Path) -> tuple[int, float, int]:
     """(coflows, sum of reducer MB, mapper x reducer pairs) straight from the text."""
     lines = path.read_text().split("\n")[1:]
-    n, mb, pairs = 0, 0.0, 0
+    pairs = 0
     for line in filter(str.strip, lines):
         tok = line.split()
         nm = int(tok[2])
@@ -40,7 +40,7 @@ def test_reads_526_coflows_with_right_totals():
 def test_to_dag_full_form_keeps_every_byte_accounted():
     trace = read_trace(FB)
     dag = to_dag(trace[:60], None)
-    n, mb, pairs = 0, 0.0, 0
+    pairs = 0
     for c in trace[:60]:
         pairs += len(c.mappers) * len(c.reducers)
     flows = sum(len(c.flows) for c in dag.coflows)
