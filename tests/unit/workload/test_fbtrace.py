@@ -14,7 +14,7 @@ needs_fb = pytest.mark.skipif(not FB.exists(), reason="FB2010 trace not present"
 def _raw_totals(path: Path) -> tuple[int, float, int]:
     """(coflows, sum of reducer MB, mapper x reducer pairs) straight from the text."""
     lines = path.read_text().split("\n")[1:]
-    pairs = 0
+    n, mb, pairs = 0, 0.0, 0
     for line in filter(str.strip, lines):
         tok = line.split()
         nm = int(tok[2])
