@@ -2,7 +2,7 @@
 
 ``AgentSet(hosts, run_dir, data_port)`` starts one agent per host (``start``), waits for
 each ``READY`` line, attaches to every agent's control socket and then offers blocking,
-thread-safe calls (``send``, ``send_many``, ``set_level``, ``stats``) and one
+thread-safe calls (``send``, ``send_many``, ``set_level``, ``set_rate``, ``stats``) and one
 ``queue.Queue`` of ``AgentEvent`` s (``events``, ``next_event``, ``event_queue``).
 
 Threading model: one daemon reader thread per agent connection routes replies to the
@@ -30,16 +30,19 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Protocol
+from typing import Any, Iterable, Iterator, Mapping, Protocol, Union
 
 from workload.agent_proto import (UNIX_PATH_MAX, HelloRequest, Request, SendRequest,
-                                  SetLevelRequest, ShutdownRequest, StatsRequest, encode_line,
-                                  request_dict)
+                                  SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
+                                  encode_line, request_dict)
 
 log = logging.getLogger("coflowbed.agents")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")  # also a file name in the run dir
+# (host, flow_id, dst_ip, dst_port, nbytes, tag, level[, rate_mbps]): one order of send_many
+SendOrder = Union[tuple[str, str, str, int, int, int, int],
+                  tuple[str, str, str, int, int, int, int, Union[float, None]]]
 
 
 class AgentHost(Protocol):
@@ -90,8 +93,8 @@ class AgentEvent(Mapping[str, Any]):
 @dataclass(frozen=True)
 class AgentStats:
     """Progress of one agent at ``t_ns`` (monotonic clock): payload bytes acknowledged per
-    outgoing flow and per tag, bytes received per incoming flow, and the SO_PRIORITY of
-    each outgoing flow whose socket is still open."""
+    outgoing flow and per tag, bytes received per incoming flow, and the SO_PRIORITY and
+    pacing cap (bytes/s, None = uncapped) of each outgoing flow whose socket is still open."""
 
     host: str
     t_ns: int
@@ -99,6 +102,7 @@ class AgentStats:
     sent_by_tag: dict[int, int]
     received: dict[str, int]
     priority: dict[str, int]
+    pacing: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -355,18 +359,24 @@ class AgentSet:
         return self._agents[host].proc.pid
 
     def send(self, host: str, flow_id: str, dst_ip: str, dst_port: int, nbytes: int,
-             tag: int, level: int) -> None:
-        """Have ``host`` send ``nbytes`` to ``dst_ip:dst_port``; returns once the agent took
-        the order (progress arrives as events). ValueError for bad arguments."""
-        self._request(host, SendRequest(flow_id, dst_ip, dst_port, nbytes, tag, level))
+             tag: int, level: int, rate_mbps: float | None = None) -> None:
+        """Have ``host`` send ``nbytes`` to ``dst_ip:dst_port``, paced at ``rate_mbps``
+        Mbit/s if given; returns once the agent took the order (progress arrives as
+        events). ValueError for bad arguments."""
+        self._request(host, SendRequest(flow_id, dst_ip, dst_port, nbytes, tag, level, rate_mbps))
 
-    def send_many(self, orders: Iterable[tuple[str, str, str, int, int, int, int]]) -> None:
+    def send_many(self, orders: Iterable[SendOrder]) -> None:
         """Several ``send`` s at once: ``(host, flow_id, dst_ip, dst_port, nbytes, tag, level)``
-        each.  Every agent gets its orders in one write and all are written before any
-        reply is awaited, so flows released together start together; raises on the first
-        order an agent refused (the others still run)."""
+        each, optionally with ``rate_mbps`` as an 8th element.  Every agent gets its orders
+        in one write and all are written before any reply is awaited, so flows released
+        together start together; raises on the first order an agent refused (the others
+        still run)."""
         by_host: dict[str, list[SendRequest]] = {}
-        for host, *args in orders:  # validate every order before sending any
+        for order in orders:  # validate every order before sending any
+            if len(order) not in (7, 8):
+                raise ValueError(f"send_many: order {order!r}: needs 7 or 8 elements "
+                                 "(host, flow_id, dst_ip, dst_port, nbytes, tag, level[, rate_mbps])")
+            host, *args = order
             by_host.setdefault(host, []).append(SendRequest(*args))
         for host in by_host:
             self._agent(host)
@@ -376,19 +386,26 @@ class AgentSet:
             for req, fut in zip(reqs, futs):
                 self._reply(host, req, fut, deadline)
 
-    def send_to(self, src: str, dst: str, flow_id: str, nbytes: int, tag: int, level: int) -> None:
+    def send_to(self, src: str, dst: str, flow_id: str, nbytes: int, tag: int, level: int,
+                rate_mbps: float | None = None) -> None:
         """``send`` from host ``src`` to host ``dst``'s agent."""
-        self.send(src, flow_id, *self.address(dst), nbytes, tag, level)
+        self.send(src, flow_id, *self.address(dst), nbytes, tag, level, rate_mbps)
 
     def set_level(self, host: str, tag: int, level: int) -> int:
         """Move ``host``'s live sockets of ``tag`` to ``level``; returns how many moved."""
         return int(self._request(host, SetLevelRequest(tag, level))["sockets"])
 
+    def set_rate(self, host: str, tag: int, dst_ip: str, rate_mbps: float | None) -> int:
+        """Cap the pacing of ``host``'s flows of ``tag`` to ``dst_ip`` at ``rate_mbps`` Mbit/s
+        (None lifts the cap); returns how many live sockets changed.  Flows ordered but not
+        connected yet start at the new rate.  ValueError for bad arguments."""
+        return int(self._request(host, SetRateRequest(tag, dst_ip, rate_mbps))["sockets"])
+
     def stats(self, host: str) -> AgentStats:
         """Bytes acknowledged/received so far on ``host``."""
         r = self._request(host, StatsRequest())
         by_tag = {int(tag): n for tag, n in r["sent_by_tag"].items()}
-        return AgentStats(host, r["t_ns"], r["sent"], by_tag, r["received"], r["priority"])
+        return AgentStats(host, r["t_ns"], r["sent"], by_tag, r["received"], r["priority"], r["pacing"])
 
     def next_event(self, timeout_s: float) -> AgentEvent:
         """The next event, waiting at most ``timeout_s`` (AgentError when none came)."""

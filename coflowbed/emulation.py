@@ -30,8 +30,8 @@ class ChangeWriter:
     """Applies ``Changes`` in submission order on a thread of its own, with its own
     controller connection (the client is not thread-safe)."""
 
-    def __init__(self, controller, agents) -> None:
-        self.controller, self.agents = controller, agents
+    def __init__(self, controller, agents, ip: dict[str, str] | None = None) -> None:
+        self.controller, self.agents, self.ip = controller, agents, ip or {}
         self.latency_s: list[float] = []
         self.written = 0
         self.error: BaseException | None = None
@@ -91,6 +91,8 @@ class ChangeWriter:
             self.latency_s.append(float(reply.get("applied_s", time.monotonic() - t)))
         for host, tag, level in changes.host_levels:
             self.agents.set_level(host, tag, level)
+        for src, tag, dst, rate in changes.host_rates:
+            self.agents.set_rate(src, tag, self.ip[dst], rate)
 
 
 class EmulationBackend:
@@ -102,7 +104,7 @@ class EmulationBackend:
         self.plan, self.data_port = plan, data_port
         self.ip = {h.name: h.ip for h in plan.hosts}
         self.flow_coflow: dict[str, str] = {}
-        self.writer = ChangeWriter(writer_controller or controller, agents)
+        self.writer = ChangeWriter(writer_controller or controller, agents, self.ip)
 
     @property
     def apply_latency_s(self) -> list[float]:
@@ -120,8 +122,9 @@ class EmulationBackend:
         for f in coflow.flows:
             self.flow_coflow[f.flow_id] = coflow.coflow_id
         # one write per sending agent, so a coflow's flows start together
-        self.agents.send_many([(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, tag, level)
-                               for f in coflow.flows])
+        rate = self.scheduler.pair_rate
+        self.agents.send_many([(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, tag,
+                                level, rate(coflow.coflow_id, f.src, f.dst)) for f in coflow.flows])
 
     def finished(self, coflow: Coflow, now: float) -> None:
         """Re-decide the others; applied behind, without waiting."""
@@ -161,16 +164,19 @@ class EmulationBackend:
 
 def merge_changes(items: list[Changes]) -> Changes:
     """Changes queued one after another as one: every clear first (a clear is only ever
-    queued for tags about to be set again), then the last entry per tag and the last
-    host priority per (host, tag)."""
+    queued for tags about to be set again), then the last entry per tag, the last host
+    priority per (host, tag) and the last paced rate per (sender, tag, receiver)."""
     clears: list[int] = []
     entries: dict[int, dict] = {}
     levels: dict[tuple[str, int], int] = {}
+    rates: dict[tuple[str, int, str], float | None] = {}
     for ch in items:
         clears.extend(t for t in ch.clear_tags if t not in clears)
         entries.update((e["tag"], e) for e in ch.entries)
         levels.update(((h, t), lv) for h, t, lv in ch.host_levels)
-    return Changes(list(entries.values()), clears, [(h, t, lv) for (h, t), lv in levels.items()])
+        rates.update(((s, t, d), r) for s, t, d, r in ch.host_rates)
+    return Changes(list(entries.values()), clears, [(h, t, lv) for (h, t), lv in levels.items()],
+                   [(s, t, d, r) for (s, t, d), r in rates.items()])
 
 
 def _split(changes: Changes, tag: int) -> tuple[Changes, Changes]:
@@ -178,4 +184,4 @@ def _split(changes: Changes, tag: int) -> tuple[Changes, Changes]:
     own = [e for e in changes.entries if e["tag"] == tag]
     others = [e for e in changes.entries if e["tag"] != tag]
     return (Changes(entries=own, clear_tags=changes.clear_tags),
-            Changes(entries=others, host_levels=changes.host_levels))
+            Changes(entries=others, host_levels=changes.host_levels, host_rates=changes.host_rates))

@@ -43,6 +43,7 @@ def resolved_scenario(scen: Scenario) -> dict:
     out = dict(scen.raw)
     out.update(name=scen.name, levels=scen.levels, queue_packets=scen.queue_packets,
                switch=scen.switch, seed=scen.seed, timeout_s=scen.timeout_s,
+               policy_rates=scen.policy_rates,
                policy={"name": scen.policy, "params": scen.policy_params})
     if scen.plugins:
         out["plugins"] = scen.plugins  # absolute: the run folder is elsewhere

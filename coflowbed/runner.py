@@ -138,7 +138,7 @@ def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
     policy = None if scen.policy == "static" else policies.get(scen.policy, **scen.policy_params)
     view = FabricView.uniform(scen.plan.host_names(), scen.plan.host_bw_mbps * 1e6, scen.levels)
     sched = LiveScheduler(policy, view, scen.levels, scen.static_levels, scen.static_rates_mbps,
-                          all_coflows=scen.dag.coflows)
+                          all_coflows=scen.dag.coflows, pacing=scen.policy_rates == "pacing")
     from controller.client import ControllerClient
 
     writer_client = ControllerClient(controller.path, timeout=30.0)  # one per thread

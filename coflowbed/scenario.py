@@ -17,6 +17,9 @@ from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow, merge_pa
 from workload.marking import MAX_LEVELS
 
 SWITCH_KINDS = ("ovs", "bmv2")
+# How per-flow rates a policy allocates (SEBF's MADD) are enforced: switch meters (drop
+# band), or pacing at the sending host (SO_MAX_PACING_RATE), as Varys throttles senders.
+POLICY_RATES = ("meters", "pacing")
 # Link options Mininet's TCLink offers but this kernel cannot do (no netem): say so.
 UNSUPPORTED_LINK_KEYS = {
     k: "not supported: the kernel has no netem qdisc, so link delay/loss/jitter cannot be emulated"
@@ -43,6 +46,7 @@ class Scenario:
     static_rates_mbps: dict[str, float] = field(default_factory=dict)
     raw: dict = field(default_factory=dict)
     plugins: list[str] = field(default_factory=list)
+    policy_rates: str = "meters"
 
     @property
     def byte_scale(self) -> float:
@@ -72,11 +76,12 @@ def _parse(top: Section, path: Path) -> Scenario:
     policy, params = _parse_policy(top)
     seed = top.get("seed", 1, integer(0))
     timeout_s = top.get("timeout_s", 600.0, number(positive=True))
+    policy_rates = top.get("policy_rates", "meters", choice(POLICY_RATES))
     dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path, seed)
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     return Scenario(str(path), name, plan, levels, queue_packets, switch, policy, params, seed,
-                    timeout_s, dag, static_levels, rates, dict(top._data), plugins)
+                    timeout_s, dag, static_levels, rates, dict(top._data), plugins, policy_rates)
 
 
 def _load_plugins(top: Section, path: Path) -> list[str]:

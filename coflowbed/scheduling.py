@@ -36,9 +36,11 @@ class Changes:
     entries: list[dict] = field(default_factory=list)  # controller 'set' entries
     clear_tags: list[int] = field(default_factory=list)
     host_levels: list[tuple[str, int, int]] = field(default_factory=list)  # (host, tag, level)
+    # pacing mode: (sender, tag, receiver, Mbit/s or None = unpaced) for changed pairs
+    host_rates: list[tuple[str, int, str, float | None]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.entries or self.clear_tags or self.host_levels)
+        return bool(self.entries or self.clear_tags or self.host_levels or self.host_rates)
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,10 @@ class LiveScheduler:
     def __init__(self, policy: Policy | None, fabric: FabricView, levels: int,
                  static_levels: dict[str, int] | None = None,
                  static_rates_mbps: dict[str, float] | None = None,
-                 all_coflows: list[Coflow] | None = None) -> None:
+                 all_coflows: list[Coflow] | None = None, pacing: bool = False) -> None:
         self.policy, self.fabric, self.levels = policy, fabric, levels
+        # policy (MADD) rates: switch meters, or (pacing) paced at the sending host
+        self.pacing = pacing
         self.static_levels = static_levels or {}
         self.static_rates = static_rates_mbps or {}
         self.states: dict[str, CoflowState] = {}
@@ -179,20 +183,32 @@ class LiveScheduler:
 
     def _decide(self, now: float) -> Changes:
         """Ask the policy, compress, diff against what is installed."""
-        wanted = self._wanted(now)
         changes = Changes()
-        for cid, inst in wanted.items():
+        for cid, inst in self._wanted(now).items():
             old = self.installed.get(cid)
             if old == inst:
                 continue
             self.installed[cid] = inst
             self.last_level[cid] = inst.level
             tag = self.tags[cid]
-            changes.entries.append(_entry(tag, inst))
-            if old is not None and old.level != inst.level:
+            if old is None or old.level != inst.level or old.rate_mbps != inst.rate_mbps or (
+                    not self.pacing and old.flow_rates != inst.flow_rates):
+                changes.entries.append(_entry(tag, inst, with_flow_rates=not self.pacing))
+            if old is None:
+                continue
+            if old.level != inst.level:
                 senders = {f.src for f in self.states[cid].coflow.flows}
                 changes.host_levels.extend((h, tag, inst.level) for h in sorted(senders))
+            if self.pacing and old.flow_rates != inst.flow_rates:
+                changes.host_rates.extend(_rate_changes(tag, old, inst))
         return changes
+
+    def pair_rate(self, coflow_id: str, src: str, dst: str) -> float | None:
+        """Pacing mode: the Mbit/s a new flow src->dst of the coflow starts at."""
+        if not self.pacing:
+            return None
+        rates = {(s, d): r for s, d, r in self.installed[coflow_id].flow_rates}
+        return rates.get((src, dst))
 
     def _wanted(self, now: float) -> dict[str, Installed]:
         """Installed state every active coflow should have now."""
@@ -251,8 +267,16 @@ def _flow_rates(state: CoflowState, d: Decision) -> tuple[tuple[str, str, float]
     return tuple(sorted((s, d_, round(r, 3)) for (s, d_), r in pairs.items()))
 
 
-def _entry(tag: int, inst: Installed) -> dict:
-    """A controller 'set' entry."""
+def _entry(tag: int, inst: Installed, with_flow_rates: bool = True) -> dict:
+    """A controller 'set' entry (per-pair meters only when rates are not paced)."""
+    pairs = inst.flow_rates if with_flow_rates else ()
     return {"tag": tag, "level": inst.level, "rate_mbps": inst.rate_mbps,
-            "flow_rates": [{"src": s, "dst": d, "rate_mbps": r} for s, d, r in inst.flow_rates]
-            or None}
+            "flow_rates": [{"src": s, "dst": d, "rate_mbps": r} for s, d, r in pairs] or None}
+
+
+def _rate_changes(tag: int, old: Installed, new: Installed) -> list[tuple]:
+    """(src, tag, dst, Mbit/s or None) for every pair whose paced rate changed."""
+    before = {(s, d): r for s, d, r in old.flow_rates}
+    after = {(s, d): r for s, d, r in new.flow_rates}
+    return [(s, tag, d, after.get((s, d))) for (s, d) in sorted(before.keys() | after.keys())
+            if before.get((s, d)) != after.get((s, d))]

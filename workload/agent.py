@@ -38,8 +38,9 @@ from typing import Any
 from workload import marking
 from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, FlowReceiver, HelloRequest,
                                   ProtocolError, Request, SendRequest, SetLevelRequest,
-                                  ShutdownRequest, StatsRequest, can_set_priority, encode_header,
-                                  encode_line, open_flow_socket, parse_request, unacked_bytes)
+                                  SetRateRequest, ShutdownRequest, StatsRequest, can_set_priority,
+                                  encode_header, encode_line, open_flow_socket, pacing_rate,
+                                  parse_request, set_pacing, unacked_bytes)
 
 TX_CHUNK = 256 << 10  # bytes offered per send(): small enough to keep the loop responsive
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
@@ -52,6 +53,7 @@ class _SendFlow:
 
     req: SendRequest
     level: int
+    rate_mbps: float | None = None  # pacing cap; set_rate may change it before connect too
     sock: socket.socket | None = None
     done: asyncio.Future | None = None  # pending while writing, then until the receiver closes
     handed: int = 0  # payload bytes accepted by the kernel
@@ -215,6 +217,8 @@ class Agent:
             return self._start_send(req)
         if isinstance(req, SetLevelRequest):
             return {"sockets": self._set_level(req.tag, req.level), "priority": self.priority_ok}
+        if isinstance(req, SetRateRequest):
+            return {"sockets": self._set_rate(req.tag, req.dst_ip, req.rate_mbps)}
         if isinstance(req, StatsRequest):
             return self._stats()
         if isinstance(req, HelloRequest):
@@ -228,7 +232,7 @@ class Agent:
         """Register the flow and start its task; the reply does not wait for the flow."""
         if req.flow_id in self.send_flows:
             raise ProtocolError(f"send: flow_id {req.flow_id!r} was already sent by this agent")
-        flow = _SendFlow(req, req.level)
+        flow = _SendFlow(req, req.level, req.rate_mbps)
         self.send_flows[req.flow_id] = flow
         task = asyncio.get_running_loop().create_task(self._send(flow))
         self.tasks.add(task)
@@ -245,10 +249,11 @@ class Agent:
         """Connect, send header and payload, report started/sent or failed, close."""
         req, loop = flow.req, asyncio.get_running_loop()
         try:
-            flow.sock = open_flow_socket(req.tag, flow.level, self.priority_ok)
+            flow.sock = open_flow_socket(req.tag, flow.level, self.priority_ok, flow.rate_mbps)
             self.emit({"event": "flow_started", "flow_id": req.flow_id, "t_ns": time.monotonic_ns(),
                        "tos": flow.sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
-                       "priority": flow.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY)})
+                       "priority": flow.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
+                       "pacing_bps": pacing_rate(flow.sock)})
             async with asyncio.timeout(self.opts.connect_timeout_s):
                 await loop.sock_connect(flow.sock, (req.dst_ip, req.dst_port))
             await loop.sock_sendall(flow.sock, encode_header(req.flow_id, req.bytes))
@@ -324,19 +329,33 @@ class Agent:
                 changed += 1
         return changed
 
+    def _set_rate(self, tag: int, dst_ip: str, rate_mbps: float | None) -> int:
+        """Cap (None: uncap) the pacing of ``tag``'s flows to ``dst_ip``; returns how many
+        live sockets changed.  Flows not connected yet open their socket with the new rate
+        (a ``send`` and a ``set_rate`` in one write reach the agent before the flow starts)."""
+        changed = 0
+        for flow in self.send_flows.values():
+            if flow.req.tag != tag or flow.req.dst_ip != dst_ip:
+                continue
+            flow.rate_mbps = rate_mbps
+            if flow.sock is not None:
+                set_pacing(flow.sock, rate_mbps)
+                changed += 1
+        return changed
+
     def _stats(self) -> dict[str, Any]:
         """Acknowledged bytes per outgoing flow and per tag, received bytes per incoming flow,
-        SO_PRIORITY of the live outgoing sockets."""
+        SO_PRIORITY and pacing cap (bytes/s, None = uncapped) of the live outgoing sockets."""
         sent = {fid: flow.acked() for fid, flow in self.send_flows.items()}
         by_tag: dict[str, int] = {}
         for fid, flow in self.send_flows.items():
             key = str(flow.req.tag)
             by_tag[key] = by_tag.get(key, 0) + sent[fid]
         received = {fid: rx.received for fid, rx in self.recv_flows.items()}
-        live = {fid: flow.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY)
-                for fid, flow in self.send_flows.items() if flow.sock is not None}
-        return {"t_ns": time.monotonic_ns(), "sent": sent, "sent_by_tag": by_tag,
-                "received": received, "priority": live}
+        live = {fid: flow.sock for fid, flow in self.send_flows.items() if flow.sock is not None}
+        priority = {fid: sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) for fid, sock in live.items()}
+        return {"t_ns": time.monotonic_ns(), "sent": sent, "sent_by_tag": by_tag, "received": received,
+                "priority": priority, "pacing": {fid: pacing_rate(sock) for fid, sock in live.items()}}
 
     async def _watchdog(self) -> None:
         """Fail flows that made no progress for ``stall_timeout_s`` (a peer that vanished)."""

@@ -11,19 +11,28 @@ neither side redefines the other's:
 - **marking**: a flow's socket carries its tag in IP_TOS and its level in SO_PRIORITY
   (``open_flow_socket``).  Tags follow ``workload.marking``: ``1..55`` mark a coflow,
   ``0`` sends untagged (DSCP 0).
+- **pacing**: a flow given ``rate_mbps`` (Mbit/s) has its socket's SO_MAX_PACING_RATE set
+  to ``int(rate_mbps * 1e6 / 8)`` bytes/s before connect (``set_pacing``); the kernel's
+  internal TCP pacing then throttles it at the sender, no fq qdisc needed.  Without a rate
+  the socket keeps the kernel default ~0UL (``PACING_UNLIMITED``: no cap).
 - **receiving end**: ``FlowReceiver`` parses the header and counts the payload of one
   incoming flow (an asyncio buffered protocol; the agent owns the listener).
 
 Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, error``):
 
-- ``send`` flow_id, dst_ip, dst_port, bytes, tag, level -> {} at once; the flow runs on.
+- ``send`` flow_id, dst_ip, dst_port, bytes, tag, level, optional rate_mbps (number > 0
+  or null = unpaced) -> {} at once; the flow runs on.
 - ``set_level`` tag, level -> sockets (how many live sockets moved), priority (bool).
+- ``set_rate`` tag, dst_ip, rate_mbps (number > 0, or null to lift the cap) -> sockets (how
+  many live sockets of that tag to that address changed); flows not connected yet take it too.
 - ``stats`` -> t_ns, sent {flow: acked bytes}, sent_by_tag {"tag": bytes},
-  received {flow: bytes}, priority {flow: SO_PRIORITY of live sockets}.
+  received {flow: bytes}, priority {flow: SO_PRIORITY of live sockets},
+  pacing {flow: SO_MAX_PACING_RATE bytes/s of live sockets, null when uncapped}.
 - ``hello`` -> host, pid, data_port, priority (may set SO_PRIORITY), t_ns.
 - ``shutdown`` -> {}; then the agent closes everything and exits 0.
 
-Events: ``flow_started`` flow_id, t_ns, tos, priority (sender, just before connect);
+Events: ``flow_started`` flow_id, t_ns, tos, priority, pacing_bps (bytes/s, null when
+unpaced; all read back from the socket just before connect);
 ``flow_sent`` flow_id, t_ns (receiver confirmed the last byte by closing), written_ns;
 ``flow_received`` flow_id, bytes, first_ns, last_ns, src (receiver);
 ``flow_failed`` flow_id (None if unknown), side, error (and src on the receiver side).
@@ -34,12 +43,13 @@ import asyncio
 import fcntl
 import ipaddress
 import json
+import math
 import socket
 import struct
 import sys
 import termios
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, Protocol, Union
 
 from workload import marking
@@ -51,6 +61,11 @@ MAX_LINE_BYTES = 1 << 20  # one control line; far above any legal request
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the terminating NUL
 
 EVENTS = ("flow_started", "flow_sent", "flow_received", "flow_failed")
+
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # Python 3.11 lacks the name
+_ULONG = struct.Struct("@L")  # given this size the kernel reads/writes the full unsigned long
+PACING_UNLIMITED = (1 << (8 * _ULONG.size)) - 1  # ~0UL: the kernel default, no cap
+MIN_RATE_MBPS = 8e-6  # 1 byte/s; anything lower would round to a cap of 0
 
 
 class ProtocolError(ValueError):
@@ -107,6 +122,32 @@ def _check_level(level: Any) -> int:
     return level
 
 
+def _check_ip(dst_ip: Any) -> str:
+    """An IPv4 address in dotted form or ProtocolError."""
+    try:
+        ipaddress.IPv4Address(dst_ip)
+    except (ipaddress.AddressValueError, TypeError) as exc:
+        raise ProtocolError(f"dst_ip: not an IPv4 address: {dst_ip!r}") from exc
+    return dst_ip
+
+
+def pacing_bytes(rate_mbps: float) -> int:
+    """The SO_MAX_PACING_RATE value (bytes/s) of ``rate_mbps`` megabits per second."""
+    return int(rate_mbps * 1e6 / 8)
+
+
+def _check_rate(rate_mbps: Any) -> float | None:
+    """A pacing rate in Mbit/s (None = unpaced) or ProtocolError.  JSON allows NaN and
+    Infinity, and bool is an int in Python: both are refused explicitly."""
+    if rate_mbps is None:
+        return None
+    if (type(rate_mbps) not in (int, float) or not math.isfinite(rate_mbps)
+            or rate_mbps < MIN_RATE_MBPS or pacing_bytes(rate_mbps) >= PACING_UNLIMITED):
+        raise ProtocolError(f"rate_mbps: must be null or a finite number of Mbit/s >= {MIN_RATE_MBPS:g}, "
+                            f"got {rate_mbps!r}")
+    return rate_mbps
+
+
 @dataclass(frozen=True)
 class SendRequest:
     """Open a TCP flow of ``bytes`` to ``dst_ip:dst_port`` marked with ``tag``/``level``."""
@@ -117,22 +158,21 @@ class SendRequest:
     bytes: int
     tag: int
     level: int
+    rate_mbps: float | None = None  # sender-side pacing cap; optional on the wire
 
     def __post_init__(self) -> None:
         """Reject bad values with the key's name (ProtocolError)."""
         if not isinstance(self.flow_id, str):
             raise ProtocolError(f"flow_id: must be a string, got {self.flow_id!r}")
         encode_header(self.flow_id, 0)  # checks the length
-        try:
-            ipaddress.IPv4Address(self.dst_ip)
-        except (ipaddress.AddressValueError, TypeError) as exc:
-            raise ProtocolError(f"dst_ip: not an IPv4 address: {self.dst_ip!r}") from exc
+        _check_ip(self.dst_ip)
         if type(self.dst_port) is not int or not 1 <= self.dst_port <= 65535:
             raise ProtocolError(f"dst_port: must be an int 1..65535, got {self.dst_port!r}")
         if type(self.bytes) is not int or not 1 <= self.bytes < 1 << 63:
             raise ProtocolError(f"bytes: must be a positive int, got {self.bytes!r}")
         _check_tag(self.tag)
         _check_level(self.level)
+        _check_rate(self.rate_mbps)
 
 
 @dataclass(frozen=True)
@@ -146,6 +186,22 @@ class SetLevelRequest:
         """Reject bad values with the key's name (ProtocolError)."""
         _check_tag(self.tag)
         _check_level(self.level)
+
+
+@dataclass(frozen=True)
+class SetRateRequest:
+    """Cap the pacing of the live sockets of ``tag`` to ``dst_ip`` at ``rate_mbps``
+    (None lifts the cap); the key is required on the wire, null included."""
+
+    tag: int
+    dst_ip: str
+    rate_mbps: float | None
+
+    def __post_init__(self) -> None:
+        """Reject bad values with the key's name (ProtocolError)."""
+        _check_tag(self.tag)
+        _check_ip(self.dst_ip)
+        _check_rate(self.rate_mbps)
 
 
 @dataclass(frozen=True)
@@ -163,10 +219,12 @@ class ShutdownRequest:
     """Close everything and exit 0."""
 
 
-Request = Union[SendRequest, SetLevelRequest, StatsRequest, HelloRequest, ShutdownRequest]
+Request = Union[SendRequest, SetLevelRequest, SetRateRequest, StatsRequest, HelloRequest,
+                ShutdownRequest]
 OPS: dict[str, type] = {
     "send": SendRequest,
     "set_level": SetLevelRequest,
+    "set_rate": SetRateRequest,
     "stats": StatsRequest,
     "hello": HelloRequest,
     "shutdown": ShutdownRequest,
@@ -194,9 +252,10 @@ def parse_request(line: bytes) -> tuple[int | str | None, Request]:
     cls = OPS.get(op) if isinstance(op, str) else None
     if cls is None:
         raise RequestError(req_id, f"op: unknown operation {op!r} (one of {', '.join(OPS)})")
-    names = set(cls.__dataclass_fields__)
+    names = {f.name for f in fields(cls)}
+    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
     unknown = sorted(set(msg) - names)
-    missing = sorted(names - set(msg))
+    missing = sorted(required - set(msg))
     if unknown or missing:
         what = f"unknown key {unknown[0]!r}" if unknown else f"missing key {missing[0]!r}"
         raise RequestError(req_id, f"{op}: {what}")
@@ -214,8 +273,10 @@ def encode_line(msg: dict[str, Any]) -> bytes:
 # How a flow's socket is marked on the wire (tag -> IP_TOS, level -> SO_PRIORITY).
 
 
-def open_flow_socket(tag: int, level: int, set_priority: bool = True) -> socket.socket:
-    """A non-blocking TCP socket marked with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY).
+def open_flow_socket(tag: int, level: int, set_priority: bool = True,
+                     rate_mbps: float | None = None) -> socket.socket:
+    """A non-blocking TCP socket marked with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY),
+    paced at ``rate_mbps`` if given (SO_MAX_PACING_RATE).
 
     Marked before connect so that the SYN carries the marks too.  SO_PRIORITY is set
     after IP_TOS because Linux resets ``sk_priority`` from the TOS whenever IP_TOS is set.
@@ -227,10 +288,31 @@ def open_flow_socket(tag: int, level: int, set_priority: bool = True) -> socket.
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, marking.tos_byte(tag))
         if set_priority:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
+        if rate_mbps is not None:
+            set_pacing(sock, rate_mbps)
     except OSError:
         sock.close()
         raise
     return sock
+
+
+def set_pacing(sock: socket.socket, rate_mbps: float | None) -> None:
+    """Cap ``sock``'s TCP pacing at ``rate_mbps`` Mbit/s, or lift the cap (None: ~0UL).
+
+    Any cap below ~0UL also switches on the kernel's internal TCP pacing for the socket;
+    lifting the cap leaves it on, at TCP's own rate (about cwnd/srtt).  The kernel leaves
+    a connection's first 10 segments unpaced (as sch_fq does): ~15 KB at MTU 1500, but
+    ~235 KB on loopback's 64 KB MTU.  The value goes as an unsigned long: a 32-bit int
+    could not carry rates above ~17 Gbit/s.
+    """
+    value = PACING_UNLIMITED if rate_mbps is None else pacing_bytes(_check_rate(rate_mbps))
+    sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, _ULONG.pack(value))
+
+
+def pacing_rate(sock: socket.socket) -> int | None:
+    """``sock``'s pacing cap in bytes/s read back from the kernel; None when uncapped."""
+    (value,) = _ULONG.unpack(sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, _ULONG.size))
+    return None if value == PACING_UNLIMITED else value
 
 
 def can_set_priority() -> bool:

@@ -257,3 +257,71 @@ def test_agents_exit_when_the_orchestrator_is_killed(tmp_path):
     finally:
         for fd in exits:
             os.close(fd)
+
+
+# -- sender-side pacing (SO_MAX_PACING_RATE) -------------------------------------------
+
+
+def duration_s(seen: dict[str, dict[str, AgentEvent]], fid: str) -> float:
+    """From just before connect to the last byte at the receiver."""
+    return (seen[fid]["flow_received"]["last_ns"] - seen[fid]["flow_started"]["t_ns"]) / 1e9
+
+
+def test_paced_flows_take_their_rate_and_unpaced_ones_are_much_faster(agents):
+    dst = agents.address("h12")
+    agents.send_many([("h11", "p2M", *dst, 2_000_000, 1, 0, 16.0),  # 8-tuples: paced
+                      ("h21", "p1M", *dst, 1_000_000, 2, 0, 16.0),
+                      ("h11", "free", *dst, 2_000_000, 3, 0),  # 7-tuple: unpaced
+                      ("h21", "none", *dst, 2_000_000, 4, 0, None)])
+    seen = collect(agents, {"p2M", "p1M", "free", "none"})
+    assert [seen[f]["flow_started"]["pacing_bps"] for f in ("p2M", "p1M", "free", "none")] == \
+        [2_000_000, 2_000_000, None, None]
+    paced = duration_s(seen, "p2M")
+    assert 0.75 <= paced <= 1.25  # 2 MB at 16 Mbit/s: 1 s (first 10 segments go unpaced)
+    # the steady rate, with the unpaced head cancelled out: 1 MB more takes 0.5 s more
+    assert 0.5 * 0.85 <= paced - duration_s(seen, "p1M") <= 0.5 * 1.15
+    assert max(duration_s(seen, "free"), duration_s(seen, "none")) < paced / 4
+
+
+def test_set_rate_changes_live_sockets_of_tag_and_destination_and_lifts(agents):
+    with socket.socket() as sink:  # another destination, reading nothing
+        sink.bind(("127.0.0.2", 0))
+        sink.listen()
+        h12 = agents.address("h12")
+        agents.send_many([("h11", "target", *h12, 4_000_000, 6, 0, 8.0),  # ~4 s at 8 Mbit/s
+                          ("h11", "other-tag", *h12, 4_000_000, 7, 0, 8.0),
+                          ("h11", "other-dst", *sink.getsockname(), 4_000_000, 6, 0, 8.0)])
+        seen = collect_started(agents, {"target", "other-tag", "other-dst"})
+        assert agents.set_rate("h11", 6, "127.0.0.1", 80.0) == 1
+        assert agents.stats("h11").pacing == {"target": 10_000_000, "other-tag": 1_000_000,
+                                              "other-dst": 1_000_000}
+        assert agents.set_rate("h11", 6, "127.0.0.1", None) == 1
+        assert agents.stats("h11").pacing["target"] is None  # ~0UL, the kernel default
+        assert agents.set_rate("h12", 6, "127.0.0.1", 80.0) == 0
+        for fid, kinds in collect(agents, {"target"}).items():
+            seen[fid].update(kinds)
+        assert duration_s(seen, "target") < 2.0  # would be ~3.8 s at the first rate
+
+
+def collect_started(ags: AgentSet, flows: set[str]) -> dict[str, dict[str, AgentEvent]]:
+    """Events by flow and kind until every flow in ``flows`` has its socket open."""
+    seen: dict[str, dict[str, AgentEvent]] = defaultdict(dict)
+    while not all("flow_started" in seen[f] for f in flows):
+        ev = ags.next_event(TIMEOUT)
+        assert ev.kind not in ("agent_lost", "flow_failed"), ev
+        seen[ev.flow_id][ev.kind] = ev
+    return seen
+
+
+@pytest.mark.parametrize("rate", [0, -2.0, "16", float("nan")])
+def test_bad_rates_raise_before_anything_is_sent(agents, rate):
+    dst = agents.address("h12")
+    with pytest.raises(ValueError, match="rate_mbps: must be null or a finite number"):
+        agents.send("h11", "f", *dst, 10, 1, 0, rate_mbps=rate)
+    with pytest.raises(ValueError, match="rate_mbps"):
+        agents.send_many([("h11", "ok", *dst, 10, 1, 0), ("h11", "bad", *dst, 10, 1, 0, rate)])
+    with pytest.raises(ValueError, match="rate_mbps"):
+        agents.set_rate("h11", 1, "127.0.0.1", rate)
+    with pytest.raises(ValueError, match="7 or 8 elements"):
+        agents.send_many([("h11", "long", *dst, 10, 1, 0, 8.0, "extra")])
+    assert agents.stats("h11").sent == {}

@@ -71,3 +71,9 @@ def test_a_failed_write_is_reported_to_waiters_and_later_submitters():
     with pytest.raises(RuntimeError, match="controller write failed"):
         w.submit(Changes([entry(2, 0)]), wait=False)
     w.close()
+
+
+def test_merge_keeps_the_last_paced_rate_per_pair():
+    m = merge_changes([Changes(host_rates=[("h1", 3, "h2", 40.0)]),
+                       Changes(host_rates=[("h1", 3, "h2", 20.0), ("h1", 4, "h2", None)])])
+    assert m.host_rates == [("h1", 3, "h2", 20.0), ("h1", 4, "h2", None)]

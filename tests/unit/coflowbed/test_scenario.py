@@ -42,6 +42,7 @@ def test_default_scenario_loads():
      "workload.coflows[0].flows[0].dst", "unknown host 'h99'"),
     (lambda d: d["fabric"].update(spines=0), "fabric.spines", "must be >= 1"),
     (lambda d: d.update(switch="p4"), "switch", "one of ovs, bmv2"),
+    (lambda d: d.update(policy_rates="shaping"), "policy_rates", "one of meters, pacing"),
     (lambda d: d.update(policy="nope"), "policy", "unknown policy 'nope'"),
     (lambda d: d["workload"]["coflows"][0].update(level=8), "workload.coflows[0].level", "<= 7"),
     (lambda d: d["workload"]["coflows"][0]["flows"][0].update(bytes=0),

@@ -175,3 +175,31 @@ def test_zero_rate_means_uncapped_and_negative_rate_is_an_error():
     neg.rate = -1.0
     with pytest.raises(PolicyError, match="rate must be >= 0"):
         LiveScheduler(neg, VIEW, 8).arrive(cf("n"), 0.0)
+
+
+class Halving(Policy):
+    """Rates 40 Mbit/s per flow for one active coflow, 20 when two are active."""
+    name = "halving"
+
+    def decide(self, states, fabric, now):
+        bps = 40e6 / len(states)
+        return {s.coflow_id: Decision((s.arrival_seq,), {f.flow_id: bps for f in s.coflow.flows})
+                for s in states}
+
+
+def test_pacing_mode_moves_policy_rates_to_the_senders():
+    s = LiveScheduler(Halving(), VIEW, 8, pacing=True)
+    first = s.arrive(cf("x"), 0.0)
+    assert first.entries[0]["flow_rates"] is None and not first.host_rates
+    assert s.pair_rate("x", "a", "b") == 40.0  # the new flow starts paced at this rate
+    second = s.arrive(cf("y", src="c"), 0.1)
+    assert ("a", s.tags["x"], "b", 20.0) in second.host_rates
+    assert all(e["flow_rates"] is None for e in second.entries)
+    assert s.pair_rate("y", "c", "b") == 20.0
+
+
+def test_meter_mode_keeps_rates_in_the_switch_entries():
+    s = LiveScheduler(Halving(), VIEW, 8)
+    ch = s.arrive(cf("x"), 0.0)
+    assert ch.entries[0]["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 40.0}]
+    assert s.pair_rate("x", "a", "b") is None

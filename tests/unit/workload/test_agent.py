@@ -226,3 +226,35 @@ def test_connect_timeout_when_listener_backlog_is_full(spawn):
                        "dst_port": lst.getsockname()[1], "bytes": 10, "tag": 1, "level": 0})
             failed = a.until("flow_failed", "slow")
     assert failed["error"] == "connect timed out after 0.5 s"
+
+
+def test_flow_started_reports_pacing_and_set_rate_reaches_flows_not_started_yet(spawn):
+    a, b = spawn("ha"), spawn("hb")
+    port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
+    base = {"op": "send", "dst_ip": "127.0.0.1", "dst_port": port, "bytes": 1000, "level": 0}
+    lines = [{**base, "id": 2, "flow_id": "paced", "tag": 2, "rate_mbps": 16},
+             {**base, "id": 3, "flow_id": "later", "tag": 3},
+             {**base, "id": 4, "flow_id": "plain", "tag": 4, "rate_mbps": None},
+             {"id": 5, "op": "set_rate", "tag": 3, "dst_ip": "127.0.0.1", "rate_mbps": 40.0}]
+    a.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))  # one write: no flow started yet
+    replies = {}
+    while len(replies) < 4:
+        m = a.read()
+        if "id" in m:
+            replies[m["id"]] = m
+    assert replies[5] == {"id": 5, "ok": True, "sockets": 0}
+    pacing = {f: a.until("flow_started", f)["pacing_bps"] for f in ("paced", "later", "plain")}
+    assert pacing == {"paced": 2_000_000, "later": 5_000_000, "plain": None}
+
+
+@pytest.mark.parametrize("rate", [0, -1, "fast"])
+def test_bad_rates_are_refused_by_the_agent(spawn, rate):
+    a = spawn()
+    send = {"id": 1, "op": "send", "flow_id": "f", "dst_ip": "127.0.0.1", "dst_port": 9, "bytes": 10,
+            "tag": 1, "level": 0, "rate_mbps": rate}
+    set_rate = {"id": 2, "op": "set_rate", "tag": 1, "dst_ip": "127.0.0.1", "rate_mbps": rate}
+    for msg in (send, set_rate):
+        reply, _ = a.request(msg)
+        assert reply["ok"] is False and f"rate_mbps: must be null or a finite number of Mbit/s >= 8e-06, " \
+            f"got {rate!r}" in reply["error"]
+    assert a.request({"id": 3, "op": "stats"})[0]["sent"] == {}

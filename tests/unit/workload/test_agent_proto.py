@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from workload import marking
-from workload.agent_proto import (HEADER, FlowReceiver, ProtocolError, RequestError,
-                                  SendRequest, SetLevelRequest, StatsRequest, can_set_priority,
-                                  decode_header, encode_header, open_flow_socket, parse_request,
-                                  request_dict)
+from workload.agent_proto import (HEADER, PACING_UNLIMITED, SO_MAX_PACING_RATE, FlowReceiver,
+                                  ProtocolError, RequestError, SendRequest, SetLevelRequest,
+                                  SetRateRequest, StatsRequest, can_set_priority, decode_header,
+                                  encode_header, open_flow_socket, pacing_rate, parse_request,
+                                  request_dict, set_pacing)
 
 SEND = {"id": 7, "op": "send", "flow_id": "c1/f0", "dst_ip": "10.0.1.2", "dst_port": 5001,
         "bytes": 1000, "tag": 3, "level": 2}
@@ -91,6 +92,80 @@ def test_flow_socket_carries_tag_and_level_before_connect(tag, level):
         if can_set_priority():
             # would be rt_tos2priority(tos) if SO_PRIORITY were set before IP_TOS
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) == marking.skb_priority(level)
+
+
+
+# -- pacing (SO_MAX_PACING_RATE) ---------------------------------------------------------
+
+SET_RATE = {"id": 8, "op": "set_rate", "tag": 4, "dst_ip": "10.0.2.1", "rate_mbps": 16.0}
+
+
+def test_send_rate_is_optional_and_null_means_unpaced():
+    assert parse_request(line(rate_mbps=16))[1].rate_mbps == 16
+    assert parse_request(line(rate_mbps=2.5))[1] == SendRequest("c1/f0", "10.0.1.2", 5001, 1000, 3, 2, 2.5)
+    assert parse_request(line())[1].rate_mbps is None  # key absent: unpaced
+    raw = json.dumps({**SEND, "rate_mbps": None}).encode()
+    assert parse_request(raw)[1].rate_mbps is None
+
+
+def test_rate_requests_round_trip_through_the_wire():
+    for req in (SendRequest("f", "10.0.0.1", 1, 1, 1, 0, 12.5), SetRateRequest(9, "10.0.1.1", 100.0),
+                SetRateRequest(9, "10.0.1.1", None)):
+        assert parse_request(json.dumps(request_dict(3, req)).encode()) == (3, req)
+
+
+@pytest.mark.parametrize("rate", [0, -5, "16", True, 1e-9, 1e300, [16]])
+def test_bad_rates_are_refused_in_send_and_set_rate(rate):
+    with pytest.raises(RequestError, match=r"send: rate_mbps: must be null or a finite number") as info:
+        parse_request(line(rate_mbps=rate))
+    assert info.value.req_id == 7
+    with pytest.raises(RequestError, match=r"set_rate: rate_mbps: must be") as info:
+        parse_request(json.dumps({**SET_RATE, "rate_mbps": rate}).encode())
+    assert info.value.req_id == 8
+
+
+@pytest.mark.parametrize("raw", [b"NaN", b"Infinity", b"-Infinity"])
+def test_json_non_numbers_are_refused_as_rates(raw):
+    with pytest.raises(RequestError, match="rate_mbps"):
+        parse_request(line()[:-1] + b', "rate_mbps": ' + raw + b"}")
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"rate_mbps": None}, None),
+    ({"dst_ip": "h21"}, "dst_ip"),
+    ({"tag": 56}, "tag"),
+    ({"level": 1}, "unknown key 'level'"),
+])
+def test_set_rate_request_is_strict(overrides, words):
+    msg = {**SET_RATE, **overrides}
+    if words is None:  # rate_mbps may be null, but the key must be there
+        assert parse_request(json.dumps(msg).encode())[1] == SetRateRequest(4, "10.0.2.1", None)
+        del msg["rate_mbps"]
+        words = "missing key 'rate_mbps'"
+    with pytest.raises(RequestError, match=words):
+        parse_request(json.dumps(msg).encode())
+
+
+def test_flow_socket_is_paced_before_connect_and_unpaced_by_default():
+    with open_flow_socket(1, 0, set_priority=False, rate_mbps=16.0) as sock:
+        assert pacing_rate(sock) == 2_000_000  # bytes/s
+        with pytest.raises(OSError):  # not connected yet: the cap is there before the SYN
+            sock.getpeername()
+    with open_flow_socket(1, 0, set_priority=False) as sock:
+        assert pacing_rate(sock) is None
+
+
+def test_lifting_the_cap_restores_the_kernel_default():
+    with socket.socket() as fresh, socket.socket() as sock:
+        default = fresh.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8)
+        assert int.from_bytes(default, "little") == PACING_UNLIMITED  # ~0UL on this kernel
+        set_pacing(sock, 40_000.0)  # 5e9 B/s: does not fit the 32-bit form of the option
+        assert pacing_rate(sock) == 5_000_000_000
+        set_pacing(sock, None)
+        assert sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8) == default
+        assert pacing_rate(sock) is None
+        with pytest.raises(ProtocolError, match="rate_mbps"):
+            set_pacing(sock, 0)
 
 
 # -- FlowReceiver, driven by hand -------------------------------------------------------
