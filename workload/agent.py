@@ -318,13 +318,14 @@ class Agent:
             flow.done.set_result(None)
 
     def _set_level(self, tag: int, level: int) -> int:
-        """Re-prioritise the live sockets of ``tag``; returns how many were changed."""
+        """Re-prioritise the sockets of ``tag``; returns how many live ones were changed.
+        Flows not connected yet open their socket at the new level."""
         changed = 0
         for flow in self.send_flows.values():
-            if flow.req.tag != tag or flow.sock is None:
+            if flow.req.tag != tag:
                 continue
             flow.level = level
-            if self.priority_ok:
+            if flow.sock is not None and self.priority_ok:
                 flow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
                 changed += 1
         return changed

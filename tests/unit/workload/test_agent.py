@@ -16,6 +16,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from workload import marking
+
 from workload import agent as agent_mod
 
 REPO = Path(__file__).resolve().parents[3]
@@ -245,6 +247,18 @@ def test_flow_started_reports_pacing_and_set_rate_reaches_flows_not_started_yet(
     assert replies[5] == {"id": 5, "ok": True, "sockets": 0}
     pacing = {f: a.until("flow_started", f)["pacing_bps"] for f in ("paced", "later", "plain")}
     assert pacing == {"paced": 2_000_000, "later": 5_000_000, "plain": None}
+
+
+def test_set_level_reaches_flows_not_started_yet(spawn):
+    a, b = spawn("ha"), spawn("hb")
+    if not a.request({"id": 1, "op": "hello"})[0]["priority"]:
+        pytest.skip("SO_PRIORITY above 6 needs CAP_NET_ADMIN")
+    port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
+    lines = [{"id": 2, "op": "send", "dst_ip": "127.0.0.1", "dst_port": port, "bytes": 1000,
+              "level": 0, "flow_id": "moved", "tag": 3},
+             {"id": 3, "op": "set_level", "tag": 3, "level": 5}]
+    a.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))  # one write: not started yet
+    assert a.until("flow_started", "moved")["priority"] == marking.skb_priority(5)
 
 
 @pytest.mark.parametrize("rate", [0, -1, "fast"])
