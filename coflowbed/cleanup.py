@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -100,7 +101,10 @@ def clean_run(state: RunState) -> dict:
     done["processes"] = end_pids(runstate.marked_pids(state.run_id))
     done["interfaces"] = delete_interfaces(state.interfaces)
     if state.ovs_dir:
-        _restore_ovs_sysctl(Path(state.ovs_dir))
+        runtime = Path(state.ovs_dir)
+        _restore_ovs_sysctl(runtime)
+        if runtime.parent == runstate.STATE_DIR:  # only our own runtime folders
+            shutil.rmtree(runtime, ignore_errors=True)
     state.remove()
     return done
 

@@ -161,6 +161,7 @@ def test_clean_after_sigkill_leaves_nothing(tmp_path):
     present = set(os.listdir("/sys/class/net"))
     assert not present & set(interface_names(plan))
     assert list(runstate.STATE_DIR.glob("*.json")) == []
+    assert [p for p in runstate.STATE_DIR.iterdir() if p.is_dir()] == []  # runtime folders
     assert Path("/proc/sys/net/core/wmem_default").read_text() == wmem_before
 
 
