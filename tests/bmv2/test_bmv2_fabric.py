@@ -140,8 +140,8 @@ def test_two_coflows_high_priority_wins_the_bottleneck(fabric):
         _result(send_hi), _result(send_lo)
     finally:
         client.clear([1, 2])
-    assert hi >= 0.8 * LINK_MBPS, (hi, lo)
-    assert lo <= 0.2 * LINK_MBPS, (hi, lo)
+    assert hi >= 0.85 * LINK_MBPS, (hi, lo)  # the OVS fabric test's thresholds
+    assert lo < 0.1 * LINK_MBPS, (hi, lo)
 
 
 def test_meter_limits_a_sender_and_counts_drops(fabric):
@@ -159,6 +159,6 @@ def test_meter_limits_a_sender_and_counts_drops(fabric):
         tags = client.tag_stats()
     finally:
         client.clear([3])
-    assert 0.5 * rate <= got <= 1.3 * rate, got
+    assert abs(got - rate) <= 0.15 * rate, got  # as on the OVS fabric
     assert len(meters) == 1 and meters[0]["drop_packets"] > 0
     assert tags[3]["bytes"] > got * 1e6 / 8  # counted before policing, at the leaf
