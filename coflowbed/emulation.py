@@ -1,10 +1,10 @@
 """The executor's backend on the emulated fabric: schedules coflows through the
 controller's API and sends their flows through the host agents.
 
-Controller writes go through one writer thread, in order.  A release waits only until
-its own coflow's entry is applied (its packets must find their level); re-ranking of
-the other coflows, lazy clears and host priority updates are applied behind it without
-holding up the DAG executor.
+Controller writes go through one writer thread, in order, and host socket updates
+through another.  A release waits only until its own coflow's entry is applied (its
+packets must find their level); re-ranking of the other coflows and host priority and
+rate updates are applied behind it without holding up the DAG executor.
 """
 from __future__ import annotations
 
@@ -26,39 +26,31 @@ COUNTER_POLL_S = 0.1  # D-CLAS learns bytes sent from switch counters this often
 WRITE_TIMEOUT_S = 30.0
 
 
-class ChangeWriter:
-    """Applies ``Changes`` in submission order on a thread of its own, with its own
-    controller connection (the client is not thread-safe)."""
+class _Lane:
+    """One worker thread applying queued ``Changes`` in order; what queued up while it
+    was busy is merged and applied as one."""
 
-    def __init__(self, controller, agents, ip: dict[str, str] | None = None) -> None:
-        self.controller, self.agents, self.ip = controller, agents, ip or {}
-        self.latency_s: list[float] = []
-        self.written = 0
-        self.error: BaseException | None = None
+    def __init__(self, name: str, apply) -> None:
+        self.apply, self.error = apply, None
         self._queue: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name="change-writer", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, changes: Changes, wait: bool) -> None:
-        """Queue ``changes``; with ``wait``, return once they (and all before) are applied."""
-        if self.error is not None:
-            raise RuntimeError(f"controller write failed: {self.error}")
-        if not changes:
-            return
+    def put(self, changes: Changes) -> Future:
+        """Queue ``changes``; the future settles once they are applied."""
         done: Future = Future()
         self._queue.put((changes, done))
-        if wait:
-            done.result(WRITE_TIMEOUT_S)
+        return done
 
     def close(self) -> None:
-        """Finish queued writes and stop the thread."""
+        """Finish what is queued and stop."""
         self._queue.put(None)
         self._thread.join(WRITE_TIMEOUT_S)
 
     def _loop(self) -> None:
         while (item := self._queue.get()) is not None:
             batch, stop = [item], False
-            while not self._queue.empty():  # coalesce what queued up meanwhile
+            while not self._queue.empty():
                 nxt = self._queue.get()
                 if nxt is None:
                     stop = True
@@ -69,9 +61,8 @@ class ChangeWriter:
                 return
 
     def _apply_batch(self, batch: list) -> None:
-        """Apply queued changes as one write; settle every waiter."""
         try:
-            self._apply(merge_changes([changes for changes, _ in batch]))
+            self.apply(merge_changes([changes for changes, _ in batch]))
         except Exception as exc:  # reported to the executor thread via ``error``
             self.error = exc
             for _, done in batch:
@@ -80,8 +71,44 @@ class ChangeWriter:
         for _, done in batch:
             done.set_result(None)
 
-    def _apply(self, changes: Changes) -> None:
-        """Clear freed tags, set entries, update host socket priorities."""
+
+class ChangeWriter:
+    """Applies ``Changes`` off the executor's thread: switch writes (clears, entries) in
+    order on one lane with its own controller connection (the client is not
+    thread-safe); host socket updates (priorities, paced rates) on a second lane, so a
+    release never waits behind agent round trips."""
+
+    def __init__(self, controller, agents, ip: dict[str, str] | None = None) -> None:
+        self.controller, self.agents, self.ip = controller, agents, ip or {}
+        self.latency_s: list[float] = []
+        self.written = 0
+        self._switches = _Lane("switch-writer", self._apply_switches)
+        self._hosts = _Lane("host-writer", self._apply_hosts)
+
+    @property
+    def error(self) -> BaseException | None:
+        """The first failure of either lane."""
+        return self._switches.error or self._hosts.error
+
+    def submit(self, changes: Changes, wait: bool) -> None:
+        """Queue ``changes``; with ``wait``, return once their switch writes (and all
+        switch writes before) are applied."""
+        if self.error is not None:
+            raise RuntimeError(f"controller write failed: {self.error}")
+        if changes.host_levels or changes.host_rates:
+            self._hosts.put(Changes(host_levels=changes.host_levels, host_rates=changes.host_rates))
+        if changes.entries or changes.clear_tags:
+            done = self._switches.put(Changes(entries=changes.entries, clear_tags=changes.clear_tags))
+            if wait:
+                done.result(WRITE_TIMEOUT_S)
+
+    def close(self) -> None:
+        """Finish queued writes and stop both lanes."""
+        self._switches.close()
+        self._hosts.close()
+
+    def _apply_switches(self, changes: Changes) -> None:
+        """Clear freed tags, then set entries (one request each)."""
         t = time.monotonic()
         if changes.clear_tags:
             self.controller.clear(changes.clear_tags)
@@ -89,6 +116,9 @@ class ChangeWriter:
             reply = self.controller.set(changes.entries)
             self.written += int(reply.get("written", len(changes.entries)))
             self.latency_s.append(float(reply.get("applied_s", time.monotonic() - t)))
+
+    def _apply_hosts(self, changes: Changes) -> None:
+        """Socket priorities and paced rates on the sending hosts."""
         for host, tag, level in changes.host_levels:
             self.agents.set_level(host, tag, level)
         for src, tag, dst, rate in changes.host_rates:

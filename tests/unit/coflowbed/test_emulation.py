@@ -77,3 +77,21 @@ def test_merge_keeps_the_last_paced_rate_per_pair():
     m = merge_changes([Changes(host_rates=[("h1", 3, "h2", 40.0)]),
                        Changes(host_rates=[("h1", 3, "h2", 20.0), ("h1", 4, "h2", None)])])
     assert m.host_rates == [("h1", 3, "h2", 20.0), ("h1", 4, "h2", None)]
+
+
+def test_a_release_does_not_wait_behind_host_updates():
+    gate = threading.Event()
+
+    class SlowAgents(FakeAgents):
+        def set_level(self, host, tag, level):
+            gate.wait(5)
+            super().set_level(host, tag, level)
+
+    ctl, agents = FakeController(), SlowAgents()
+    w = ChangeWriter(ctl, agents)
+    w.submit(Changes(host_levels=[("h1", 2, 4)]), wait=False)  # stuck until the gate opens
+    w.submit(Changes([entry(3, 0)]), wait=True)  # returns although the host update is stuck
+    assert ctl.calls == [("set", [3])] and agents.levels == []
+    gate.set()
+    w.close()
+    assert agents.levels == [("h1", 2, 4)]
