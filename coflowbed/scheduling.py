@@ -193,7 +193,9 @@ class LiveScheduler:
             tag = self.tags[cid]
             if old is None or old.level != inst.level or old.rate_mbps != inst.rate_mbps or (
                     not self.pacing and old.flow_rates != inst.flow_rates):
-                changes.entries.append(_entry(tag, inst, with_flow_rates=not self.pacing))
+                # a dynamic tag belongs to one coflow: rules on its senders' ports only
+                senders = sorted({f.src for f in self.states[cid].coflow.flows})
+                changes.entries.append(_entry(tag, inst, not self.pacing, senders))
             if old is None:
                 continue
             if old.level != inst.level:
@@ -267,11 +269,14 @@ def _flow_rates(state: CoflowState, d: Decision) -> tuple[tuple[str, str, float]
     return tuple(sorted((s, d_, round(r, 3)) for (s, d_), r in pairs.items()))
 
 
-def _entry(tag: int, inst: Installed, with_flow_rates: bool = True) -> dict:
-    """A controller 'set' entry (per-pair meters only when rates are not paced)."""
+def _entry(tag: int, inst: Installed, with_flow_rates: bool = True,
+           senders: list[str] | None = None) -> dict:
+    """A controller 'set' entry (per-pair meters only when rates are not paced; rules
+    only on ``senders``' ports when given, else on every host port)."""
     pairs = inst.flow_rates if with_flow_rates else ()
     return {"tag": tag, "level": inst.level, "rate_mbps": inst.rate_mbps,
-            "flow_rates": [{"src": s, "dst": d, "rate_mbps": r} for s, d, r in pairs] or None}
+            "flow_rates": [{"src": s, "dst": d, "rate_mbps": r} for s, d, r in pairs] or None,
+            "senders": senders}
 
 
 def _rate_changes(tag: int, old: Installed, new: Installed) -> list[tuple]:

@@ -2,7 +2,8 @@
 minimal changes from what it holds now.  Pure (no switch, no socket): the OpenFlow and
 P4Runtime drivers both translate these rules, meters and diffs.
 
-Per leaf and per *sender host* on it, a tag entry gives one rule
+Per leaf and per *sender host* on it (every host, or the entry's ``senders``), a tag
+entry gives one rule
 ``(in_port = host port, DSCP = tag) -> DSCP := 56 + level [, meter]``; with
 ``flow_rates`` also one more specific rule per listed (src, dst) pair that matches the
 destination IP too and uses the pair's meter.  ``rate_mbps`` limits each sender host's
@@ -20,7 +21,7 @@ from typing import Iterable, Mapping
 from topo.plan import FabricPlan
 from workload.marking import check_level, check_tag
 
-ENTRY_KEYS = {"tag", "level", "rate_mbps", "flow_rates"}
+ENTRY_KEYS = {"tag", "level", "rate_mbps", "flow_rates", "senders"}
 FLOW_RATE_KEYS = {"src", "dst", "rate_mbps"}
 DEFAULT_BURST_S = 0.25  # PLATFORM.md: TCP needs a burst >= 0.25 s of the rate
 
@@ -42,6 +43,7 @@ class TagEntry:
     level: int
     rate_mbps: float | None = None
     flow_rates: tuple[FlowRate, ...] = ()
+    senders: frozenset[str] | None = None  # hosts that send with this tag (None: all)
 
 
 MeterKey = tuple  # ("host", tag, host) or ("pair", tag, src, dst)
@@ -120,7 +122,17 @@ def parse_entry(d, plan: FabricPlan, levels: int, where: str) -> TagEntry:
                   for i, x in enumerate(raw))
     if len({(p.src, p.dst) for p in pairs}) != len(pairs):
         raise ValueError(f"{where}.flow_rates: a (src, dst) pair appears twice")
-    return TagEntry(tag, level, rate, pairs)
+    return TagEntry(tag, level, rate, pairs, _parse_senders(d.get("senders"), plan, where))
+
+
+def _parse_senders(raw, plan: FabricPlan, where: str) -> frozenset[str] | None:
+    """Optional ``senders``: the only hosts that get rules for the tag (fewer writes)."""
+    if raw is None:
+        return None
+    names = set(plan.host_names())
+    if not isinstance(raw, list) or not all(isinstance(h, str) and h in names for h in raw):
+        raise ValueError(f"{where}.senders: must be a list of host names of the fabric or null")
+    return frozenset(raw)
 
 
 def parse_entries(raw, plan: FabricPlan, levels: int) -> list[TagEntry]:
@@ -161,6 +173,8 @@ def leaf_state(plan: FabricPlan, leaf: int, entries: Iterable[TagEntry],
     for e in entries:
         cookie = (epochs[e.tag] << 8) | e.tag
         for h in hosts:
+            if e.senders is not None and h.name not in e.senders:
+                continue
             mkey = None
             if e.rate_mbps is not None:
                 mkey = ("host", e.tag, h.name)

@@ -81,7 +81,8 @@ def test_finish_writes_nothing_when_nothing_else_changes():
 def test_static_levels_and_rates_pass_through():
     s = LiveScheduler(None, VIEW, levels=8, static_levels={"x": 5}, static_rates_mbps={"x": 20.0})
     ch = s.arrive(cf("x"), 0.0)
-    assert ch.entries == [{"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None}]
+    assert ch.entries == [{"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None,
+                          "senders": ["a"]}]  # rules on the sender's port only
 
 
 def test_threshold_crossing_triggers_a_new_decision():
@@ -149,7 +150,8 @@ def test_static_policy_levels_are_fixed_for_the_dag_and_written_once_per_level()
     s = LiveScheduler(ByType(), VIEW, levels=8, all_coflows=dag)
     assert s.is_static and s.fixed == {"ep1": 0, "dp1": 1, "ep2": 0}
     first = s.arrive(dag[0], 0.0)
-    assert first.entries == [{"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None}]
+    assert first.entries == [{"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None,
+                              "senders": None}]  # a shared tag: every host port
     assert s.arrive(dag[1], 0.1).entries[0]["tag"] == 2
     assert not s.arrive(dag[2], 0.2)  # level 0's tag is already installed: no write
     assert s.tags["ep2"] == s.tags["ep1"] == 1

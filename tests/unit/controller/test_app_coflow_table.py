@@ -22,6 +22,16 @@ def test_one_rule_per_sender_host_with_per_host_meter():
     assert meters[("host", 7, "h12")] == ct.MeterSpec(("host", 7, "h12"), 10000, 2500)
 
 
+def test_senders_limit_rules_and_meters_to_their_ports():
+    e = ct.parse_entry({"tag": 7, "level": 1, "rate_mbps": 10, "senders": ["h12"]}, PLAN, 8, "e")
+    rules1, meters1 = _state([e], leaf=1)
+    rules2, meters2 = _state([e], leaf=2)
+    assert sorted(rules1) == [(7, 2, None)] and list(meters1) == [("host", 7, "h12")]
+    assert rules2 == {} and meters2 == {}
+    with pytest.raises(ValueError, match=r"e.senders: must be a list of host names"):
+        ct.parse_entry({"tag": 7, "level": 1, "senders": ["h99"]}, PLAN, 8, "e")
+
+
 def test_pair_rules_only_on_the_senders_leaf():
     e = ct.TagEntry(7, 0, None, (ct.FlowRate("h21", "h12", 5.0),))
     rules1, meters1 = _state([e], leaf=1)
