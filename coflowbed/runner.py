@@ -79,6 +79,9 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
                 TimeoutError, OSError) as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             log.error("run stopped: %s", error)
+        except Exception as exc:  # a bug: keep its traceback, still mark the results partial
+            error = f"{type(exc).__name__}: {exc}"
+            log.exception("run stopped by an unexpected error")
         if backend is not None:
             backend.close()
         if controller is not None:
