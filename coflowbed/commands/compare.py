@@ -55,6 +55,10 @@ def _emulate_one(scen):
 
 
 def _simulate_one(scen, out):
-    from coflowbed.sim.api import simulate_scenario
+    """One policy of a comparison in the flow-level simulator (the scenario's K levels)."""
+    from coflowbed.commands.simulate import make_policy, scenario_fabric
+    from coflowbed.sim import simulate
 
-    return simulate_scenario(scen, out)
+    policy = make_policy(scen.policy, scen.policy_params, scen.source)
+    result = simulate(scen.dag, scenario_fabric(scen.plan, None), policy, scen.levels)
+    return result.write(out, {"source": scen.source, "simulated": True})

@@ -19,10 +19,11 @@ from workload.dag import Dag
 
 
 def simulate(dag: Dag, fabric: FabricModel, policy: Policy, levels: int | None = None,
-             horizon_s: float = math.inf) -> SimResult:
+             horizon_s: float = math.inf, wall_limit_s: float = math.inf) -> SimResult:
     """Run ``dag`` on ``fabric`` under ``policy``; ``levels`` = K queues or None (exact
-    total order).  Stops (partial result) once simulated time passes ``horizon_s``."""
-    return SimResult(Simulator(dag, fabric, policy, levels, horizon_s).run())
+    total order).  Stops (partial result) once simulated time passes ``horizon_s`` or
+    the run has taken ``wall_limit_s`` seconds of wall time."""
+    return SimResult(Simulator(dag, fabric, policy, levels, horizon_s, wall_limit_s).run())
 
 
 __all__ = ["BigSwitch", "FabricModel", "LeafSpine", "SimResult", "Simulator", "StaticPolicy",

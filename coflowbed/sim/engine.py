@@ -64,6 +64,7 @@ class Simulator:
     policy: Policy
     levels: int | None = None
     horizon_s: float = math.inf  # stop (partial) when simulated time passes this
+    wall_limit_s: float = math.inf  # stop (partial) after this much wall time (benchmarks)
     stats: SimStats = field(default_factory=SimStats)
 
     def __post_init__(self) -> None:
@@ -99,7 +100,7 @@ class Simulator:
             if not math.isfinite(dt):
                 raise RuntimeError(f"simulation stalled at t={self.now:.6f}s with "
                                    f"{len(self.states)} coflows active")
-            if self.now + dt > self.horizon_s:
+            if self.now + dt > self.horizon_s or time.perf_counter() - t0 > self.wall_limit_s:
                 break
             redecide = self._advance(dt, why)
             self.stats.events += 1
@@ -163,7 +164,8 @@ class Simulator:
         caps = self.caps[self.active] if self.capped else None
         self.rates = allocate(fl.paths[self.active], self.level_of[fl.coflow_of[self.active]],
                               self.fabric.capacity_bps, caps,
-                              getattr(self.policy, "rates_are_limits", False))
+                              getattr(self.policy, "rates_are_limits", False),
+                              fl.path_id[self.active])
         newly = self.rates > 0
         starting = self.active[newly & np.isnan(fl.start_s[self.active])]
         fl.start_s[starting] = self.now

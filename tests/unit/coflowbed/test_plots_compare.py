@@ -49,3 +49,16 @@ def test_compare_tabulates_every_policy_with_speedups_against_fair(tmp_path):
     assert json.loads((tmp_path / "compare.json").read_text()) == rows
     assert (tmp_path / "compare.md").read_text().count("\n") == 5
     assert (tmp_path / "compare.png").is_file()
+
+
+def test_compare_in_the_simulator_from_the_cli(tmp_path, capsys):
+    from coflowbed.cli import main
+    from tests.unit.coflowbed.test_scenario import REPO
+
+    scen = REPO / "coflowbed" / "scenarios" / "tiny-moe.yaml"
+    assert main(["compare", str(scen), "--policies", "fair,dp-first", "--sim",
+                 "--out", str(tmp_path)]) == 0
+    rows = {r["policy"]: r for r in json.loads((tmp_path / "compare.json").read_text())}
+    assert rows["fair"]["speedup_iteration_time"] == 1.0
+    assert rows["dp-first"]["iteration_time_s"] > 0 and "| dp-first |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "fair" / "summary.json").read_text())["simulated"] is True
