@@ -7,25 +7,17 @@ default fabric's 200 Mbit/s core keeps ECMP's choice of spine (which the simulat
 reproduce) out of the result."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from coflowbed.commands.check import compare_run
+from tests.cli import SCENARIOS, coflowbed_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_default_scenario_agrees_with_its_simulation(tmp_path):
     out = tmp_path / "run"
-    res = subprocess.run([sys.executable, "-m", "coflowbed", "run",
-                          str(REPO / "coflowbed/scenarios/default.yaml"), "--out", str(out)],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
+    coflowbed_ok("run", SCENARIOS / "default.yaml", "--out", out, timeout=300)
     rows = compare_run(out)
     assert {r["coflow_id"] for r in rows} == {"bulk", "urgent", "metered"}
     for r in rows:

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli import coflowbed_ok
 from workload import dagjson
 from workload.critpath import iteration_bounds
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 HOST_MBPS = 100
 
 
@@ -30,9 +27,7 @@ def tiny_moe_run(tmp_path_factory):
     path = tmp / "s.yaml"
     path.write_text(yaml.safe_dump(scen))
     out = tmp / "run"
-    res = subprocess.run([sys.executable, "-m", "coflowbed", "run", str(path), "--out", str(out)],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
+    coflowbed_ok("run", path, "--out", out)
     return out
 
 

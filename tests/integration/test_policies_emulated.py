@@ -12,24 +12,20 @@ Thresholds and why:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli import SCENARIOS, coflowbed_ok
+
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = REPO / "coflowbed" / "scenarios"
 
 
 def compare(scenario: str, policies: str, out: Path) -> dict[str, dict]:
     """Run ``coflowbed compare``; rows by policy (every run must be complete)."""
-    res = subprocess.run([sys.executable, "-m", "coflowbed", "-q", "compare",
-                          str(SCENARIOS / scenario), "--policies", policies, "--out", str(out)],
-                         cwd=REPO, capture_output=True, text=True, timeout=1200)
-    assert res.returncode == 0, res.stderr[-3000:]
+    coflowbed_ok("-q", "compare", SCENARIOS / scenario, "--policies", policies, "--out", out,
+                 timeout=1200)
     rows = {r["policy"]: r for r in json.loads((out / "compare.json").read_text())}
     assert not any(r["partial"] for r in rows.values())
     return rows
@@ -81,10 +77,7 @@ def test_dclas_demotes_a_coflow_that_crossed_10_mib(tmp_path):
                 {"id": "new", "arrival_s": 2, "flows": [{"src": "h12", "dst": "h21", "bytes": 5_000_000}]}]}}
     path = tmp_path / "dclas.yaml"
     path.write_text(yaml.safe_dump(scen))
-    res = subprocess.run([sys.executable, "-m", "coflowbed", "run", str(path), "--out",
-                          str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True,
-                         timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
+    coflowbed_ok("run", path, "--out", tmp_path / "run", timeout=300)
     from coflowbed.results import read_coflows_csv
 
     cf = {r["coflow_id"]: r for r in read_coflows_csv(tmp_path / "run" / "coflows.csv")}

@@ -21,6 +21,7 @@ import yaml
 
 from coflowbed import runstate
 from coflowbed.results import read_coflows_csv
+from tests.cli import coflowbed
 from topo.net import interface_names
 from topo.plan import FabricPlan
 
@@ -46,14 +47,9 @@ def coflow(cid: str, arrival: float, level: int, flows: list[tuple[str, str, int
             "flows": [{"src": s, "dst": d, "bytes": b} for s, d, b in flows], **kw}
 
 
-def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coflowbed", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=timeout)
-
-
 def run_scenario(path: Path, out: Path) -> dict:
     """Run and return {summary, coflows (by id), flows, counters}; asserts a complete run."""
-    res = run_cli("run", str(path), "--out", str(out))
+    res = coflowbed("run", str(path), "--out", str(out))
     assert res.returncode == 0, res.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] is False
@@ -155,7 +151,7 @@ def test_clean_after_sigkill_leaves_nothing(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    res = run_cli("clean", timeout=120)
+    res = coflowbed("clean", timeout=120)
     assert res.returncode == 0, res.stderr
     assert runstate.marked_pids() == []
     present = set(os.listdir("/sys/class/net"))
@@ -187,7 +183,7 @@ def test_failing_policy_fails_the_run_cleanly(tmp_path):
     cfs = [{"id": "first", "arrival_s": 0, "flows": [{"src": "h11", "dst": "h21", "bytes": 20 * MB}]},
            {"id": "second", "arrival_s": 0.5, "flows": [{"src": "h12", "dst": "h22", "bytes": MB}]}]
     path = scenario(tmp_path, cfs, "exploding", policy="test-exploding", plugins=["exploding.py"])
-    res = run_cli("run", str(path), "--out", str(tmp_path / "run"))
+    res = coflowbed("run", str(path), "--out", str(tmp_path / "run"))
     assert res.returncode == 1, res.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["partial"] is True and "exploded on purpose" in summary["error"]
