@@ -66,8 +66,10 @@ def test_sebf_beats_fair_and_fifo_on_the_trace(fb):
 
 def test_dclas_demotes_a_coflow_that_crossed_10_mib(tmp_path):
     """D-CLAS learns bytes sent from the leaves' tag counters: 'old' has sent ~20 MB when
-    'new' (5 MB) arrives, so it sits in queue 1 and 'new' (queue 0) runs as if alone
-    (0.4 s at 100 Mbit/s; 25 % for TCP start-up), where FIFO would hold it behind 'old'."""
+    'new' (5 MB) arrives, so it sits in queue 1 and 'new' (queue 0) runs nearly as if
+    alone: 0.4 s at 100 Mbit/s, allowed 0.6 s (TCP start-up, and 'old' keeps level 0 for
+    the few ms until its re-ranked entry lands; one CI run measured 0.51 s).  Sharing the link
+    would take 0.8 s, and FIFO would hold 'new' behind 'old' for about 2 s."""
     import yaml
 
     scen = {"name": "dclas", "policy": "dclas", "timeout_s": 120,
@@ -82,5 +84,5 @@ def test_dclas_demotes_a_coflow_that_crossed_10_mib(tmp_path):
 
     cf = {r["coflow_id"]: r for r in read_coflows_csv(tmp_path / "run" / "coflows.csv")}
     assert cf["old"]["rank"].startswith("(1,")  # demoted to queue 1 by its byte count
-    assert cf["new"]["cct_s"] <= 1.25 * 5e6 * 8 / 100e6, cf["new"]
+    assert cf["new"]["cct_s"] <= 1.5 * 5e6 * 8 / 100e6, cf["new"]
     assert cf["new"]["finish_s"] < cf["old"]["finish_s"]
