@@ -81,7 +81,6 @@ class ChangeWriter:
     def __init__(self, controller, agents, ip: dict[str, str] | None = None) -> None:
         self.controller, self.agents, self.ip = controller, agents, ip or {}
         self.latency_s: list[float] = []
-        self.written = 0
         self._switches = _Lane("switch-writer", self._apply_switches)
         self._hosts = _Lane("host-writer", self._apply_hosts)
 
@@ -114,7 +113,6 @@ class ChangeWriter:
             self.controller.clear(changes.clear_tags)
         if changes.entries:
             reply = self.controller.set(changes.entries)
-            self.written += int(reply.get("written", len(changes.entries)))
             self.latency_s.append(float(reply.get("applied_s", time.monotonic() - t)))
 
     def _apply_hosts(self, changes: Changes) -> None:

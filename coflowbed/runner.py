@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from coflowbed import results, runstate
@@ -41,7 +41,6 @@ class RunOutcome:
     out_dir: Path
     summary: dict
     error: str | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def run_scenario(scen: Scenario, out_dir: Path) -> RunOutcome:

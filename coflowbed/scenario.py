@@ -77,7 +77,7 @@ def _parse(top: Section, path: Path) -> Scenario:
     seed = top.get("seed", 1, integer(0))
     timeout_s = top.get("timeout_s", 600.0, number(positive=True))
     policy_rates = top.get("policy_rates", "meters", choice(POLICY_RATES))
-    dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path, seed)
+    dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path)
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     return Scenario(str(path), name, plan, levels, queue_packets, switch, policy, params, seed,
@@ -159,15 +159,15 @@ def _mapping(v: Any) -> dict:
     return v
 
 
-def _parse_workload(sec: Section, plan: FabricPlan, levels: int, path: Path,
-                    seed: int) -> tuple[Dag, dict, dict]:
+def _parse_workload(sec: Section, plan: FabricPlan, levels: int,
+                    path: Path) -> tuple[Dag, dict, dict]:
     kinds = [k for k in ("coflows", "job", "trace") if sec.has(k)]
     if len(kinds) != 1:
         raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace")
     if kinds[0] == "coflows":
         dag, lv, rates = _parse_coflows(sec, plan, levels)
     elif kinds[0] == "job":
-        dag, lv, rates = _parse_job(sec, plan, path, seed), {}, {}
+        dag, lv, rates = _parse_job(sec, plan, path), {}, {}
     else:
         dag, lv, rates = _parse_trace(sec, plan, path), {}, {}
     sec.done()
@@ -224,7 +224,7 @@ def _parse_flow(fs: Section, flow_id: str, hosts: set[str]) -> Flow:
     return Flow(flow_id, src, dst, nbytes)
 
 
-def _parse_job(sec: Section, plan: FabricPlan, path: Path, seed: int) -> Dag:
+def _parse_job(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     """An LLM job: a preset name or a job YAML path (relative to the scenario)."""
     from workload import generate
     from workload.jobspec import load_job, preset_path

@@ -97,7 +97,6 @@ class LiveScheduler:
         self.states: dict[str, CoflowState] = {}
         self.tags: dict[str, int] = {}
         self.installed: dict[str, Installed] = {}
-        self.ranks: dict[str, tuple] = {}
         self.last_level: dict[str, int] = {}  # kept after completion, for results
         self.last_rank: dict[str, tuple] = {}
         self._pool = TagPool()
@@ -236,8 +235,7 @@ class LiveScheduler:
         for cid, d in decisions.items():
             if not isinstance(d, Decision) or not isinstance(d.rank, tuple):
                 raise PolicyError(f"policy {name!r} returned an invalid decision for {cid}: {d!r}")
-        self.ranks = {cid: d.rank for cid, d in decisions.items()}
-        self.last_rank.update(self.ranks)
+        self.last_rank.update((cid, d.rank) for cid, d in decisions.items())
         return decisions
 
     def _compress(self, ranks: dict[str, tuple], how: str | None = None) -> dict[str, int]:
