@@ -213,7 +213,7 @@ def allocate(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
     rates = np.zeros(paths.shape[0])
     if paths.shape[0] == 0:
         return rates
-    groups, group_of = _level_groups(levels)
+    grouping = None
     if caps is None:
         passes = [None]
     else:
@@ -224,6 +224,9 @@ def allocate(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
         # Free capacity only shrinks during a pass, so a flow without room now gets none
         # later: visit only the groups with some flow that has room (one vector pass).
         room = (residual[paths] > 0).all(axis=1)
+        if not room.any():
+            continue
+        groups, group_of = grouping = grouping or _level_groups(levels)
         for k in np.flatnonzero(np.bincount(group_of[room], minlength=len(groups))).tolist():
             g = groups[k]
             if not _has_room(residual, paths[g]):

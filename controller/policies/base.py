@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from workload.dag import Coflow
+
+if TYPE_CHECKING:  # bigswitch imports this module
+    import numpy as np
+
+    from controller.policies.bigswitch import FlowTable
 
 Rank = tuple  # compared lexicographically; policies return tuples of numbers
 
@@ -68,6 +73,15 @@ class Decision:
     flow_rates_bps: Mapping[str, float] | None = None
 
 
+@dataclass(frozen=True)
+class TableDecision:
+    """A vectorised decision (``Policy.decide_table``): one rank per coflow of the table
+    and, optionally, a rate in bit/s per row (live flow) of the table."""
+
+    ranks: list[Rank]
+    flow_rates_bps: "np.ndarray | None" = None
+
+
 class Policy(ABC):
     """Base class of scheduling policies.  Subclasses set ``name`` and implement
     ``decide``; ``clairvoyant`` says whether they read flow sizes."""
@@ -87,6 +101,11 @@ class Policy(ABC):
     # Scheme of ``controller.compress`` that suits this policy's ranks ("top",
     # "quantile" or "lexicographic"); callers pass it as ``how=``.
     compression: str = "top"
+    # True when the policy's rates are meant to hold until the next decision (Varys
+    # recomputes on coflow arrival and completion only): a flow finishing early does not
+    # hand its capacity to others until then.  False: the simulator re-shares at every
+    # flow completion (max-min within a level).
+    hold_rates: bool = False
 
     def __init__(self, **params: Any) -> None:
         """Policies without parameters reject any they are given."""
@@ -97,3 +116,11 @@ class Policy(ABC):
     def decide(self, states: Sequence[CoflowState], fabric: FabricView,
                now: float) -> dict[str, Decision]:
         """Return a Decision for every coflow in ``states``."""
+
+    def decide_table(self, table: "FlowTable", ids: Sequence[str], seq: "np.ndarray",
+                     now: float) -> TableDecision | None:
+        """Optional vectorised ``decide`` for callers that already hold the live flows as
+        arrays (the simulator, at 10^5-10^6 flows): ``table`` rows are the live flows
+        grouped by coflow, ``ids``/``seq`` the coflows' ids and arrival sequence numbers.
+        Must decide exactly as ``decide`` would; None = not provided."""
+        return None

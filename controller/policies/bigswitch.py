@@ -18,7 +18,7 @@ from controller.policies.base import CoflowState, FabricView
 class FlowTable:
     """Live flows of all coflows, grouped by coflow (``start[c]:start[c+1]``)."""
 
-    flow_ids: list[str]
+    flow_ids: Sequence[str]  # may be empty when the caller only needs the arrays
     coflow: np.ndarray  # int64, owning coflow index per flow, non-decreasing
     src: np.ndarray  # int64 egress port index
     dst: np.ndarray  # int64 ingress port index
@@ -96,14 +96,22 @@ def _missing_host(flows, egress: dict[str, int], ingress: dict[str, int]) -> Val
     return ValueError("fabric view: a flow's host has no port")
 
 
+DENSE_MAX = 1 << 24  # coflows x ports up to this: count on a dense grid instead of sorting
+
+
 def port_loads(table: FlowTable) -> PortLoads:
     """Sum each coflow's bits per port (sender and receiver side)."""
     n_ports = table.n_ports
     keys = np.concatenate([table.coflow * n_ports + table.src,
                            table.coflow * n_ports + table.dst])
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    bits = np.bincount(inverse, weights=np.concatenate([table.bits, table.bits]),
-                       minlength=len(uniq))
+    weights = np.concatenate([table.bits, table.bits])
+    grid = (len(table.start) - 1) * n_ports
+    if grid <= DENSE_MAX:  # linear time, no sort
+        uniq = np.flatnonzero(np.bincount(keys, minlength=grid))
+        bits = np.bincount(keys, weights=weights, minlength=grid)[uniq]
+    else:
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        bits = np.bincount(inverse, weights=weights, minlength=len(uniq))
     coflow = uniq // n_ports
     start = np.searchsorted(coflow, np.arange(len(table.start))).astype(np.int64)
     return PortLoads(coflow, uniq % n_ports, bits, start)

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from controller.policies._common import check_bool
-from controller.policies.base import CoflowState, Decision, FabricView, Policy
+from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
 from controller.policies.bigswitch import FlowTable, PortLoads, flow_table, port_loads
 from controller.policies.registry import register
 
@@ -26,11 +26,13 @@ class Sebf(Policy):
     flows greedily in the same order (each flow takes min(free sender, free receiver)).
 
     Rank: ``(Γ(c), arrival_seq)``; rates: bit/s for every flow with bytes left (0.0 = wait).
-    Recompute on every arrival and completion."""
+    Recompute on every arrival and completion (``hold_rates``: as in Varys, a flow that
+    finishes early does not re-share its capacity before the next decision)."""
 
     name = "sebf"
     aliases = ("varys",)
     clairvoyant = True
+    hold_rates = True
 
     def __init__(self, work_conserving: bool = True) -> None:
         """Check and keep the parameter."""
@@ -41,15 +43,24 @@ class Sebf(Policy):
                now: float) -> dict[str, Decision]:
         """SEBF ranks and MADD (+ work-conserving) per-flow rates."""
         table = flow_table(states, fabric)
-        loads = port_loads(table)
-        gamma = bottleneck_times(loads, table.capacity, len(states))
         seq = np.fromiter((s.arrival_seq for s in states), dtype=np.int64, count=len(states))
+        return _decisions(states, table, self._on_arrays(table, seq))
+
+    def decide_table(self, table: FlowTable, ids: Sequence[str], seq: np.ndarray,
+                     now: float) -> TableDecision:
+        """The same on arrays: ranks per coflow, rates per live flow."""
+        return self._on_arrays(table, seq)
+
+    def _on_arrays(self, table: FlowTable, seq: np.ndarray) -> TableDecision:
+        """Γ order, MADD and work conservation on the live flows of ``table``."""
+        loads = port_loads(table)
+        gamma = bottleneck_times(loads, table.capacity, len(seq))
         order = np.lexsort((seq, gamma))
         free = table.capacity.copy()
         rates = madd(order, loads, table, free)
         if self.work_conserving:
             work_conserve(order, table, rates, free)
-        return _decisions(states, table, gamma, rates)
+        return TableDecision(list(zip(gamma.tolist(), seq.tolist())), rates)
 
 
 def bottleneck_times(loads: PortLoads, capacity: np.ndarray, n: int) -> np.ndarray:
@@ -77,6 +88,9 @@ def madd(order: np.ndarray, loads: PortLoads, table: FlowTable, free: np.ndarray
     return table.bits / np.asarray(eff)[table.coflow]
 
 
+SCAN_BLOCK = 256  # flows first checked per vector step of the work-conserving scan
+
+
 def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray,
                   free: np.ndarray) -> None:
     """Hand leftover capacity to flows in coflow ``order``: each takes min(free src, free dst)."""
@@ -87,26 +101,36 @@ def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray,
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     cand = cand[np.argsort(position[table.coflow[cand]], kind="stable")]
-    fr, lim = free.tolist(), used_up.tolist()
-    for i, s, d in zip(cand.tolist(), table.src[cand].tolist(), table.dst[cand].tolist()):
-        if fr[s] > lim[s] and fr[d] > lim[d]:
-            extra = min(fr[s], fr[d])
-            rates[i] += extra
-            fr[s] -= extra
-            fr[d] -= extra
-    free[:] = fr
+    src, dst = table.src[cand], table.dst[cand]
+    is_open = free > used_up
+    # Every grant fills a port, so grants are few (<= ports) while candidates may be
+    # 10^5: find the next flow with both ports open a block at a time (blocks double
+    # while they find nothing, so long closed stretches cost few steps).
+    i, size = 0, SCAN_BLOCK
+    while i < cand.size:
+        ok = np.flatnonzero(is_open[src[i:i + size]] & is_open[dst[i:i + size]])
+        if not ok.size:
+            i, size = i + size, size * 2
+            continue
+        i, size = i + int(ok[0]), SCAN_BLOCK
+        s, d = int(src[i]), int(dst[i])
+        extra = min(free[s], free[d])
+        rates[cand[i]] += extra
+        for port in (s, d):
+            free[port] -= extra
+            is_open[port] = free[port] > used_up[port]
+        i += 1
 
 
-def _decisions(states: Sequence[CoflowState], table: FlowTable, gamma: np.ndarray,
-               rates: np.ndarray) -> dict[str, Decision]:
+def _decisions(states: Sequence[CoflowState], table: FlowTable,
+               decision: TableDecision) -> dict[str, Decision]:
     """Pack ranks and per-flow rates into Decisions."""
     out: dict[str, Decision] = {}
-    rate_list = rates.tolist()
-    gammas = gamma.tolist()
+    rate_list = decision.flow_rates_bps.tolist()
     starts = table.start.tolist()
     for i, s in enumerate(states):
         lo, hi = starts[i], starts[i + 1]
-        out[s.coflow_id] = Decision(rank=(gammas[i], s.arrival_seq),
+        out[s.coflow_id] = Decision(rank=decision.ranks[i],
                                     flow_rates_bps=dict(zip(table.flow_ids[lo:hi],
                                                             rate_list[lo:hi])))
     return out

@@ -6,8 +6,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from controller.policies.base import CoflowState, Decision, FabricView, Policy
-from controller.policies.bigswitch import PortLoads, flow_table, port_loads
+from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
+from controller.policies.bigswitch import FlowTable, PortLoads, flow_table, port_loads
 from controller.policies.registry import register
 
 
@@ -39,13 +39,23 @@ class Sincronia(Policy):
                now: float) -> dict[str, Decision]:
         """Rank every coflow by its BSSI position."""
         table = flow_table(states, fabric)
+        ids = [s.coflow_id for s in states]
+        seq = np.fromiter((s.arrival_seq for s in states), dtype=np.int64, count=len(states))
+        return {cid: Decision(rank=r) for cid, r in zip(ids, self._ranks(table, ids, seq))}
+
+    def decide_table(self, table: FlowTable, ids: Sequence[str], seq: np.ndarray,
+                     now: float) -> TableDecision:
+        """The same on arrays."""
+        return TableDecision(self._ranks(table, ids, seq))
+
+    def _ranks(self, table: FlowTable, ids: Sequence[str], seq: np.ndarray) -> list[tuple]:
+        """BSSI positions as ranks ``(position,)``."""
         loads = port_loads(table)
         work = loads.bits / table.capacity[loads.port]
-        w = np.fromiter((self.weights.get(s.coflow_id, 1.0) for s in states),
-                        dtype=np.float64, count=len(states))
-        seq = np.fromiter((s.arrival_seq for s in states), dtype=np.int64, count=len(states))
+        w = np.fromiter((self.weights.get(cid, 1.0) for cid in ids), dtype=np.float64,
+                        count=len(ids))
         position = bssi(loads, work, w, seq, table.n_ports)
-        return {s.coflow_id: Decision(rank=(p,)) for s, p in zip(states, position.tolist())}
+        return [(p,) for p in position.tolist()]
 
 
 def _check_weights(weights: Mapping[str, float]) -> Mapping[str, float]:
