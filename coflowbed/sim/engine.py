@@ -88,6 +88,10 @@ class Simulator:
         self.sent = np.zeros(n)  # bytes delivered per coflow
         self.moved = np.zeros(n, dtype=bool)  # delivered bytes since the last decide
         self.active = np.zeros(0, dtype=np.int64)  # indices of unfinished released flows
+        # Per-flow arrays aligned with ``active`` (gathered once, not at every event).
+        self.act_cof = np.zeros(0, dtype=np.int32)
+        self.act_paths = np.zeros((0, self.fabric.width), dtype=np.int32)
+        self.act_pid = np.zeros(0, dtype=np.int64)
         self.rates = np.zeros(0)
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.capped = False  # whether the last decision set rate caps
@@ -149,7 +153,11 @@ class Simulator:
         self.states[c] = CoflowState(cf, self.now, self._seq)
         self._seq += 1
         self.moved[c] = True
-        self.active = np.concatenate([self.active, self.flows.span(c)])
+        new = self.flows.span(c)
+        self.active = np.concatenate([self.active, new])
+        self.act_cof = np.concatenate([self.act_cof, self.flows.coflow_of[new]])
+        self.act_paths = np.concatenate([self.act_paths, self.flows.paths[new]])
+        self.act_pid = np.concatenate([self.act_pid, self.flows.path_id[new]])
 
     def _complete(self, c: int) -> None:
         """Coflow ``c`` delivered everything: record it, release its dependants."""
@@ -177,12 +185,11 @@ class Simulator:
             self._record_first(cs, ranks, levels)
         fl = self.flows
         caps = self.caps[self.active] if self.capped else None
-        self.rates = allocate(fl.paths[self.active], self.level_of[fl.coflow_of[self.active]],
+        self.rates = allocate(self.act_paths, self.level_of[self.act_cof],
                               self.fabric.capacity_bps, caps,
-                              getattr(self.policy, "rates_are_limits", False),
-                              fl.path_id[self.active])
-        newly = self.rates > 0
-        starting = self.active[newly & np.isnan(fl.start_s[self.active])]
+                              getattr(self.policy, "rates_are_limits", False), self.act_pid)
+        newly = self.active[self.rates > 0]
+        starting = newly[np.isnan(fl.start_s[newly])]
         fl.start_s[starting] = self.now
         for c in np.unique(fl.coflow_of[starting]).tolist():
             if math.isnan(self.outcomes[c].start_s):
@@ -224,10 +231,10 @@ class Simulator:
         fl, act = self.flows, self.active
         pos = np.empty(len(self.outcomes), dtype=np.int64)
         pos[cs] = np.arange(cs.size)
-        owner = pos[fl.coflow_of[act]]
+        owner = pos[self.act_cof]
         start = np.searchsorted(owner, np.arange(cs.size + 1)).astype(np.int64)
-        table = BsFlowTable((), owner, fl.paths[act, 0].astype(np.int64),
-                            fl.paths[act, -1].astype(np.int64), fl.remaining[act] * 8.0,
+        table = BsFlowTable((), owner, self.act_paths[:, 0].astype(np.int64),
+                            self.act_paths[:, -1].astype(np.int64), fl.remaining[act] * 8.0,
                             start, self.port_bps, len(self.fabric.hosts))
         ids = [self.dag.coflows[c].coflow_id for c in cs.tolist()]
         seq = np.fromiter((st.arrival_seq for st in self.states.values()), np.int64, cs.size)
@@ -295,14 +302,14 @@ class Simulator:
         with np.errstate(divide="ignore"):
             ttf = np.where(self.rates > 0, self.flows.remaining[self.active] * 8.0 / self.rates,
                            np.inf)
-        cof = self.flows.coflow_of[self.active]
+        cof = self.act_cof
         heads = np.flatnonzero(np.r_[True, cof[1:] != cof[:-1]])  # active is grouped by coflow
         return float(np.maximum.reduceat(ttf, heads).min())
 
     def _next_threshold(self) -> float:
         """Time until some active coflow's bytes sent reaches the next threshold."""
         fl = self.flows
-        cof = fl.coflow_of[self.active]
+        cof = self.act_cof
         agg = np.bincount(cof, weights=self.rates, minlength=len(self.outcomes)) / 8.0
         cs = np.fromiter(self.states, np.int64, len(self.states))
         cs = cs[agg[cs] > 0]
@@ -320,30 +327,34 @@ class Simulator:
         must decide again, False if only rates must be recomputed, None if nothing
         changed (a pure compute event)."""
         fl = self.flows
-        act = self.active
-        moving = self.rates > 0
-        # Time each moving flow needs to finish (its own finish instant when held rates
-        # let several flows end between two events).
-        ttf = fl.remaining[act[moving]] * 8.0 / self.rates[moving]
-        delivered = np.minimum(self.rates * dt / 8.0, fl.remaining[act])
-        fl.remaining[act] -= delivered
-        cof = fl.coflow_of[act]
+        mv = np.flatnonzero(self.rates > 0)  # only moving flows change (often few)
+        idx, rate = self.active[mv], self.rates[mv]
+        left = fl.remaining[idx]
+        ttf = left * 8.0 / rate  # each one's own finish instant under held rates
+        delivered = np.minimum(rate * dt / 8.0, left)
+        fl.remaining[idx] = left - delivered
+        cof = self.act_cof[mv]
         self.sent += np.bincount(cof, weights=delivered, minlength=len(self.outcomes))
-        self.moved[cof[moving]] = True
+        self.moved[cof] = True
         start, self.now = self.now, self.now + dt
-        done = moving & (fl.remaining[act] <= np.maximum(FINISH_TOL * fl.size[act], 1e-6))
+        done = fl.remaining[idx] <= np.maximum(FINISH_TOL * fl.size[idx], 1e-6)
         flows_done = bool(done.any())
         before = self.version
         if flows_done:
-            when = np.full(act.size, self.now)
-            when[moving] = np.minimum(start + ttf, self.now)
-            self._finish_flows(act[done], when[done])
-            self.active = act[~done]
-            self.rates = self.rates[~done]
+            self._finish_flows(idx[done], np.minimum(start + ttf[done], self.now))
+            keep = np.ones(self.active.size, dtype=bool)
+            keep[mv[done]] = False
+            self._keep(keep)
         self._settle()
         if why == "threshold" or self.version != before:
             return True
         return False if flows_done and not self.hold else None
+
+    def _keep(self, keep: np.ndarray) -> None:
+        """Drop the active flows where ``keep`` is False (and their aligned arrays)."""
+        self.active, self.rates = self.active[keep], self.rates[keep]
+        self.act_cof, self.act_paths = self.act_cof[keep], self.act_paths[keep]
+        self.act_pid = self.act_pid[keep]
 
     def _finish_flows(self, idx: np.ndarray, when: np.ndarray) -> None:
         """Flows ``idx`` delivered their last byte at ``when`` (<= now)."""
