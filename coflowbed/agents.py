@@ -40,6 +40,10 @@ log = logging.getLogger("coflowbed.agents")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")  # also a file name in the run dir
+# A TCP connect may wait this long: under strict priority a coflow ranked low has its SYN
+# starved like its data (measured: SEBF on the busy FB window starves new coflows' SYNs > 5 s),
+# which is the policy's doing, not a vanished peer; as long as the stall timeout.
+CONNECT_TIMEOUT_S = 60.0
 # (host, flow_id, dst_ip, dst_port, nbytes, tag, level[, rate_mbps]): one order of send_many
 SendOrder = Union[tuple[str, str, str, int, int, int, int],
                   tuple[str, str, str, int, int, int, int, Union[float, None]]]
@@ -129,7 +133,7 @@ class AgentSet:
     def __init__(self, hosts: Iterable[AgentHost], run_dir: Path, data_port: int = 5001, *,
                  log_dir: Path | None = None, data_ports: Mapping[str, int] | None = None,
                  request_timeout_s: float = 5.0, stop_timeout_s: float = 5.0,
-                 connect_timeout_s: float = 5.0, stall_timeout_s: float = 60.0,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S, stall_timeout_s: float = 60.0,
                  event_queue: queue.Queue | None = None, python: str = sys.executable) -> None:
         """Configure; nothing starts before ``start``.
 

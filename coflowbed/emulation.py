@@ -23,6 +23,7 @@ from workload.dag import Coflow
 log = logging.getLogger("emulation")
 
 COUNTER_POLL_S = 0.1  # D-CLAS learns bytes sent from switch counters this often
+PROGRESS_POLL_S = 0.5  # clairvoyant policies learn bytes left from the agents this often
 WRITE_TIMEOUT_S = 30.0
 
 
@@ -178,12 +179,19 @@ class EmulationBackend:
         return out
 
     def tick(self, now: float) -> float | None:
-        """Poll per-tag byte counters when the policy has byte thresholds (D-CLAS)."""
-        if not getattr(self.scheduler.policy, "byte_thresholds", ()):
-            return None
-        sent = {t: int(v["bytes"]) for t, v in self.controller.tag_stats().items()}
-        self.writer.submit(self.scheduler.bytes_sent(sent, now), wait=False)
-        return now + COUNTER_POLL_S
+        """Poll per-tag byte counters when the policy has byte thresholds (D-CLAS), or
+        the agents' per-flow progress when a clairvoyant policy decides live (SEBF)."""
+        if getattr(self.scheduler.policy, "byte_thresholds", ()):
+            sent = {t: int(v["bytes"]) for t, v in self.controller.tag_stats().items()}
+            self.writer.submit(self.scheduler.bytes_sent(sent, now), wait=False)
+            return now + COUNTER_POLL_S
+        if self.scheduler.wants_progress():
+            acked: dict[str, int] = {}
+            for host in self.scheduler.active_senders():
+                acked.update(self.agents.stats(host).sent)
+            self.writer.submit(self.scheduler.progress(acked, now), wait=False)
+            return now + PROGRESS_POLL_S
+        return None
 
     def close(self) -> None:
         """Let queued writes finish."""

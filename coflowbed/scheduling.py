@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 from workload.dag import Coflow
@@ -176,6 +177,27 @@ class LiveScheduler:
             st.bytes_sent = new
         return self._decide(now) if crossed else Changes()
 
+    def wants_progress(self) -> bool:
+        """Whether a clairvoyant policy decides here live (it should see bytes left)."""
+        return self.fixed is None and bool(getattr(self.policy, "clairvoyant", False))
+
+    def active_senders(self) -> list[str]:
+        """Hosts sending flows of the active coflows."""
+        return sorted({f.src for st in self.states.values() for f in st.coflow.flows})
+
+    def progress(self, sent: Mapping[str, int], now: float) -> Changes:
+        """Bytes acknowledged so far per flow id (agent reports): refresh what clairvoyant
+        policies see as left.  Policies that allocate rates are asked again, because hard
+        caps drift from what TCP really achieved (a flow held back earlier stays behind its
+        MADD schedule until the next arrival or completion); rank-only policies see the
+        fresh bytes at their next arrival or completion, as in Varys and Sincronia."""
+        for st in self.states.values():
+            for f in st.coflow.flows:
+                if f.flow_id in sent and st.remaining.get(f.flow_id, f.bytes) > 0:
+                    st.remaining[f.flow_id] = max(f.bytes - int(sent[f.flow_id]), 0)
+        rates = any(inst.flow_rates for inst in self.installed.values())
+        return self._decide(now) if rates else Changes()
+
     def level_of(self, coflow_id: str) -> int:
         """The level currently installed for an active coflow."""
         return self.installed[coflow_id].level
@@ -185,6 +207,8 @@ class LiveScheduler:
         changes = Changes()
         for cid, inst in self._wanted(now).items():
             old = self.installed.get(cid)
+            if old is not None:
+                inst = _keep_close_rates(old, inst)
             if old == inst:
                 continue
             self.installed[cid] = inst
@@ -265,6 +289,20 @@ def _flow_rates(state: CoflowState, d: Decision) -> tuple[tuple[str, str, float]
         if bps > 0:  # 0 = "waits": no cap; its level keeps it behind (work conservation)
             pairs[(f.src, f.dst)] = pairs.get((f.src, f.dst), 0.0) + bps / 1e6
     return tuple(sorted((s, d_, round(r, 3)) for (s, d_), r in pairs.items()))
+
+
+RATE_MARGIN = 0.1  # a pair's rate is rewritten only when it moves by more than this
+
+
+def _keep_close_rates(old: Installed, new: Installed) -> Installed:
+    """``new`` with every pair rate within ``RATE_MARGIN`` of the installed one kept as
+    installed: re-deciding on progress moves every MADD rate a little, and rewriting
+    them all would cost writes (and lag) for no effect."""
+    before = {(s, d): r for s, d, r in old.flow_rates}
+    rates = tuple((s, d, before[(s, d)] if (s, d) in before and
+                   abs(r - before[(s, d)]) <= RATE_MARGIN * before[(s, d)] else r)
+                  for s, d, r in new.flow_rates)
+    return Installed(new.level, new.rate_mbps, rates)
 
 
 def _entry(tag: int, inst: Installed, with_flow_rates: bool = True,

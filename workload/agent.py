@@ -39,8 +39,8 @@ from workload import marking
 from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, FlowReceiver, HelloRequest,
                                   ProtocolError, Request, SendRequest, SetLevelRequest,
                                   SetRateRequest, ShutdownRequest, StatsRequest, can_set_priority,
-                                  encode_header, encode_line, open_flow_socket, pacing_rate,
-                                  parse_request, set_pacing, unacked_bytes)
+                                  encode_header, encode_line, mark_flow_socket, open_flow_socket,
+                                  pacing_rate, parse_request, set_pacing, unacked_bytes)
 
 TX_CHUNK = 256 << 10  # bytes offered per send(): small enough to keep the loop responsive
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
@@ -249,13 +249,19 @@ class Agent:
         """Connect, send header and payload, report started/sent or failed, close."""
         req, loop = flow.req, asyncio.get_running_loop()
         try:
-            flow.sock = open_flow_socket(req.tag, flow.level, self.priority_ok, flow.rate_mbps)
-            self.emit({"event": "flow_started", "flow_id": req.flow_id, "t_ns": time.monotonic_ns(),
+            start_ns = time.monotonic_ns()
+            flow.sock = open_flow_socket(req.tag, flow.level, self.priority_ok, flow.rate_mbps,
+                                         mark=False)
+            async with asyncio.timeout(self.opts.connect_timeout_s):
+                await loop.sock_connect(flow.sock, (req.dst_ip, req.dst_port))
+            # Marked once connected: the handshake goes unmarked (level 0), because strict
+            # priority would starve a low coflow's SYN like its data until the kernel gives
+            # up on the connection; the data is what the policy orders.
+            mark_flow_socket(flow.sock, req.tag, flow.level, self.priority_ok)
+            self.emit({"event": "flow_started", "flow_id": req.flow_id, "t_ns": start_ns,
                        "tos": flow.sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
                        "priority": flow.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
                        "pacing_bps": pacing_rate(flow.sock)})
-            async with asyncio.timeout(self.opts.connect_timeout_s):
-                await loop.sock_connect(flow.sock, (req.dst_ip, req.dst_port))
             await loop.sock_sendall(flow.sock, encode_header(req.flow_id, req.bytes))
             await self._wait_fd(flow, loop.add_writer, loop.remove_writer, self._on_writable)
             await self._wait_fd(flow, loop.add_reader, loop.remove_reader, self._on_readable)

@@ -274,26 +274,31 @@ def encode_line(msg: dict[str, Any]) -> bytes:
 
 
 def open_flow_socket(tag: int, level: int, set_priority: bool = True,
-                     rate_mbps: float | None = None) -> socket.socket:
-    """A non-blocking TCP socket marked with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY),
-    paced at ``rate_mbps`` if given (SO_MAX_PACING_RATE).
-
-    Marked before connect so that the SYN carries the marks too.  SO_PRIORITY is set
-    after IP_TOS because Linux resets ``sk_priority`` from the TOS whenever IP_TOS is set.
-    """
+                     rate_mbps: float | None = None, mark: bool = True) -> socket.socket:
+    """A non-blocking TCP socket marked with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY)
+    unless ``mark`` is False (then ``mark_flow_socket`` later), paced at ``rate_mbps`` if
+    given (SO_MAX_PACING_RATE)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle wait on the tail
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, marking.tos_byte(tag))
-        if set_priority:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
+        if mark:
+            mark_flow_socket(sock, tag, level, set_priority)
         if rate_mbps is not None:
             set_pacing(sock, rate_mbps)
     except OSError:
         sock.close()
         raise
     return sock
+
+
+def mark_flow_socket(sock: socket.socket, tag: int, level: int, set_priority: bool = True) -> None:
+    """Mark ``sock``'s packets with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY).  SO_PRIORITY
+    is set after IP_TOS because Linux resets ``sk_priority`` from the TOS whenever IP_TOS
+    is set."""
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, marking.tos_byte(tag))
+    if set_priority:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
 
 
 def set_pacing(sock: socket.socket, rate_mbps: float | None) -> None:

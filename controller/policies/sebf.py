@@ -63,6 +63,29 @@ class Sebf(Policy):
         return TableDecision(list(zip(gamma.tolist(), seq.tolist())), rates)
 
 
+@register
+class SebfLevels(Sebf):
+    """SEBF's order without MADD's rate caps: ranks ``(Γ(c), arrival_seq)`` only, so a
+    strict-priority fabric serves coflows in SEBF order and hands what a coflow leaves
+    unused to the next ones at once (work conserving in the fabric).  For emulated
+    fabrics, where installed rates are hard caps that stay stale between decisions
+    (docs/policies.md); ``sebf`` itself still allocates MADD rates."""
+
+    name = "sebf-levels"
+    aliases = ()
+    hold_rates = False
+
+    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
+               now: float) -> dict[str, Decision]:
+        """SEBF ranks, no rates."""
+        return {cid: Decision(d.rank) for cid, d in super().decide(states, fabric, now).items()}
+
+    def decide_table(self, table: FlowTable, ids: Sequence[str], seq: np.ndarray,
+                     now: float) -> TableDecision:
+        """SEBF ranks on arrays, no rates."""
+        return TableDecision(super().decide_table(table, ids, seq, now).ranks)
+
+
 def bottleneck_times(loads: PortLoads, capacity: np.ndarray, n: int) -> np.ndarray:
     """Γ per coflow in seconds at full port rates (0 for a coflow with nothing left)."""
     gamma = np.zeros(n, dtype=np.float64)

@@ -95,3 +95,43 @@ def test_a_release_does_not_wait_behind_host_updates():
     gate.set()
     w.close()
     assert agents.levels == [("h1", 2, 4)]
+
+
+def test_tick_feeds_agent_progress_to_a_clairvoyant_policy():
+    """Under SEBF the backend polls the active senders' agents every PROGRESS_POLL_S and
+    re-rates from what is really left; rank-free static runs poll nothing."""
+    from types import SimpleNamespace
+
+    from controller import policies
+    from controller.policies.base import FabricView
+    from coflowbed import emulation
+    from coflowbed.scheduling import LiveScheduler
+    from topo.plan import FabricPlan
+    from workload.dag import Coflow, Flow
+
+    class StatsAgents(FakeAgents):
+        def __init__(self):
+            super().__init__()
+            self.asked, self.rates = [], []
+
+        def stats(self, host):
+            self.asked.append(host)
+            return SimpleNamespace(sent={"x.0": 600_000} if host == "h11" else {})
+
+        def set_rate(self, host, tag, dst_ip, rate):
+            self.rates.append((host, tag, dst_ip, rate))
+
+    plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
+    hosts = [h.name for h in plan.hosts]
+    x = Coflow("x", (Flow("x.0", "h11", "h21", 1_000_000), Flow("x.1", "h12", "h21", 1_000_000)))
+    sched = LiveScheduler(policies.get("sebf"), FabricView.uniform(hosts, 1e8), 8, pacing=True)
+    sched.arrive(x, 0.0)
+    agents = StatsAgents()
+    backend = emulation.EmulationBackend(sched, FakeController(), agents, plan, 5001)
+    assert backend.tick(1.0) == pytest.approx(1.0 + emulation.PROGRESS_POLL_S)
+    backend.close()
+    assert sorted(agents.asked) == ["h11", "h12"]
+    assert sched.states["x"].remaining["x.0"] == 400_000
+    assert {r[0] for r in agents.rates} == {"h11", "h12"}  # both pairs re-rated
+    static = LiveScheduler(policies.get("fair"), FabricView.uniform(hosts, 1e8), 8, all_coflows=[x])
+    assert emulation.EmulationBackend(static, FakeController(), agents, plan, 5001).tick(1.0) is None

@@ -205,3 +205,50 @@ def test_meter_mode_keeps_rates_in_the_switch_entries():
     ch = s.arrive(cf("x"), 0.0)
     assert ch.entries[0]["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 40.0}]
     assert s.pair_rate("x", "a", "b") is None
+
+
+def test_sebf_installs_madd_meters_and_sebf_levels_only_its_order():
+    """The same two coflows under ``sebf`` (MADD rates become per-pair meters) and
+    ``sebf-levels`` (SEBF's order, nothing capped): the smaller bottleneck goes first in
+    both, and only ``sebf`` writes rates."""
+    from controller import policies
+
+    small, big = cf("small", 1_000, "a", "b"), cf("big", 50_000, "c", "b")
+    for name, metered in (("sebf", True), ("sebf-levels", False)):
+        s = LiveScheduler(policies.get(name), VIEW, 8)
+        s.arrive(big, 0.0)
+        ch = s.arrive(small, 0.1)
+        assert s.level_of("small") < s.level_of("big"), name
+        rates = [e["flow_rates"] for e in ch.entries]
+        assert any(rates) is metered and s.pair_rate("small", "a", "b") is None, (name, rates)
+
+
+def test_progress_refreshes_bytes_left_and_re_rates_only_past_the_margin():
+    """Agent progress updates what SEBF sees as left; MADD is recomputed, and a pair's
+    paced rate is rewritten only when it moves by more than RATE_MARGIN."""
+    from controller import policies
+    from coflowbed import scheduling
+
+    two = Coflow("x", (Flow("x.0", "a", "b", 1_000_000), Flow("x.1", "c", "b", 1_000_000)),
+                 CoflowIdentity())
+    s = LiveScheduler(policies.get("sebf"), VIEW, 8, pacing=True)
+    s.arrive(two, 0.0)
+    before = dict(((a, d), r) for a, d, r in s.installed["x"].flow_rates)
+    assert before[("a", "b")] == pytest.approx(before[("c", "b")])  # equal halves of b
+    ch = s.progress({"x.0": 20_000}, 0.5)  # 2 % less left on a->b: within the margin
+    assert s.states["x"].remaining["x.0"] == 980_000 and not ch.host_rates
+    ch = s.progress({"x.0": 600_000}, 1.0)  # a->b has 40 % left of c->b: MADD shifts b
+    changed = {(a, d): r for a, _, d, r in ch.host_rates}
+    assert changed[("a", "b")] < before[("a", "b")] < changed[("c", "b")]
+    assert scheduling.RATE_MARGIN == 0.1
+
+
+def test_progress_does_not_re_decide_rank_only_policies():
+    from controller import policies
+
+    s = LiveScheduler(policies.get("sebf-levels"), VIEW, 8)
+    s.arrive(cf("x", 5_000), 0.0)
+    s.arrive(cf("y", 1_000, "c", "b"), 0.0)
+    assert s.progress({"x.0": 4_900}, 0.5).entries == []  # stays behind y until an event
+    assert s.states["x"].remaining["x.0"] == 100
+    assert s.wants_progress() and s.active_senders() == ["a", "c"]

@@ -12,8 +12,8 @@ from workload import marking
 from workload.agent_proto import (HEADER, PACING_UNLIMITED, SO_MAX_PACING_RATE, FlowReceiver,
                                   ProtocolError, RequestError, SendRequest, SetLevelRequest,
                                   SetRateRequest, StatsRequest, can_set_priority, decode_header,
-                                  encode_header, open_flow_socket, pacing_rate, parse_request,
-                                  request_dict, set_pacing)
+                                  encode_header, mark_flow_socket, open_flow_socket, pacing_rate,
+                                  parse_request, request_dict, set_pacing)
 
 SEND = {"id": 7, "op": "send", "flow_id": "c1/f0", "dst_ip": "10.0.1.2", "dst_port": 5001,
         "bytes": 1000, "tag": 3, "level": 2}
@@ -85,7 +85,7 @@ def test_tag_zero_is_untagged_traffic():
 
 
 @pytest.mark.parametrize("tag, level", [(1, 0), (3, 2), (55, 7), (0, 5)])
-def test_flow_socket_carries_tag_and_level_before_connect(tag, level):
+def test_flow_socket_carries_tag_and_level(tag, level):
     with open_flow_socket(tag, level, set_priority=can_set_priority()) as sock:
         assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == marking.tos_byte(tag)
         assert sock.getblocking() is False
@@ -93,6 +93,15 @@ def test_flow_socket_carries_tag_and_level_before_connect(tag, level):
             # would be rt_tos2priority(tos) if SO_PRIORITY were set before IP_TOS
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) == marking.skb_priority(level)
 
+
+
+def test_flow_socket_can_be_marked_after_connect():
+    """The agent connects unmarked (the handshake at level 0, never starved by strict
+    priority) and marks the socket once connected."""
+    with open_flow_socket(5, 3, set_priority=False, mark=False) as sock:
+        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 0
+        mark_flow_socket(sock, 5, 3, set_priority=False)
+        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == marking.tos_byte(5)
 
 
 # -- pacing (SO_MAX_PACING_RATE) ---------------------------------------------------------
