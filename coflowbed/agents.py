@@ -12,6 +12,9 @@ asyncio orchestrator: ``asyncio.to_thread``).
 A host is anything with ``.name``, ``.IP()`` and ``.popen(args, **kw)`` returning a
 ``subprocess.Popen`` — a Mininet host (the agent then runs in its network namespace)
 or, in unit tests, a local stand-in whose ``popen`` is ``subprocess.Popen``.
+
+The data types live in ``coflowbed.agent_types`` and the process lifecycle (spawn, READY,
+end by PID) in ``coflowbed.agent_process``; both are re-exported here.
 """
 from __future__ import annotations
 
@@ -19,112 +22,31 @@ import concurrent.futures
 import itertools
 import json
 import logging
-import os
 import queue
-import re
-import selectors
 import socket
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Protocol, Union
+from typing import Any, Iterable, Mapping
 
-from workload.agent_proto import (UNIX_PATH_MAX, HelloRequest, Request, SendRequest,
-                                  SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
-                                  encode_line, request_dict)
+from coflowbed.agent_process import (HOST_NAME, REPO_ROOT, close_agent, end_process, spawn_agent,
+                                     wait_ready)
+from coflowbed.agent_types import (AgentError, AgentEvent, AgentHandle, AgentHost, AgentStats,
+                                   SendOrder)
+from workload.agent_proto import (HelloRequest, Request, SendRequest, SetLevelRequest,
+                                  SetRateRequest, ShutdownRequest, StatsRequest, encode_line,
+                                  request_dict)
+
+__all__ = ["AgentError", "AgentEvent", "AgentHost", "AgentSet", "AgentStats", "CONNECT_TIMEOUT_S",
+           "HOST_NAME", "REPO_ROOT", "SendOrder"]
 
 log = logging.getLogger("coflowbed.agents")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-HOST_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")  # also a file name in the run dir
 # A TCP connect may wait this long: under strict priority a coflow ranked low has its SYN
 # starved like its data (measured: SEBF on the busy FB window starves new coflows' SYNs > 5 s),
 # which is the policy's doing, not a vanished peer; as long as the stall timeout.
 CONNECT_TIMEOUT_S = 60.0
-# (host, flow_id, dst_ip, dst_port, nbytes, tag, level[, rate_mbps]): one order of send_many
-SendOrder = Union[tuple[str, str, str, int, int, int, int],
-                  tuple[str, str, str, int, int, int, int, Union[float, None]]]
-
-
-class AgentHost(Protocol):
-    """What AgentSet needs from a host (Mininet's Host has all three)."""
-
-    name: str
-
-    def IP(self) -> str:  # noqa: N802 - Mininet's spelling
-        """The host's data address."""
-
-    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen:
-        """Start a process in the host (its network namespace)."""
-
-
-class AgentError(RuntimeError):
-    """An agent failed to start, answer, or carry out a request; names the host."""
-
-
-@dataclass(frozen=True)
-class AgentEvent(Mapping[str, Any]):
-    """One event of ``host``'s agent, also readable as its wire message (``ev["event"]``,
-    ``ev["t_ns"]``, ``ev.get(...)``; keys in ``workload.agent_proto``).  ``kind`` is
-    flow_started|flow_sent|flow_received|flow_failed, or agent_lost (``error``) when
-    the agent's connection ended unasked."""
-
-    host: str
-    kind: str
-    flow_id: str | None
-    fields: dict[str, Any]
-
-    def _wire(self) -> dict[str, Any]:
-        """The event as the agent sent it, plus the host."""
-        return {"event": self.kind, "flow_id": self.flow_id, "host": self.host, **self.fields}
-
-    def __getitem__(self, key: str) -> Any:
-        """A key of the wire message."""
-        return self._wire()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        """Keys of the wire message."""
-        return iter(self._wire())
-
-    def __len__(self) -> int:
-        """Number of keys of the wire message."""
-        return len(self._wire())
-
-
-@dataclass(frozen=True)
-class AgentStats:
-    """Progress of one agent at ``t_ns`` (monotonic clock): payload bytes acknowledged per
-    outgoing flow and per tag, bytes received per incoming flow, and the SO_PRIORITY and
-    pacing cap (bytes/s, None = uncapped) of each outgoing flow whose socket is still open."""
-
-    host: str
-    t_ns: int
-    sent: dict[str, int]
-    sent_by_tag: dict[int, int]
-    received: dict[str, int]
-    priority: dict[str, int]
-    pacing: dict[str, int | None] = field(default_factory=dict)
-
-
-@dataclass(eq=False)
-class _Agent:
-    """One agent process and its control connection."""
-
-    name: str
-    ip: str
-    control: Path
-    log_path: Path
-    proc: subprocess.Popen
-    log_file: Any
-    sock: socket.socket | None = None
-    reader: threading.Thread | None = None
-    pending: dict[int, concurrent.futures.Future] = field(default_factory=dict)
-    write_lock: threading.Lock = field(default_factory=threading.Lock)
-    data_port: int = 0
-    alive: bool = False
 
 
 class AgentSet:
@@ -152,7 +74,7 @@ class AgentSet:
                            "--stall-timeout", str(stall_timeout_s)]
         self.event_queue: queue.Queue[AgentEvent] = event_queue if event_queue is not None else queue.Queue()
         self.python = python
-        self._agents: dict[str, _Agent] = {}
+        self._agents: dict[str, AgentHandle] = {}
         self._ids = itertools.count(1)
         self._ids_lock = threading.Lock()
         self._stopping = False
@@ -176,61 +98,21 @@ class AgentSet:
         attach = ["--attach-timeout", str(ready_timeout_s + 30.0)]
         try:
             started = [self._spawn(h, self.ports[h.name], attach) for h in self._hosts]
-            self._wait_ready(started, ready_timeout_s)
+            wait_ready(started, ready_timeout_s)
             for agent in started:
                 self._attach(agent)
         except BaseException:
             self.stop()
             raise
 
-    def _spawn(self, host: AgentHost, port: int, extra: list[str]) -> _Agent:
-        """Launch the agent process of ``host`` (argument list: no shell)."""
-        name = host.name
-        if not HOST_NAME.fullmatch(name) or name in self._agents:
-            raise AgentError(f"host {name!r}: duplicate or not a plain name ([A-Za-z0-9_.-]{{1,32}})")
-        control = self.sock_dir / f"{name}.sock"
-        if len(os.fsencode(control)) > UNIX_PATH_MAX:
-            raise AgentError(f"run dir {self.sock_dir}: socket path {control} is over {UNIX_PATH_MAX} bytes")
-        log_path = self.log_dir / f"{name}.log"
-        log_file = log_path.open("ab")
-        args = [self.python, "-m", "workload.agent", "--host", name, "--control", str(control),
-                "--data-port", str(port), "--ip", host.IP(), *self.agent_args, *extra]
-        try:
-            proc = host.popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=log_file, cwd=str(REPO_ROOT))
-        except BaseException:
-            log_file.close()
-            raise
-        agent = _Agent(name, host.IP(), control, log_path, proc, log_file)
-        self._agents[name] = agent
-        log.debug("started agent %s (pid %d)", name, proc.pid)
+    def _spawn(self, host: AgentHost, port: int, extra: list[str]) -> AgentHandle:
+        """Launch the agent process of ``host`` (argument list: no shell) and register it."""
+        agent = spawn_agent(host, port, [*self.agent_args, *extra], taken=self._agents,
+                            sock_dir=self.sock_dir, log_dir=self.log_dir, python=self.python)
+        self._agents[agent.name] = agent
         return agent
 
-    @staticmethod
-    def _wait_ready(agents: list[_Agent], timeout_s: float) -> None:
-        """Read each agent's ``READY <host>`` line, all within ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        waiting = {a.proc.stdout.fileno(): a for a in agents}
-        lines = {fd: b"" for fd in waiting}
-        with selectors.DefaultSelector() as sel:
-            for fd in waiting:
-                sel.register(fd, selectors.EVENT_READ)
-            while waiting:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    names = ", ".join(sorted(a.name for a in waiting.values()))
-                    raise AgentError(f"agents {names}: not READY within {timeout_s:g} s")
-                for key, _ in sel.select(left):
-                    agent, chunk = waiting[key.fd], os.read(key.fd, 4096)
-                    if not chunk:
-                        raise AgentError(_died(agent, "before READY"))
-                    lines[key.fd] += chunk
-                    if b"\n" in lines[key.fd]:
-                        _check_ready(agent, lines[key.fd])
-                        sel.unregister(key.fd)
-                        del waiting[key.fd]
-
-    def _attach(self, agent: _Agent) -> None:
+    def _attach(self, agent: AgentHandle) -> None:
         """Connect to the agent's control socket, start its reader, ask who it is."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.request_timeout_s)  # bounds connect and every sendall
@@ -253,7 +135,7 @@ class AgentSet:
 
     # -- reading -----------------------------------------------------------------------
 
-    def _read_loop(self, agent: _Agent) -> None:
+    def _read_loop(self, agent: AgentHandle) -> None:
         """Reader thread: route replies to their futures and events to the queue."""
         buf, error = b"", "control connection closed"
         while True:
@@ -272,7 +154,7 @@ class AgentSet:
                 self._dispatch(agent, line)
         self._lost(agent, error)
 
-    def _dispatch(self, agent: _Agent, line: bytes) -> None:
+    def _dispatch(self, agent: AgentHandle, line: bytes) -> None:
         """Handle one line from ``agent``."""
         try:
             msg = json.loads(line)
@@ -289,7 +171,7 @@ class AgentSet:
         else:
             _settle(agent, fut, msg)
 
-    def _lost(self, agent: _Agent, error: str) -> None:
+    def _lost(self, agent: AgentHandle, error: str) -> None:
         """The connection ended: fail waiting requests; report it unless we are stopping."""
         agent.alive = False
         for fut in list(agent.pending.values()):
@@ -339,7 +221,7 @@ class AgentSet:
             raise AgentError(f"agent {host}: {reply['error']}")
         return reply
 
-    def _agent(self, host: str) -> _Agent:
+    def _agent(self, host: str) -> AgentHandle:
         """The live agent of ``host`` or AgentError."""
         agent = self._agents.get(host)
         if agent is None:
@@ -445,45 +327,12 @@ class AgentSet:
                 except AgentError as exc:
                     log.warning("agent %s: shutdown request failed (%s); terminating it", agent.name, exc)
         for agent in self._agents.values():
-            self._end_process(agent, agent.name in asked)
-            self._close(agent)
+            end_process(agent, agent.name in asked, self.stop_timeout_s)
+            close_agent(agent)
         self._agents.clear()
 
-    def _end_process(self, agent: _Agent, asked: bool) -> None:
-        """Wait for an agent that was asked to exit; SIGTERM, then SIGKILL, each with a timeout."""
-        proc = agent.proc
-        for action in (None, proc.terminate, proc.kill):
-            if action is None and not asked:
-                continue  # never attached or already lost: nothing told it to exit
-            if action is not None and proc.poll() is None:
-                log.info("agent %s (pid %d) still running: %s", agent.name, proc.pid, action.__name__)
-                action()
-            try:
-                code = proc.wait(timeout=self.stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                continue
-            if code not in (0, -15):
-                log.warning("agent %s exited with code %s (log %s)", agent.name, code, agent.log_path)
-            return
-        raise AgentError(f"agent {agent.name} (pid {proc.pid}) survived SIGKILL")
 
-    @staticmethod
-    def _close(agent: _Agent) -> None:
-        """Close the control connection (waking the reader), pipes and log file."""
-        if agent.sock is not None:
-            try:
-                agent.sock.shutdown(socket.SHUT_RDWR)  # close() alone would not wake recv()
-            except OSError as exc:
-                log.debug("agent %s: control socket already down: %s", agent.name, exc)
-            agent.sock.close()
-        if agent.reader is not None:
-            agent.reader.join(timeout=2.0)
-        if agent.proc.stdout is not None:
-            agent.proc.stdout.close()
-        agent.log_file.close()
-
-
-def _settle(agent: _Agent, fut: concurrent.futures.Future, outcome: Any) -> None:
+def _settle(agent: AgentHandle, fut: concurrent.futures.Future, outcome: Any) -> None:
     """Complete ``fut`` with a reply or an exception, unless its caller gave up (timed out)."""
     try:
         if isinstance(outcome, BaseException):
@@ -492,21 +341,3 @@ def _settle(agent: _Agent, fut: concurrent.futures.Future, outcome: Any) -> None
             fut.set_result(outcome)
     except concurrent.futures.InvalidStateError:
         log.warning("agent %s: answer came after the request timed out: %s", agent.name, outcome)
-
-
-def _died(agent: _Agent, when: str) -> str:
-    """Message for an agent that exited: its exit code and the last lines of its log."""
-    try:
-        code: int | None = agent.proc.wait(timeout=2.0)
-    except subprocess.TimeoutExpired:
-        code = None
-    agent.log_file.flush()
-    tail = agent.log_path.read_text(errors="replace").strip().splitlines()[-3:]
-    return f"agent {agent.name} exited (code {code}) {when}; {agent.log_path}: {' | '.join(tail)}"
-
-
-def _check_ready(agent: _Agent, output: bytes) -> None:
-    """The first line must be exactly ``READY <host>``."""
-    line = output.split(b"\n", 1)[0].decode(errors="replace")
-    if line != f"READY {agent.name}":
-        raise AgentError(f"agent {agent.name}: expected 'READY {agent.name}', got {line!r}")

@@ -12,8 +12,8 @@ connection closes (the orchestrator died), or when nobody attaches within
 ``--attach-timeout``: an agent never outlives its orchestrator for long.
 
 All times are ``time.monotonic_ns()``: one kernel clock shared by every namespace.
-The hot paths (``_on_writable``, ``FlowReceiver.buffer_updated``) do one syscall per call
-into/out of shared preallocated buffers and nothing per byte.
+The hot paths (``_on_writable`` in ``workload.agent_send``, ``FlowReceiver.buffer_updated``)
+do one syscall per call into/out of shared preallocated buffers and nothing per byte.
 
 A flow ends at both sides together: the receiver closes its end once the last byte
 arrived, and the sender reports ``flow_sent`` when it sees that close (its ``t_ns``;
@@ -35,38 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload import marking
 from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, FlowReceiver, HelloRequest,
                                   ProtocolError, Request, SendRequest, SetLevelRequest,
                                   SetRateRequest, ShutdownRequest, StatsRequest, can_set_priority,
-                                  encode_header, encode_line, mark_flow_socket, open_flow_socket,
-                                  pacing_rate, parse_request, set_pacing, unacked_bytes)
+                                  encode_line, pacing_rate, parse_request)
+from workload.agent_send import TX_CHUNK, FlowSender, SendFlow
 
-TX_CHUNK = 256 << 10  # bytes offered per send(): small enough to keep the loop responsive
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
 WATCHDOG_TICK_S = 0.5
-
-
-@dataclass(eq=False)
-class _SendFlow:
-    """State of one outgoing flow."""
-
-    req: SendRequest
-    level: int
-    rate_mbps: float | None = None  # pacing cap; set_rate may change it before connect too
-    sock: socket.socket | None = None
-    done: asyncio.Future | None = None  # pending while writing, then until the receiver closes
-    handed: int = 0  # payload bytes accepted by the kernel
-    written_ns: int = 0  # last payload byte accepted by the kernel
-    confirmed_ns: int = 0  # receiver closed after the last byte: everything arrived
-    watched: int = -1  # progress seen at the last watchdog tick
-    idle_s: float = 0.0
-
-    def acked(self) -> int:
-        """Payload bytes the receiver acknowledged (exact while the socket is open)."""
-        if self.sock is None or self.sock.fileno() < 0:
-            return self.handed
-        return max(0, self.handed - unacked_bytes(self.sock))
 
 
 @dataclass
@@ -82,7 +58,7 @@ class AgentOptions:
     attach_timeout_s: float = 60.0
 
 
-class Agent:
+class Agent(FlowSender):
     """The asyncio agent: data listener, control server, senders, watchdog."""
 
     def __init__(self, opts: AgentOptions) -> None:
@@ -91,7 +67,7 @@ class Agent:
         self.log = logging.getLogger(f"agent.{self.opts.host}")
         self.tx_view = memoryview(bytes(TX_CHUNK))
         self.rx_view = memoryview(bytearray(RX_BUFFER))
-        self.send_flows: dict[str, _SendFlow] = {}
+        self.send_flows: dict[str, SendFlow] = {}
         self.recv_flows: dict[str, FlowReceiver] = {}
         self.receivers: set[FlowReceiver] = set()
         self.tasks: set[asyncio.Task] = set()
@@ -228,128 +204,6 @@ class Agent:
         self.stop()
         return {}
 
-    def _start_send(self, req: SendRequest) -> dict[str, Any]:
-        """Register the flow and start its task; the reply does not wait for the flow."""
-        if req.flow_id in self.send_flows:
-            raise ProtocolError(f"send: flow_id {req.flow_id!r} was already sent by this agent")
-        flow = _SendFlow(req, req.level, req.rate_mbps)
-        self.send_flows[req.flow_id] = flow
-        task = asyncio.get_running_loop().create_task(self._send(flow))
-        self.tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return {}
-
-    def _task_done(self, task: asyncio.Task) -> None:
-        """Forget a finished flow task; a crash there is a bug and is logged with its trace."""
-        self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self.log.error("flow task crashed", exc_info=task.exception())
-
-    async def _send(self, flow: _SendFlow) -> None:
-        """Connect, send header and payload, report started/sent or failed, close."""
-        req, loop = flow.req, asyncio.get_running_loop()
-        try:
-            start_ns = time.monotonic_ns()
-            flow.sock = open_flow_socket(req.tag, flow.level, self.priority_ok, flow.rate_mbps,
-                                         mark=False)
-            async with asyncio.timeout(self.opts.connect_timeout_s):
-                await loop.sock_connect(flow.sock, (req.dst_ip, req.dst_port))
-            # Marked once connected: the handshake goes unmarked (level 0), because strict
-            # priority would starve a low coflow's SYN like its data until the kernel gives
-            # up on the connection; the data is what the policy orders.
-            mark_flow_socket(flow.sock, req.tag, flow.level, self.priority_ok)
-            self.emit({"event": "flow_started", "flow_id": req.flow_id, "t_ns": start_ns,
-                       "tos": flow.sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
-                       "priority": flow.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
-                       "pacing_bps": pacing_rate(flow.sock)})
-            await loop.sock_sendall(flow.sock, encode_header(req.flow_id, req.bytes))
-            await self._wait_fd(flow, loop.add_writer, loop.remove_writer, self._on_writable)
-            await self._wait_fd(flow, loop.add_reader, loop.remove_reader, self._on_readable)
-            self.emit({"event": "flow_sent", "flow_id": req.flow_id, "t_ns": flow.confirmed_ns,
-                       "written_ns": flow.written_ns})
-        except (OSError, TimeoutError) as exc:
-            if flow.sock is not None:
-                flow.handed = flow.acked()  # what really arrived, for stats
-            self.emit({"event": "flow_failed", "flow_id": req.flow_id, "side": "sender",
-                       "error": _describe(exc, self.opts.connect_timeout_s)})
-        finally:
-            if flow.sock is not None:
-                flow.sock.close()
-                flow.sock = None
-
-    @staticmethod
-    async def _wait_fd(flow: _SendFlow, add: Any, remove: Any, callback: Any) -> None:
-        """Run ``callback(flow)`` on every readiness of the flow's socket until it resolves
-        ``flow.done`` (plain callbacks: no coroutine step per send/recv)."""
-        flow.done = asyncio.get_running_loop().create_future()
-        fd = flow.sock.fileno()
-        add(fd, callback, flow)
-        try:
-            await flow.done
-        finally:
-            remove(fd)
-
-    def _on_writable(self, flow: _SendFlow) -> None:
-        """One send() of as much payload as the kernel takes; resolve when all is handed."""
-        if flow.done.done():
-            return
-        try:
-            n = flow.sock.send(self.tx_view[:min(flow.req.bytes - flow.handed, TX_CHUNK)])
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            flow.done.set_exception(exc)
-            return
-        flow.handed += n
-        if flow.handed >= flow.req.bytes:
-            flow.written_ns = time.monotonic_ns()
-            flow.done.set_result(None)
-
-    @staticmethod
-    def _on_readable(flow: _SendFlow) -> None:
-        """The receiver closes once it has the last byte: EOF confirms the flow."""
-        if flow.done.done():
-            return
-        try:
-            data = flow.sock.recv(1)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            flow.done.set_exception(exc)
-            return
-        if data:
-            flow.done.set_exception(ConnectionError("receiver sent data instead of closing"))
-        else:
-            flow.confirmed_ns = time.monotonic_ns()
-            flow.done.set_result(None)
-
-    def _set_level(self, tag: int, level: int) -> int:
-        """Re-prioritise the sockets of ``tag``; returns how many live ones were changed.
-        Flows not connected yet open their socket at the new level."""
-        changed = 0
-        for flow in self.send_flows.values():
-            if flow.req.tag != tag:
-                continue
-            flow.level = level
-            if flow.sock is not None and self.priority_ok:
-                flow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
-                changed += 1
-        return changed
-
-    def _set_rate(self, tag: int, dst_ip: str, rate_mbps: float | None) -> int:
-        """Cap (None: uncap) the pacing of ``tag``'s flows to ``dst_ip``; returns how many
-        live sockets changed.  Flows not connected yet open their socket with the new rate
-        (a ``send`` and a ``set_rate`` in one write reach the agent before the flow starts)."""
-        changed = 0
-        for flow in self.send_flows.values():
-            if flow.req.tag != tag or flow.req.dst_ip != dst_ip:
-                continue
-            flow.rate_mbps = rate_mbps
-            if flow.sock is not None:
-                set_pacing(flow.sock, rate_mbps)
-                changed += 1
-        return changed
-
     def _stats(self) -> dict[str, Any]:
         """Acknowledged bytes per outgoing flow and per tag, received bytes per incoming flow,
         SO_PRIORITY and pacing cap (bytes/s, None = uncapped) of the live outgoing sockets."""
@@ -377,14 +231,7 @@ class Agent:
                     rx._fail(f"no progress for {limit:g} s")
 
 
-def _describe(exc: OSError, connect_timeout_s: float) -> str:
-    """A failed flow's error text: the errno's name first (asyncio hides it in the text)."""
-    if exc.errno:
-        return f"{os.strerror(exc.errno)}: {exc}"
-    return str(exc) or f"connect timed out after {connect_timeout_s:g} s"
-
-
-def _stalled(item: _SendFlow | FlowReceiver, progress: int, limit: float) -> bool:
+def _stalled(item: SendFlow | FlowReceiver, progress: int, limit: float) -> bool:
     """Advance ``item``'s idle time by one tick unless ``progress`` moved; True past ``limit``."""
     if progress != item.watched:
         item.watched, item.idle_s = progress, 0.0

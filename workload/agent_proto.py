@@ -36,76 +36,42 @@ unpaced; all read back from the socket just before connect);
 ``flow_sent`` flow_id, t_ns (receiver confirmed the last byte by closing), written_ns;
 ``flow_received`` flow_id, bytes, first_ns, last_ns, src (receiver);
 ``flow_failed`` flow_id (None if unknown), side, error (and src on the receiver side).
+
+This module holds the control requests; the header, line encoding and errors live in
+``workload.agent_wire``, the flow sockets in ``workload.agent_sockets`` and the receiving
+end in ``workload.agent_receiver``, all re-exported here.
 """
 from __future__ import annotations
 
-import asyncio
-import fcntl
 import ipaddress
 import json
-import math
-import socket
-import struct
-import sys
-import termios
-import time
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any, Protocol, Union
+from typing import Any, Union
 
 from workload import marking
+from workload.agent_receiver import FlowReceiver, ReceiverSink
+from workload.agent_sockets import (MIN_RATE_MBPS, PACING_UNLIMITED, SO_MAX_PACING_RATE,
+                                    can_set_priority, check_rate, mark_flow_socket,
+                                    open_flow_socket, pacing_bytes, pacing_rate, set_pacing,
+                                    unacked_bytes)
+from workload.agent_wire import (EVENTS, HEADER, HEADER_MAGIC, MAX_FLOW_ID_BYTES, MAX_LINE_BYTES,
+                                 UNIX_PATH_MAX, ProtocolError, RequestError, decode_header,
+                                 encode_header, encode_line)
 
-HEADER_MAGIC = b"CFB1"
-HEADER = struct.Struct("!4sHQ")  # magic, flow-id length, payload bytes
-MAX_FLOW_ID_BYTES = 512
-MAX_LINE_BYTES = 1 << 20  # one control line; far above any legal request
-UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the terminating NUL
-
-EVENTS = ("flow_started", "flow_sent", "flow_received", "flow_failed")
-
-SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # Python 3.11 lacks the name
-_ULONG = struct.Struct("@L")  # given this size the kernel reads/writes the full unsigned long
-PACING_UNLIMITED = (1 << (8 * _ULONG.size)) - 1  # ~0UL: the kernel default, no cap
-MIN_RATE_MBPS = 8e-6  # 1 byte/s; anything lower would round to a cap of 0
-
-
-class ProtocolError(ValueError):
-    """A malformed header or control request; the text names the key and the reason."""
-
-
-class RequestError(ProtocolError):
-    """A control request that can be answered (its ``id`` was readable) with an error."""
-
-    def __init__(self, req_id: int | str | None, reason: str) -> None:
-        """``reason`` names the key; ``req_id`` goes into the error reply."""
-        super().__init__(reason)
-        self.req_id = req_id
-
-
-def encode_header(flow_id: str, nbytes: int) -> bytes:
-    """The bytes that open a flow's data connection."""
-    raw = flow_id.encode()
-    if not raw or len(raw) > MAX_FLOW_ID_BYTES:
-        raise ProtocolError(f"flow_id: must be 1..{MAX_FLOW_ID_BYTES} UTF-8 bytes")
-    return HEADER.pack(HEADER_MAGIC, len(raw), nbytes) + raw
-
-
-def decode_header(buf: bytes) -> tuple[str, int, int] | None:
-    """``(flow_id, payload bytes, header length)`` or None while ``buf`` is too short."""
-    if len(buf) < HEADER.size:
-        return None
-    magic, id_len, nbytes = HEADER.unpack_from(buf)
-    if magic != HEADER_MAGIC:
-        raise ProtocolError(f"data header: bad magic {magic!r}")
-    if not 0 < id_len <= MAX_FLOW_ID_BYTES:
-        raise ProtocolError(f"data header: flow-id length {id_len} out of range")
-    end = HEADER.size + id_len
-    if len(buf) < end:
-        return None
-    try:
-        flow_id = bytes(buf[HEADER.size:end]).decode()
-    except UnicodeDecodeError as exc:
-        raise ProtocolError(f"data header: flow id is not UTF-8 ({exc})") from exc
-    return flow_id, nbytes, end
+__all__ = [
+    # re-exported from workload.agent_wire
+    "EVENTS", "HEADER", "HEADER_MAGIC", "MAX_FLOW_ID_BYTES", "MAX_LINE_BYTES", "UNIX_PATH_MAX",
+    "ProtocolError", "RequestError", "decode_header", "encode_header", "encode_line",
+    # re-exported from workload.agent_sockets
+    "MIN_RATE_MBPS", "PACING_UNLIMITED", "SO_MAX_PACING_RATE", "can_set_priority", "check_rate",
+    "mark_flow_socket", "open_flow_socket", "pacing_bytes", "pacing_rate", "set_pacing",
+    "unacked_bytes",
+    # re-exported from workload.agent_receiver
+    "FlowReceiver", "ReceiverSink",
+    # defined here: the control requests
+    "SendRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest", "HelloRequest",
+    "ShutdownRequest", "Request", "OPS", "request_dict", "parse_request",
+]
 
 
 def _check_tag(tag: Any) -> int:
@@ -129,23 +95,6 @@ def _check_ip(dst_ip: Any) -> str:
     except (ipaddress.AddressValueError, TypeError) as exc:
         raise ProtocolError(f"dst_ip: not an IPv4 address: {dst_ip!r}") from exc
     return dst_ip
-
-
-def pacing_bytes(rate_mbps: float) -> int:
-    """The SO_MAX_PACING_RATE value (bytes/s) of ``rate_mbps`` megabits per second."""
-    return int(rate_mbps * 1e6 / 8)
-
-
-def _check_rate(rate_mbps: Any) -> float | None:
-    """A pacing rate in Mbit/s (None = unpaced) or ProtocolError.  JSON allows NaN and
-    Infinity, and bool is an int in Python: both are refused explicitly."""
-    if rate_mbps is None:
-        return None
-    if (type(rate_mbps) not in (int, float) or not math.isfinite(rate_mbps)
-            or rate_mbps < MIN_RATE_MBPS or pacing_bytes(rate_mbps) >= PACING_UNLIMITED):
-        raise ProtocolError(f"rate_mbps: must be null or a finite number of Mbit/s >= {MIN_RATE_MBPS:g}, "
-                            f"got {rate_mbps!r}")
-    return rate_mbps
 
 
 @dataclass(frozen=True)
@@ -172,7 +121,7 @@ class SendRequest:
             raise ProtocolError(f"bytes: must be a positive int, got {self.bytes!r}")
         _check_tag(self.tag)
         _check_level(self.level)
-        _check_rate(self.rate_mbps)
+        check_rate(self.rate_mbps)
 
 
 @dataclass(frozen=True)
@@ -201,7 +150,7 @@ class SetRateRequest:
         """Reject bad values with the key's name (ProtocolError)."""
         _check_tag(self.tag)
         _check_ip(self.dst_ip)
-        _check_rate(self.rate_mbps)
+        check_rate(self.rate_mbps)
 
 
 @dataclass(frozen=True)
@@ -263,182 +212,3 @@ def parse_request(line: bytes) -> tuple[int | str | None, Request]:
         return req_id, cls(**msg)
     except ProtocolError as exc:
         raise RequestError(req_id, f"{op}: {exc}") from exc
-
-
-def encode_line(msg: dict[str, Any]) -> bytes:
-    """One control line (compact JSON + newline)."""
-    return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-
-
-# How a flow's socket is marked on the wire (tag -> IP_TOS, level -> SO_PRIORITY).
-
-
-def open_flow_socket(tag: int, level: int, set_priority: bool = True,
-                     rate_mbps: float | None = None, mark: bool = True) -> socket.socket:
-    """A non-blocking TCP socket marked with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY)
-    unless ``mark`` is False (then ``mark_flow_socket`` later), paced at ``rate_mbps`` if
-    given (SO_MAX_PACING_RATE)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle wait on the tail
-        if mark:
-            mark_flow_socket(sock, tag, level, set_priority)
-        if rate_mbps is not None:
-            set_pacing(sock, rate_mbps)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def mark_flow_socket(sock: socket.socket, tag: int, level: int, set_priority: bool = True) -> None:
-    """Mark ``sock``'s packets with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY).  SO_PRIORITY
-    is set after IP_TOS because Linux resets ``sk_priority`` from the TOS whenever IP_TOS
-    is set."""
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, marking.tos_byte(tag))
-    if set_priority:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
-
-
-def set_pacing(sock: socket.socket, rate_mbps: float | None) -> None:
-    """Cap ``sock``'s TCP pacing at ``rate_mbps`` Mbit/s, or lift the cap (None: ~0UL).
-
-    Any cap below ~0UL also switches on the kernel's internal TCP pacing for the socket;
-    lifting the cap leaves it on, at TCP's own rate (about cwnd/srtt).  The kernel leaves
-    a connection's first 10 segments unpaced (as sch_fq does): ~15 KB at MTU 1500, but
-    ~235 KB on loopback's 64 KB MTU.  The value goes as an unsigned long: a 32-bit int
-    could not carry rates above ~17 Gbit/s.
-    """
-    value = PACING_UNLIMITED if rate_mbps is None else pacing_bytes(_check_rate(rate_mbps))
-    sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, _ULONG.pack(value))
-
-
-def pacing_rate(sock: socket.socket) -> int | None:
-    """``sock``'s pacing cap in bytes/s read back from the kernel; None when uncapped."""
-    (value,) = _ULONG.unpack(sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, _ULONG.size))
-    return None if value == PACING_UNLIMITED else value
-
-
-def can_set_priority() -> bool:
-    """Whether this process may set SO_PRIORITY values above 6 (needs CAP_NET_ADMIN)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(0))
-        except PermissionError:
-            return False
-    return True
-
-
-def unacked_bytes(sock: socket.socket) -> int:
-    """Bytes handed to the kernel but not yet acknowledged by the receiver (SIOCOUTQ)."""
-    buf = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
-    return int.from_bytes(buf, sys.byteorder, signed=True)
-
-
-# The receiving end of the data protocol.
-
-
-class ReceiverSink(Protocol):
-    """What a FlowReceiver needs from its agent."""
-
-    rx_view: memoryview  # shared receive buffer (payload is discarded)
-    recv_flows: dict[str, "FlowReceiver"]  # by flow id, kept for stats
-    receivers: set["FlowReceiver"]  # open connections
-
-    def emit(self, event: dict[str, Any]) -> None:
-        """Push an event to the orchestrator."""
-
-
-class FlowReceiver(asyncio.BufferedProtocol):
-    """The receiving end of one flow: header, then payload read into the sink's shared buffer."""
-
-    def __init__(self, agent: ReceiverSink) -> None:
-        """Bind to the agent that owns the shared buffer and the event sink."""
-        self.agent = agent
-        self.transport: asyncio.Transport | None = None
-        self.src = ""
-        self.head = bytearray()
-        self.flow_id: str | None = None
-        self.expected = -1
-        self.received = 0
-        self.seen = 0  # all bytes incl. header, for the stall watchdog
-        self.first_ns = self.last_ns = 0
-        self.finished = False
-        self.watched, self.idle_s = -1, 0.0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        """Remember the peer and register with the agent."""
-        self.transport = transport  # type: ignore[assignment]
-        self.src = transport.get_extra_info("peername")[0]
-        self.agent.receivers.add(self)
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        """Every connection reads into the same buffer: the payload is not kept."""
-        return self.agent.rx_view
-
-    def buffer_updated(self, nbytes: int) -> None:
-        """Count ``nbytes`` just read; parse the header first."""
-        self.last_ns = time.monotonic_ns()
-        if not self.first_ns:
-            self.first_ns = self.last_ns
-        self.seen += nbytes
-        if self.flow_id is None:
-            self._header(nbytes)
-        elif not self.finished:
-            self._payload(nbytes)
-
-    def _header(self, nbytes: int) -> None:
-        """Accumulate header bytes until the flow id and size are known."""
-        self.head += self.agent.rx_view[:nbytes]
-        try:
-            parsed = decode_header(self.head)
-        except ProtocolError as exc:
-            self._fail(str(exc))
-            return
-        if parsed is None:
-            return
-        flow_id, self.expected, hlen = parsed
-        if flow_id in self.agent.recv_flows:
-            self._fail(f"duplicate flow id {flow_id!r}")
-            return
-        self.flow_id = flow_id
-        self.agent.recv_flows[flow_id] = self
-        extra, self.head = len(self.head) - hlen, bytearray()
-        self._payload(extra)
-
-    def _payload(self, nbytes: int) -> None:
-        """Count payload; report the flow when its last byte arrived."""
-        self.received += nbytes
-        if self.received < self.expected:
-            return
-        if self.received > self.expected:
-            self._fail(f"got {self.received} bytes, header announced {self.expected}")
-            return
-        self.finished = True
-        self.agent.emit({"event": "flow_received", "flow_id": self.flow_id, "bytes": self.received,
-                         "first_ns": self.first_ns, "last_ns": self.last_ns, "src": self.src})
-        self.transport.close()  # the FIN tells the sender that everything arrived
-
-    def eof_received(self) -> bool:
-        """Sender closed: complete flows end quietly, short ones fail."""
-        if not self.finished:
-            self._fail(f"closed after {self.received} of {self.expected} payload bytes")
-        return False  # let the transport close
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        """Reset or abort before the last byte is a failure."""
-        if not self.finished:
-            self._fail(f"connection lost after {self.received} bytes: {exc or 'closed'}")
-        self.agent.receivers.discard(self)
-        self.transport = None
-
-    def _fail(self, error: str) -> None:
-        """Report a failed incoming flow once and drop the connection."""
-        if self.finished:
-            return
-        self.finished = True
-        self.agent.emit({"event": "flow_failed", "flow_id": self.flow_id, "side": "receiver",
-                         "src": self.src, "error": error})
-        if self.transport is not None:
-            self.transport.abort()
