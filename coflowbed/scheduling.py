@@ -288,7 +288,8 @@ def _flow_rates(state: CoflowState, d: Decision) -> tuple[tuple[str, str, float]
             raise PolicyError(f"flow {f.flow_id}: rate must be >= 0, got {bps}")
         if bps > 0:  # 0 = "waits": no cap; its level keeps it behind (work conservation)
             pairs[(f.src, f.dst)] = pairs.get((f.src, f.dst), 0.0) + bps / 1e6
-    return tuple(sorted((s, d_, round(r, 3)) for (s, d_), r in pairs.items()))
+    # Below 0.5 kbit/s a rate rounds to 0: that pair waits like a 0 rate (no cap written).
+    return tuple(sorted((s, d_, round(r, 3)) for (s, d_), r in pairs.items() if round(r, 3) > 0))
 
 
 RATE_MARGIN = 0.1  # a pair's rate is rewritten only when it moves by more than this

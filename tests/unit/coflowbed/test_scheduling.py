@@ -252,3 +252,20 @@ def test_progress_does_not_re_decide_rank_only_policies():
     assert s.progress({"x.0": 4_900}, 0.5).entries == []  # stays behind y until an event
     assert s.states["x"].remaining["x.0"] == 100
     assert s.wants_progress() and s.active_senders() == ["a", "c"]
+
+
+def test_a_rate_that_rounds_to_zero_waits_instead_of_writing_zero():
+    """Rates are written in Mbit/s to 3 decimals; a MADD rate under 0.5 kbit/s must not be
+    written as 0.0 (agents and meters reject it): the pair waits behind its level."""
+
+    class Tiny(Policy):
+        name = "tiny"
+        clairvoyant = True
+
+        def decide(self, states, fabric, now):
+            return {s.coflow_id: Decision((0,), {f.flow_id: 100.0 for f in s.coflow.flows})
+                    for s in states}
+
+    s = LiveScheduler(Tiny(), VIEW, 8, pacing=True)
+    s.arrive(cf("x"), 0.0)
+    assert s.installed["x"].flow_rates == () and s.pair_rate("x", "a", "b") is None

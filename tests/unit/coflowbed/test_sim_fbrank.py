@@ -5,18 +5,18 @@ fair sharing, FIFO is worse than fair sharing.
 Standard model, through the CLI: ``coflowbed simulate --trace FB2010-1Hr-150-0.txt
 --fabric bigswitch:150x1Gbps --policy P`` (exact levels, binary rates).  Run on the
 first 10 and 30 coflows (6,168 and 36,006 flows; ~10 s in all), not the whole trace:
-there SEBF takes ~25 s but the max-min policies 15-20 minutes each (tens of thousands
-of flow completions; see docs/simulator.md and benchmarks/bench_sim.py, which print the
-whole-trace figures).  Measured 2026-11-30, average CCT in s:
+there SEBF takes ~20 s but the max-min policies 15-40 minutes each (tens of thousands
+of flow completions; see docs/simulator.md and benchmarks/bench_sim.py).  Measured
+2026-11-30, average CCT in s:
 
-    prefix   SEBF    D-CLAS   fair    FIFO
-    10       3.026   3.455    3.823   6.128
-    30       6.665   6.725    8.486   26.681
-    526      48.25   (bench)  55.76   (bench)
+    coflows  SEBF    D-CLAS   fair    FIFO
+    10       2.993   3.455    3.823   6.128
+    30       6.583   6.725    8.486   26.681
+    526      22.74   35.20    55.76   (see the session note)
 
-SEBF's lead over D-CLAS is thin on prefixes of 40-60 coflows (at 50 and 60 D-CLAS is
-0.3 % ahead: few coflows overlap there, so orders barely differ), which is why this test
-names its prefixes instead of sweeping them."""
+SEBF leaves work conservation to the fabric (its default); with Varys's greedy top-up in
+its rates (``top_up=True``) it loses to D-CLAS on the whole trace (48.3 s), because its
+rates are held between decisions and topped-up flows leave capacity idle."""
 from __future__ import annotations
 
 import json

@@ -74,7 +74,7 @@ def test_unknown_name_lists_valid_names():
     ("dclas", {"queues": 9}, ["'queues'", "1..8", "9"]),
     ("dclas", {"multiplier": 1}, ["'multiplier'", "> 1"]),
     ("dclas", {"first_threshold_bytes": -5}, ["'first_threshold_bytes'", "> 0"]),
-    ("sebf", {"work_conserving": 1}, ["'work_conserving'"]),
+    ("sebf", {"top_up": 1}, ["'top_up'"]),
     ("sincronia", {"weights": {"a": 0}}, ["'weights'", "'a'", "> 0"]),
     ("lina", {"backward_only": None}, ["'backward_only'"]),
 ])

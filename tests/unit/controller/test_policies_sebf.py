@@ -75,7 +75,7 @@ def test_madd_rates_make_each_coflows_flows_finish_together():
     rng = random.Random(7)
     for _ in range(30):
         states = _random_states(rng, rng.randint(1, 6))
-        out = policies.get("sebf", work_conserving=False).decide(states, fabric, 0.0)
+        out = policies.get("sebf").decide(states, fabric, 0.0)
         for s in states:
             rates = out[s.coflow_id].flow_rates_bps
             finish = {fid: b * 8 / rates[fid] for fid, b in _left(s).items() if rates[fid] > 0}
@@ -89,20 +89,20 @@ def test_top_coflow_finishes_at_its_gamma_even_with_work_conservation():
     rng = random.Random(11)
     for _ in range(30):
         states = _random_states(rng, rng.randint(1, 6))
-        out = policies.get("sebf").decide(states, fabric, 0.0)
+        out = policies.get("sebf", top_up=True).decide(states, fabric, 0.0)
         top = min(states, key=lambda s: out[s.coflow_id].rank)
         rates = out[top.coflow_id].flow_rates_bps
         cct = max(b * 8 / rates[fid] for fid, b in _left(top).items())
         assert cct == pytest.approx(out[top.coflow_id].rank[0], rel=1e-9)
 
 
-@pytest.mark.parametrize("work_conserving", [False, True])
-def test_rates_never_exceed_port_capacity(work_conserving):
+@pytest.mark.parametrize("top_up", [False, True])
+def test_rates_never_exceed_port_capacity(top_up):
     fabric = FabricView.uniform(HOSTS, GBPS)
     rng = random.Random(3)
     for _ in range(30):
         states = _random_states(rng, rng.randint(2, 10))
-        out = policies.get("sebf", work_conserving=work_conserving).decide(states, fabric, 0.0)
+        out = policies.get("sebf", top_up=top_up).decide(states, fabric, 0.0)
         up, down = _port_sums(states, out)
         assert max(up.values()) <= GBPS * (1 + 1e-9)
         assert max(down.values()) <= GBPS * (1 + 1e-9)
@@ -113,10 +113,10 @@ def test_blocked_coflow_waits_then_work_conservation_uses_leftover():
     fabric = FabricView.uniform(HOSTS, GBPS)
     a = _coflow_state("a", [("h1", "h2", 10 * MB)], 0)
     b = _coflow_state("b", [("h1", "h3", 40 * MB), ("h4", "h5", 40 * MB)], 1)
-    madd = policies.get("sebf", work_conserving=False).decide([a, b], fabric, 0.0)
+    madd = policies.get("sebf").decide([a, b], fabric, 0.0)
     assert madd["a"].flow_rates_bps == {"a.0": pytest.approx(GBPS)}
     assert madd["b"].flow_rates_bps == {"b.0": 0.0, "b.1": 0.0}  # h1 used up: b waits whole
-    wc = policies.get("sebf").decide([a, b], fabric, 0.0)
+    wc = policies.get("sebf", top_up=True).decide([a, b], fabric, 0.0)
     assert wc["b"].flow_rates_bps == {"b.0": 0.0, "b.1": pytest.approx(GBPS)}
 
 
@@ -125,7 +125,7 @@ def test_work_conservation_leaves_no_flow_with_spare_capacity_at_both_ends():
     rng = random.Random(5)
     for _ in range(30):
         states = _random_states(rng, rng.randint(2, 10))
-        out = policies.get("sebf").decide(states, fabric, 0.0)
+        out = policies.get("sebf", top_up=True).decide(states, fabric, 0.0)
         up, down = _port_sums(states, out)
         for s in states:
             for f in s.coflow.flows:
