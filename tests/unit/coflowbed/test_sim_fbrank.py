@@ -12,7 +12,7 @@ of flow completions; see docs/simulator.md and benchmarks/bench_sim.py).  Measur
     coflows  SEBF    D-CLAS   fair    FIFO
     10       2.993   3.455    3.823   6.128
     30       6.583   6.725    8.486   26.681
-    526      22.74   35.20    55.76   (see the session note)
+    526      22.74   35.20    55.76   330.74
 
 SEBF leaves work conservation to the fabric (its default); with Varys's greedy top-up in
 its rates (``top_up=True``) it loses to D-CLAS on the whole trace (48.3 s), because its
