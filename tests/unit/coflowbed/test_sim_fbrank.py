@@ -5,7 +5,7 @@ fair sharing, FIFO is worse than fair sharing.
 Standard model, through the CLI: ``coflowbed simulate --trace FB2010-1Hr-150-0.txt
 --fabric bigswitch:150x1Gbps --policy P`` (exact levels, binary rates).  Run on the
 first 10 and 30 coflows (6,168 and 36,006 flows; ~10 s in all), not the whole trace:
-there SEBF takes ~20 s but the max-min policies 15-40 minutes each (tens of thousands
+there SEBF takes ~12 s but the max-min policies 15-40 minutes each (tens of thousands
 of flow completions; see docs/simulator.md and benchmarks/bench_sim.py).  Measured
 2026-11-30, average CCT in s:
 
