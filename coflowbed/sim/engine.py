@@ -118,7 +118,11 @@ class Simulator:
             if not math.isfinite(dt):
                 raise RuntimeError(f"simulation stalled at t={self.now:.6f}s with "
                                    f"{len(self.states)} coflows active")
-            if self.now + dt > self.horizon_s or time.perf_counter() - t0 > self.wall_limit_s:
+            if time.perf_counter() - t0 > self.wall_limit_s:
+                break
+            if self.now + dt > self.horizon_s:
+                if self.hold and self.horizon_s > self.now:
+                    self._advance(self.horizon_s - self.now, "horizon")  # flows held rates end
                 break
             redecide = self._advance(dt, why)
             self.stats.events += 1

@@ -129,3 +129,17 @@ def test_port_loads_dense_and_sorted_agree(monkeypatch):
     sparse = bigswitch.port_loads(table)
     for a, b in zip(vars(dense).values(), vars(sparse).values()):
         np.testing.assert_allclose(a, b)
+
+
+def test_a_horizon_inside_a_held_jump_keeps_the_flows_that_ended_before_it():
+    # Same held rates as above; the run stops at 5 s: a (2 s) is done, X and Y are not,
+    # and simulated time ends at the horizon, not at the last event before it.
+    hosts = tuple(f"p{i}" for i in range(4))
+    gbit = 125_000_000
+    dag = Dag(coflows=[Coflow("X", (Flow("a", "p0", "p1", gbit), Flow("b", "p2", "p3", 4 * gbit))),
+                       Coflow("Y", (Flow("c", "p0", "p1", 3 * gbit), Flow("d", "p2", "p3", 4 * gbit)))])
+    res = simulate(dag, BigSwitch(hosts, 1e9), Fixed({f: 0.5e9 for f in "abcd"}), None,
+                   horizon_s=5.0)
+    assert res.partial and res.sim.now == pytest.approx(5.0)
+    finish = res.sim.flows.finish_s.tolist()
+    assert finish[0] == pytest.approx(2.0) and all(np.isnan(finish[1:]))
