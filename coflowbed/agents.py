@@ -43,9 +43,9 @@ __all__ = ["AgentError", "AgentEvent", "AgentHost", "AgentSet", "AgentStats", "C
 
 log = logging.getLogger("coflowbed.agents")
 
-# A TCP connect may wait this long: under strict priority a coflow ranked low has its SYN
-# starved like its data (measured: SEBF on the busy FB window starves new coflows' SYNs > 5 s),
-# which is the policy's doing, not a vanished peer; as long as the stall timeout.
+# A TCP connect may wait this long (as long as the stall timeout).  Agents connect unmarked,
+# so the handshake is not starved by strict priority; the margin is for a loaded machine,
+# where 5 s connects timed out on the busy FB window before that change.
 CONNECT_TIMEOUT_S = 60.0
 
 

@@ -32,7 +32,7 @@ from coflowbed.sim.fabric import FabricModel
 from coflowbed.sim.flowtable import FlowTable
 from coflowbed.sim.levels import StaticPolicy, assign_levels
 from controller.policies.base import CoflowState, Decision, Policy
-from controller.policies.bigswitch import FlowTable as BsFlowTable
+from controller.policies.bigswitch import FlowTable as BsFlowTable, port_capacity
 from workload.dag import Dag
 
 log = logging.getLogger("sim")
@@ -100,8 +100,7 @@ class Simulator:
         self._seq = 0
         # The policy's vectorised decide, when it has one (no per-flow dicts).
         self.tabular = type(self.policy).decide_table is not Policy.decide_table
-        self.port_bps = np.fromiter([*self.view.egress_bps.values(), *self.view.ingress_bps.values()],
-                                    float, 2 * len(self.fabric.hosts))
+        self.port_bps = port_capacity(self.view)
         # Rates held until the next decision: flow completions in between change no rate.
         self.hold = bool(self.policy.hold_rates) and not self.thresholds.size
 

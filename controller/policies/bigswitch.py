@@ -43,15 +43,20 @@ class PortLoads:
     start: np.ndarray  # int64, n_coflows + 1 offsets into the entries
 
 
+def port_capacity(fabric: FabricView) -> np.ndarray:
+    """Every port's rate in bit/s: egress ports first, then ingress, in host order."""
+    cap = np.fromiter([*fabric.egress_bps.values(), *fabric.ingress_bps.values()],
+                      dtype=np.float64, count=len(fabric.egress_bps) + len(fabric.ingress_bps))
+    if not np.all(np.isfinite(cap) & (cap > 0)):
+        raise ValueError("fabric view: every port rate must be a finite number > 0 bit/s")
+    return cap
+
+
 def _port_index(fabric: FabricView) -> tuple[dict[str, int], dict[str, int], np.ndarray]:
     """Egress and ingress port numbers per host, and every port's capacity."""
     egress = {h: i for i, h in enumerate(fabric.egress_bps)}
     ingress = {h: len(egress) + i for i, h in enumerate(fabric.ingress_bps)}
-    cap = np.fromiter([*fabric.egress_bps.values(), *fabric.ingress_bps.values()],
-                      dtype=np.float64, count=len(egress) + len(ingress))
-    if not np.all(np.isfinite(cap) & (cap > 0)):
-        raise ValueError("fabric view: every port rate must be a finite number > 0 bit/s")
-    return egress, ingress, cap
+    return egress, ingress, port_capacity(fabric)
 
 
 def flow_table(states: Sequence[CoflowState], fabric: FabricView) -> FlowTable:

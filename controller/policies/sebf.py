@@ -41,6 +41,7 @@ class Sebf(Policy):
     aliases = ("varys",)
     clairvoyant = True
     hold_rates = True
+    with_rates = True  # False: ranks only (``sebf-levels``)
 
     def __init__(self, top_up: bool = False) -> None:
         """Check and keep the parameter."""
@@ -63,12 +64,15 @@ class Sebf(Policy):
         """Γ order, MADD and work conservation on the live flows of ``table``."""
         loads = port_loads(table)
         gamma = bottleneck_times(loads, table.capacity, len(seq))
+        ranks = list(zip(gamma.tolist(), seq.tolist()))
+        if not self.with_rates:
+            return TableDecision(ranks)
         order = np.lexsort((seq, gamma))
         free = table.capacity.copy()
         rates = madd(order, loads, table, free)
         if self.top_up:
             work_conserve(order, table, rates, free)
-        return TableDecision(list(zip(gamma.tolist(), seq.tolist())), rates)
+        return TableDecision(ranks, rates)
 
 
 @register
@@ -82,16 +86,11 @@ class SebfLevels(Sebf):
     name = "sebf-levels"
     aliases = ()
     hold_rates = False
+    with_rates = False
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
-        """SEBF ranks, no rates."""
-        return {cid: Decision(d.rank) for cid, d in super().decide(states, fabric, now).items()}
-
-    def decide_table(self, table: FlowTable, ids: Sequence[str], seq: np.ndarray,
-                     now: float) -> TableDecision:
-        """SEBF ranks on arrays, no rates."""
-        return TableDecision(super().decide_table(table, ids, seq, now).ranks)
+    def __init__(self) -> None:
+        """No parameters (``top_up`` has no rates to act on)."""
+        super().__init__()
 
 
 def bottleneck_times(loads: PortLoads, capacity: np.ndarray, n: int) -> np.ndarray:
@@ -156,6 +155,8 @@ def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray,
 def _decisions(states: Sequence[CoflowState], table: FlowTable,
                decision: TableDecision) -> dict[str, Decision]:
     """Pack ranks and per-flow rates into Decisions."""
+    if decision.flow_rates_bps is None:
+        return {s.coflow_id: Decision(rank=r) for s, r in zip(states, decision.ranks)}
     out: dict[str, Decision] = {}
     rate_list = decision.flow_rates_bps.tolist()
     starts = table.start.tolist()
