@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from coflowbed.sim import stepkernel
 from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel
@@ -38,6 +39,7 @@ from workload.dag import Dag
 log = logging.getLogger("sim")
 
 FINISH_TOL = 1e-9  # a flow within this fraction of its size (or 1e-6 B) of the end is done
+PROGRESS_EVERY_S = 10.0  # wall seconds between progress lines of a long run
 
 
 @dataclass
@@ -91,13 +93,13 @@ class Simulator:
         # Per-flow arrays aligned with ``active`` (gathered once, not at every event).
         self.act_cof = np.zeros(0, dtype=np.int32)
         self.act_paths = np.zeros((0, self.fabric.width), dtype=np.int32)
-        self.act_pid = np.zeros(0, dtype=np.int64)
         self.rates = np.zeros(0)
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.capped = False  # whether the last decision set rate caps
         self.now = 0.0
         self.version = 0  # bumped whenever the set of active coflows changes
         self._seq = 0
+        self.done = 0  # coflows completed
         # The policy's vectorised decide, when it has one (no per-flow dicts).
         self.tabular = type(self.policy).decide_table is not Policy.decide_table
         self.port_bps = port_capacity(self.view)
@@ -110,6 +112,7 @@ class Simulator:
         self.dagstate.start()
         self._settle()
         redecide = True
+        report_at = t0 + PROGRESS_EVERY_S
         while not self.dagstate.all_done():
             if redecide is not None:
                 self._reallocate(redecide)
@@ -117,8 +120,12 @@ class Simulator:
             if not math.isfinite(dt):
                 raise RuntimeError(f"simulation stalled at t={self.now:.6f}s with "
                                    f"{len(self.states)} coflows active")
-            if time.perf_counter() - t0 > self.wall_limit_s:
+            wall = time.perf_counter()
+            if wall - t0 > self.wall_limit_s:
                 break
+            if wall >= report_at:
+                report_at = wall + PROGRESS_EVERY_S
+                self._report_progress(wall - t0)
             if self.now + dt > self.horizon_s:
                 if self.hold and self.horizon_s > self.now:
                     self._advance(self.horizon_s - self.now, "horizon")  # flows held rates end
@@ -132,6 +139,12 @@ class Simulator:
                  len(self.outcomes), len(self.flows), self.stats.events,
                  self.stats.policy_calls, self.stats.wall_s)
         return self
+
+    def _report_progress(self, wall_s: float) -> None:
+        """One progress line of a long run (simulated time, coflows done, load)."""
+        log.info("simulated %.1f s: %d/%d coflows done, %d coflows and %d flows active, "
+                 "%d events, %.0f s wall", self.now, self.done, len(self.outcomes),
+                 len(self.states), self.active.size, self.stats.events, wall_s)
 
     # --- releases and completions -------------------------------------------------
 
@@ -160,11 +173,11 @@ class Simulator:
         self.active = np.concatenate([self.active, new])
         self.act_cof = np.concatenate([self.act_cof, self.flows.coflow_of[new]])
         self.act_paths = np.concatenate([self.act_paths, self.flows.paths[new]])
-        self.act_pid = np.concatenate([self.act_pid, self.flows.path_id[new]])
 
     def _complete(self, c: int) -> None:
         """Coflow ``c`` delivered everything: record it, release its dependants."""
         self.outcomes[c].finish_s = self.now
+        self.done += 1
         self.version += 1
         self.states.pop(c, None)
         self.dagstate.node_done(self.dag.coflows[c].coflow_id, self.now)
@@ -190,11 +203,9 @@ class Simulator:
         caps = self.caps[self.active] if self.capped else None
         self.rates = allocate(self.act_paths, self.level_of[self.act_cof],
                               self.fabric.capacity_bps, caps,
-                              getattr(self.policy, "rates_are_limits", False), self.act_pid)
-        newly = self.active[self.rates > 0]
-        starting = newly[np.isnan(fl.start_s[newly])]
-        fl.start_s[starting] = self.now
-        for c in np.unique(fl.coflow_of[starting]).tolist():
+                              getattr(self.policy, "rates_are_limits", False))
+        starting = stepkernel.starting(self.active, self.rates, fl.start_s, self.now)
+        for c in np.unique(self.act_cof[starting]).tolist():
             if math.isnan(self.outcomes[c].start_s):
                 self.outcomes[c].start_s = self.now
         self.stats.allocations += 1
@@ -287,27 +298,17 @@ class Simulator:
         """Time to the next event and its kind."""
         fl = self.flows
         best, why = self.dagstate.next_time() - self.now, "dag"
-        moving = self.rates > 0
-        if moving.any():
-            dt = self._next_coflow_end() if self.hold else float(
-                (fl.remaining[self.active[moving]] * 8.0 / self.rates[moving]).min())
-            if dt < best:
-                best, why = dt, "flow"
-        if self.thresholds.size and moving.any():
+        if self.hold:
+            dt = stepkernel.next_coflow_end(self.active, self.rates, fl.remaining, self.act_cof)
+        else:
+            dt = stepkernel.next_finish(self.active, self.rates, fl.remaining)
+        if dt < best:
+            best, why = dt, "flow"
+        if self.thresholds.size and math.isfinite(dt):
             dt = self._next_threshold()
             if dt < best:
                 best, why = dt, "threshold"
         return max(best, 0.0), why
-
-    def _next_coflow_end(self) -> float:
-        """With held rates only a coflow's last flow changes anything: time until the
-        first active coflow whose flows all move delivers its last byte."""
-        with np.errstate(divide="ignore"):
-            ttf = np.where(self.rates > 0, self.flows.remaining[self.active] * 8.0 / self.rates,
-                           np.inf)
-        cof = self.act_cof
-        heads = np.flatnonzero(np.r_[True, cof[1:] != cof[:-1]])  # active is grouped by coflow
-        return float(np.maximum.reduceat(ttf, heads).min())
 
     def _next_threshold(self) -> float:
         """Time until some active coflow's bytes sent reaches the next threshold."""
@@ -330,34 +331,19 @@ class Simulator:
         must decide again, False if only rates must be recomputed, None if nothing
         changed (a pure compute event)."""
         fl = self.flows
-        mv = np.flatnonzero(self.rates > 0)  # only moving flows change (often few)
-        idx, rate = self.active[mv], self.rates[mv]
-        left = fl.remaining[idx]
-        ttf = left * 8.0 / rate  # each one's own finish instant under held rates
-        delivered = np.minimum(rate * dt / 8.0, left)
-        fl.remaining[idx] = left - delivered
-        cof = self.act_cof[mv]
-        self.sent += np.bincount(cof, weights=delivered, minlength=len(self.outcomes))
-        self.moved[cof] = True
         start, self.now = self.now, self.now + dt
-        done = fl.remaining[idx] <= np.maximum(FINISH_TOL * fl.size[idx], 1e-6)
-        flows_done = bool(done.any())
+        done, when = stepkernel.advance(self.active, self.rates, self.act_cof, fl.remaining,
+                                        fl.size, self.sent, self.moved, dt, start, FINISH_TOL)
         before = self.version
-        if flows_done:
-            self._finish_flows(idx[done], np.minimum(start + ttf[done], self.now))
-            keep = np.ones(self.active.size, dtype=bool)
-            keep[mv[done]] = False
-            self._keep(keep)
+        if done.size:
+            self._finish_flows(self.active[done], when)
+            m = stepkernel.drop(done, self.active, self.rates, self.act_cof, self.act_paths)
+            self.active, self.rates = self.active[:m], self.rates[:m]
+            self.act_cof, self.act_paths = self.act_cof[:m], self.act_paths[:m]
         self._settle()
         if why == "threshold" or self.version != before:
             return True
-        return False if flows_done and not self.hold else None
-
-    def _keep(self, keep: np.ndarray) -> None:
-        """Drop the active flows where ``keep`` is False (and their aligned arrays)."""
-        self.active, self.rates = self.active[keep], self.rates[keep]
-        self.act_cof, self.act_paths = self.act_cof[keep], self.act_paths[keep]
-        self.act_pid = self.act_pid[keep]
+        return False if done.size and not self.hold else None
 
     def _finish_flows(self, idx: np.ndarray, when: np.ndarray) -> None:
         """Flows ``idx`` delivered their last byte at ``when`` (<= now)."""

@@ -143,3 +143,16 @@ def test_a_horizon_inside_a_held_jump_keeps_the_flows_that_ended_before_it():
     assert res.partial and res.sim.now == pytest.approx(5.0)
     finish = res.sim.flows.finish_s.tolist()
     assert finish[0] == pytest.approx(2.0) and all(np.isnan(finish[1:]))
+
+
+def test_long_runs_report_progress(monkeypatch, caplog):
+    """A run longer than PROGRESS_EVERY_S logs how far it got (here: every event)."""
+    from coflowbed.sim import engine
+    monkeypatch.setattr(engine, "PROGRESS_EVERY_S", 0.0)
+    dag = random_dag(4)
+    with caplog.at_level("INFO", logger="sim"):
+        res = simulate(dag, BigSwitch(tuple(f"p{i}" for i in range(6)), GBPS),
+                       policies.get("fair"), None)
+    lines = [r.getMessage() for r in caplog.records if "coflows done" in r.getMessage()]
+    assert len(lines) >= res.sim.stats.events - 1 > 0
+    assert f"/{len(dag.coflows)} coflows done" in lines[-1]

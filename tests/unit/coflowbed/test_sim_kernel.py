@@ -1,12 +1,11 @@
-"""The fast allocation paths (link-indexed filling, path aggregation, the all-caps
-shortcut, group pre-filtering) against a plain reference implementation of strict
+"""The compiled allocation (``coflowbed.sim.kernel`` through ``alloc``: link-indexed
+filling, the all-caps shortcut) against a plain reference implementation of strict
 priority + progressive filling written out in this file, on random instances."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from coflowbed.sim import alloc
 from coflowbed.sim.alloc import allocate, waterfill
 
 INF = np.inf
@@ -60,9 +59,10 @@ def random_case(rng: np.random.Generator, n: int, hosts: int):
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("n", [40, 700])  # below and above alloc.SMALL_FILL
+@pytest.mark.parametrize("n", [40, 700])
 def test_waterfill_matches_reference_with_and_without_caps(seed, n):
-    """Both filling paths (plain rounds, link index) give the reference max-min rates."""
+    """The compiled filling gives the reference max-min rates and leaves the same
+    residual capacity."""
     rng = np.random.default_rng(seed)
     paths, capacity = random_case(rng, n, 12)
     caps = np.where(rng.random(n) < 0.5, rng.random(n) * 0.3, INF)
@@ -72,51 +72,41 @@ def test_waterfill_matches_reference_with_and_without_caps(seed, n):
         ref = ref_fill(paths, ref_res, c)
         assert got == pytest.approx(ref, rel=1e-7, abs=1e-9)
         assert got_res[:-1] == pytest.approx(ref_res[:-1], abs=1e-7)
+        assert np.ptp(got) > 0  # a non-trivial instance: rates differ between flows
 
 
-def test_link_index_and_plain_rounds_agree(monkeypatch):
-    """Forcing either implementation on the same large instance gives the same rates."""
-    rng = np.random.default_rng(7)
-    paths, capacity = random_case(rng, 900, 20)
-    caps = np.where(rng.random(900) < 0.3, rng.random(900) * 0.2, INF)
-    monkeypatch.setattr(alloc, "SMALL_FILL", 10**9)
-    plain = waterfill(paths, capacity.copy(), caps)
-    monkeypatch.setattr(alloc, "SMALL_FILL", 0)
-    indexed = waterfill(paths, capacity.copy(), caps)
-    assert indexed == pytest.approx(plain, rel=1e-9, abs=1e-12)
-    assert np.ptp(indexed) > 0  # a non-trivial instance: rates differ between flows
-
-
-@pytest.mark.parametrize("small_fill", [0, 10**9])  # link index / plain rounds
-def test_weighted_rows_equal_expanded_flows(monkeypatch, small_fill):
-    """One row of weight k behaves as k identical flows."""
-    monkeypatch.setattr(alloc, "SMALL_FILL", small_fill)
-    rng = np.random.default_rng(3)
-    paths, capacity = random_case(rng, 300, 10)
-    uniq, inv, counts = np.unique(paths, axis=0, return_inverse=True, return_counts=True)
-    flows = waterfill(paths, capacity.copy())
-    rows = waterfill(uniq, capacity.copy(), weights=counts)
-    assert rows[inv.ravel()] == pytest.approx(flows, rel=1e-9)
-    with pytest.raises(ValueError, match="caps and weights"):
-        waterfill(uniq, capacity.copy(), np.ones(len(uniq)), weights=counts)
-
-
-@pytest.mark.parametrize("small_fill", [0, 10**9])
 @pytest.mark.parametrize("seed", range(6))
-def test_allocate_matches_reference(monkeypatch, seed, small_fill):
-    """Strict priority with aggregation, pre-filtered groups and (in)feasible caps."""
-    monkeypatch.setattr(alloc, "SMALL_FILL", small_fill)
+def test_allocate_matches_reference(seed):
+    """Strict priority over few and many levels, with feasible, infeasible and hard caps."""
     rng = np.random.default_rng(seed)
     n = 600
     paths, capacity = random_case(rng, n, 8)
-    path_id = np.unique(paths, axis=0, return_inverse=True)[1].ravel()
     levels = rng.integers(0, 3 if seed % 2 else 40, n)
     feasible = np.full(n, 1.0 / n)  # any link's sum <= 1 <= its capacity
     for caps in (None, feasible, rng.random(n) * 0.5):
         for hard in (False, True):
-            got = allocate(paths, levels, capacity, caps, hard, path_id)
+            got = allocate(paths, levels, capacity, caps, hard)
             ref = ref_allocate(paths, levels, capacity, caps, hard)
             assert got == pytest.approx(ref, rel=1e-7, abs=1e-9)
+
+
+def test_leaf_spine_padding_and_zero_caps():
+    """Rows padded with the infinite link (same-leaf flows) and flows capped at 0."""
+    paths = np.array([[0, 4, 4, 2], [1, 4, 4, 3], [0, 5, 6, 3]], dtype=np.int32)
+    capacity = np.array([10.0, 10.0, 10.0, 10.0, INF, 4.0, 4.0])
+    got = allocate(paths, np.zeros(3, dtype=np.int64), capacity)
+    # Flow 2 is held to 4 by the core links; flows 0 and 1 take what their host links keep.
+    assert got.tolist() == pytest.approx([6.0, 6.0, 4.0])
+    caps = np.array([0.0, INF, 1.0])
+    assert allocate(paths, np.zeros(3, dtype=np.int64), capacity, caps, True).tolist() == \
+        pytest.approx([0.0, 9.0, 1.0])  # flow 1 shares link 3 with flow 2
+
+
+def test_a_flow_on_infinite_links_only_is_an_error():
+    """No finite link bounds the rate: a clear error, not an infinite rate."""
+    with pytest.raises(ValueError, match="no link of finite capacity"):
+        allocate(np.array([[1, 1]], dtype=np.int32), np.zeros(1, dtype=np.int64),
+                 np.array([1.0, INF]))
 
 
 def test_feasible_caps_are_granted_exactly_then_topped_up():
@@ -129,3 +119,15 @@ def test_feasible_caps_are_granted_exactly_then_topped_up():
     # takes link 3's free 10-2-3 = 5 -> 7; flow 2's link 0 is then full -> stays 3.
     got = allocate(paths, np.array([0, 1, 2]), capacity, caps)
     assert got.tolist() == pytest.approx([7.0, 7.0, 3.0])
+
+
+def test_sparse_levels_order_like_dense_ones():
+    """Levels far apart (comparison sort) allocate like the same order packed densely
+    (counting sort), and equal levels share max-min fairly."""
+    rng = np.random.default_rng(11)
+    paths, capacity = random_case(rng, 500, 8)
+    dense = rng.integers(0, 25, 500)
+    sparse = dense * 100_003 + 7
+    got = allocate(paths, sparse, capacity)
+    assert got == pytest.approx(allocate(paths, dense, capacity), rel=1e-12)
+    assert got == pytest.approx(ref_allocate(paths, dense, capacity), rel=1e-7, abs=1e-9)
