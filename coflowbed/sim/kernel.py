@@ -270,6 +270,8 @@ def _raise(paths, idx, residual, eps, rates, live, count, start, by_link, step, 
         if residual[k] > eps[k]:
             continue
         residual[k] = 0.0
+        if count[k] == 0:  # no live flow left on it (e.g. full since an earlier round)
+            continue
         for q in range(start[k], start[k + 1]):
             j = by_link[q]
             if live[j]:
