@@ -24,36 +24,46 @@ def full_below(capacity: np.ndarray) -> np.ndarray:
     return kernel.full_below(np.asarray(capacity, dtype=float))
 
 
-def waterfill(paths: np.ndarray, residual: np.ndarray,
-              caps: np.ndarray | None = None) -> np.ndarray:
+def waterfill(paths: np.ndarray, residual: np.ndarray, caps: np.ndarray | None = None,
+              weights: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates of the flows in ``paths`` on ``residual`` capacity (progressive
     filling), each flow at most ``caps`` (None = no caps).  Subtracts what it gives from
-    ``residual`` (float64, in place) and returns the rates."""
+    ``residual`` (float64, in place) and returns the rates.  ``weights``: positive
+    integer multiplicity of each row (a row then stands for that many identical flows;
+    rates are per flow; not with caps)."""
     paths = _as_paths(paths)
-    rates = np.zeros(paths.shape[0])
-    if not paths.shape[0]:
-        return rates
-    cap = _as_caps(caps, paths.shape[0])
-    eps = kernel.full_below(residual.copy())
-    kernel.fill(paths, np.arange(paths.shape[0]), residual, eps, cap, rates, caps is not None)
-    return rates
+    n = paths.shape[0]
+    if caps is not None and weights is not None:
+        raise ValueError("waterfill: caps and weights cannot be combined")
+    if not n:
+        return np.zeros(0)
+    weight = np.zeros(0, dtype=np.int64) if weights is None else \
+        np.ascontiguousarray(weights, dtype=np.int64)
+    eps = kernel.full_below(residual)
+    return kernel.fill(paths, np.arange(n), weight, residual, eps, _as_caps(caps, n),
+                       np.zeros(n), caps is not None)
 
 
 def allocate(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
-             caps: np.ndarray | None = None, hard_caps: bool = False) -> np.ndarray:
+             caps: np.ndarray | None = None, hard_caps: bool = False,
+             path_id: np.ndarray | None = None) -> np.ndarray:
     """Rates (bit/s) of flows with ``paths`` at priority ``levels`` (0 = most urgent)
     on links of ``capacity``: strict priority by level, max-min within a level; with
     ``caps``, capped pass first and a work-conserving pass for the leftover, unless
-    ``hard_caps`` (meters: a flow never exceeds its cap)."""
+    ``hard_caps`` (meters: a flow never exceeds its cap).  ``path_id`` (optional, ints
+    >= 0, equal only for flows with equal ``paths`` rows) lets uncapped passes fill one
+    row per distinct path and level, weighted by its flow count."""
     paths = _as_paths(paths)
     n = paths.shape[0]
     if caps is None:
         mode = kernel.NO_CAPS
     else:
         mode = kernel.HARD_CAPS if hard_caps else kernel.SOFT_CAPS
+    pid = np.zeros(0, dtype=np.int64) if path_id is None else \
+        np.ascontiguousarray(path_id, dtype=np.int64)
     return kernel.allocate_levels(paths, np.ascontiguousarray(levels, dtype=np.int64),
                                   np.ascontiguousarray(capacity, dtype=float),
-                                  _as_caps(caps, n), mode)
+                                  _as_caps(caps, n), mode, pid)
 
 
 def _as_paths(paths: np.ndarray) -> np.ndarray:

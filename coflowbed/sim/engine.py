@@ -93,6 +93,7 @@ class Simulator:
         # Per-flow arrays aligned with ``active`` (gathered once, not at every event).
         self.act_cof = np.zeros(0, dtype=np.int32)
         self.act_paths = np.zeros((0, self.fabric.width), dtype=np.int32)
+        self.act_pid = np.zeros(0, dtype=np.int64)
         self.rates = np.zeros(0)
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.capped = False  # whether the last decision set rate caps
@@ -173,6 +174,7 @@ class Simulator:
         self.active = np.concatenate([self.active, new])
         self.act_cof = np.concatenate([self.act_cof, self.flows.coflow_of[new]])
         self.act_paths = np.concatenate([self.act_paths, self.flows.paths[new]])
+        self.act_pid = np.concatenate([self.act_pid, self.flows.path_id[new]])
 
     def _complete(self, c: int) -> None:
         """Coflow ``c`` delivered everything: record it, release its dependants."""
@@ -203,7 +205,7 @@ class Simulator:
         caps = self.caps[self.active] if self.capped else None
         self.rates = allocate(self.act_paths, self.level_of[self.act_cof],
                               self.fabric.capacity_bps, caps,
-                              getattr(self.policy, "rates_are_limits", False))
+                              getattr(self.policy, "rates_are_limits", False), self.act_pid)
         starting = stepkernel.starting(self.active, self.rates, fl.start_s, self.now)
         for c in np.unique(self.act_cof[starting]).tolist():
             if math.isnan(self.outcomes[c].start_s):
@@ -337,9 +339,11 @@ class Simulator:
         before = self.version
         if done.size:
             self._finish_flows(self.active[done], when)
-            m = stepkernel.drop(done, self.active, self.rates, self.act_cof, self.act_paths)
+            m = stepkernel.drop(done, self.active, self.rates, self.act_cof, self.act_pid,
+                                self.act_paths)
             self.active, self.rates = self.active[:m], self.rates[:m]
-            self.act_cof, self.act_paths = self.act_cof[:m], self.act_paths[:m]
+            self.act_cof, self.act_pid = self.act_cof[:m], self.act_pid[:m]
+            self.act_paths = self.act_paths[:m]
         self._settle()
         if why == "threshold" or self.version != before:
             return True

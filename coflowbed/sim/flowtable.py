@@ -19,12 +19,14 @@ class FlowTable:
     coflow_of: np.ndarray  # int32 [F]
     size: np.ndarray  # float64 bytes [F]
     paths: np.ndarray  # int32 [F, width]
+    path_id: np.ndarray = field(init=False)  # int64 [F]: equal iff the paths rows are equal
     remaining: np.ndarray = field(init=False)
     start_s: np.ndarray = field(init=False)
     finish_s: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.remaining = self.size.copy()
+        self.path_id = _path_ids(self.paths)
         self.start_s = np.full(self.size.shape, np.nan)
         self.finish_s = np.full(self.size.shape, np.nan)
         self._ids: dict[int, list[str]] = {}
@@ -71,3 +73,11 @@ class FlowTable:
         left = np.ceil(self.remaining[lo:hi] - 1e-6).clip(0).astype(np.int64).tolist()
         return dict(zip(self.flow_ids(c), left))
 
+
+
+def _path_ids(paths: np.ndarray) -> np.ndarray:
+    """Dense id per distinct row of ``paths`` (lets the allocator fill flows that share a
+    path as one weighted row)."""
+    if paths.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(paths, axis=0, return_inverse=True)[1].ravel().astype(np.int64)

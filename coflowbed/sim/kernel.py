@@ -18,6 +18,7 @@ from numba import njit
 REL_TOL = 1e-9  # links within this fraction of their capacity count as full
 
 NO_CAPS, SOFT_CAPS, HARD_CAPS = 0, 1, 2  # allocate modes
+GROUP_MIN = 64  # levels with fewer flows are filled flow by flow (no grouping pass)
 
 
 @njit(cache=True)
@@ -32,16 +33,21 @@ def full_below(capacity: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
-                    caps: np.ndarray, mode: int) -> np.ndarray:
+                    caps: np.ndarray, mode: int, path_id: np.ndarray) -> np.ndarray:
     """Rates of all flows: levels in increasing order, max-min within a level.  ``mode``
     NO_CAPS ignores ``caps``; HARD_CAPS fills up to the caps only (meters); SOFT_CAPS
-    does that, then a second, uncapped pass hands out what is left (work conserving)."""
-    rates = np.zeros(paths.shape[0])
-    if paths.shape[0] == 0:
+    does that, then a second, uncapped pass hands out what is left (work conserving).
+    ``path_id`` (ints >= 0, equal only for equal ``paths`` rows; empty = unknown) lets
+    uncapped passes fill one row per distinct path of a level, weighted by its flows."""
+    n = paths.shape[0]
+    rates = np.zeros(n)
+    if n == 0:
         return rates
     residual = capacity.copy()
     eps = full_below(capacity)
     order, bounds = _by_level(levels)
+    slot = np.full(path_id.max() + 1 if path_id.size else 0, -1, dtype=np.int64)
+    no_weight = np.zeros(0, dtype=np.int64)
     for capped in (True, False):
         if (capped and mode == NO_CAPS) or (not capped and mode == HARD_CAPS):
             continue
@@ -49,9 +55,39 @@ def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
             continue
         for g in range(bounds.size - 1):
             idx = order[bounds[g]:bounds[g + 1]]
-            if _any_room(paths, idx, residual, eps):  # lower levels mostly find none
-                fill(paths, idx, residual, eps, caps, rates, capped)
+            if not _any_room(paths, idx, residual, eps):  # lower levels mostly find none
+                continue
+            if capped or idx.size < GROUP_MIN or not path_id.size:
+                gained = fill(paths, idx, no_weight, residual, eps, caps, rates, capped)
+                for j in range(idx.size):
+                    rates[idx[j]] += gained[j]
+            else:
+                _fill_by_path(paths, idx, path_id, slot, residual, eps, rates)
     return rates
+
+
+@njit(cache=True)
+def _fill_by_path(paths, idx, path_id, slot, residual, eps, rates) -> None:
+    """Uncapped max-min of flows ``idx``: flows on one path always get the same rate, so
+    fill one row per distinct path weighted by its flow count (``slot``: scratch of -1
+    per path id, left as found)."""
+    rows = np.empty(idx.size, dtype=np.int64)  # a flow of each distinct path
+    weight = np.zeros(idx.size, dtype=np.int64)
+    row_of = np.empty(idx.size, dtype=np.int64)
+    n_rows = 0
+    for j in range(idx.size):
+        p = path_id[idx[j]]
+        if slot[p] < 0:
+            slot[p] = n_rows
+            rows[n_rows] = idx[j]
+            n_rows += 1
+        weight[slot[p]] += 1
+        row_of[j] = slot[p]
+    for r in range(n_rows):
+        slot[path_id[rows[r]]] = -1
+    gained = fill(paths, rows[:n_rows], weight[:n_rows], residual, eps, rates, rates, False)
+    for j in range(idx.size):
+        rates[idx[j]] += gained[row_of[j]]
 
 
 @njit(cache=True)
@@ -128,14 +164,16 @@ def _clean(residual: np.ndarray, eps: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def fill(paths, idx, residual, eps, caps, rates, capped: bool) -> None:
+def fill(paths, idx, weight, residual, eps, caps, rates, capped: bool) -> np.ndarray:
     """Progressive filling of flows ``idx``: raise every live flow's rate together until
     a link fills (its flows freeze) or a flow reaches its cap (``capped``: ``caps`` minus
-    the rate it has); adds each flow's share to ``rates`` and consumes ``residual``."""
+    the rate it has in ``rates``).  ``weight``: how many flows each row stands for
+    (empty: one each).  Consumes ``residual``; returns the rate gained per row."""
     _clean(residual, eps)
-    live, count, head, n_live = _live_flows(paths, idx, residual, caps, rates, capped)
+    gained = np.zeros(idx.size)
+    live, count, head, n_live = _live_flows(paths, idx, weight, residual, caps, rates, capped)
     if n_live == 0:
-        return
+        return gained
     start, by_link = _link_index(paths, idx, live, residual.size)
     cap_order = _cap_order(live, head) if capped else np.zeros(0, dtype=np.int64)
     level, ptr = 0.0, 0
@@ -146,21 +184,22 @@ def fill(paths, idx, residual, eps, caps, rates, capped: bool) -> None:
         if ptr < cap_order.size and head[cap_order[ptr]] - level <= step:
             # Flows whose cap is below every link's fair share reach it before any link
             # fills (freezing them only raises other shares): freeze them at the cap.
-            n_live -= _freeze_capped(paths, idx, residual, eps, rates, live, count, head,
-                                     cap_order, ptr, level, level + step)
+            n_live -= _freeze_capped(paths, idx, weight, residual, eps, gained, live, count,
+                                     head, cap_order, ptr, level, level + step)
             continue
         if link < 0:
             raise ValueError("a flow crosses no link of finite capacity")
         level += step
-        n_live -= _raise(paths, idx, residual, eps, rates, live, count, start, by_link,
-                         step, link, level)
+        n_live -= _raise(paths, idx, weight, residual, eps, gained, live, count, start,
+                         by_link, step, link, level)
+    return gained
 
 
 @njit(cache=True)
-def _live_flows(paths, idx, residual, caps, rates, capped):
+def _live_flows(paths, idx, weight, residual, caps, rates, capped):
     """Which of ``idx`` can grow (free capacity on every link, headroom to a cap), the
-    live-flow count per link, each flow's headroom (``capped`` only: else empty) and
-    how many are live."""
+    live-flow count per link, each row's headroom (``capped`` only: else empty) and how
+    many rows are live."""
     m, width = idx.size, paths.shape[1]
     live = np.zeros(m, dtype=np.bool_)
     count = np.zeros(residual.size, dtype=np.int64)
@@ -179,8 +218,9 @@ def _live_flows(paths, idx, residual, caps, rates, capped):
         if ok:
             live[j] = True
             n_live += 1
+            w = weight[j] if weight.size else 1
             for k in range(width):
-                count[paths[i, k]] += 1
+                count[paths[i, k]] += w
     return live, count, head, n_live
 
 
@@ -227,17 +267,18 @@ def _min_share(residual, count):
 
 
 @njit(cache=True)
-def _freeze(paths, i, j, live, count) -> None:
-    """Flow ``i`` (position ``j``) stops growing."""
+def _freeze(paths, i, j, weight, live, count) -> None:
+    """Row ``j`` (flow ``i``) stops growing."""
     live[j] = False
+    w = weight[j] if weight.size else 1
     for k in range(paths.shape[1]):
-        count[paths[i, k]] -= 1
+        count[paths[i, k]] -= w
 
 
 @njit(cache=True)
-def _freeze_capped(paths, idx, residual, eps, rates, live, count, head, cap_order, ptr,
-                   level, limit) -> int:
-    """Freeze at their cap the live flows from ``cap_order[ptr]`` on whose headroom is
+def _freeze_capped(paths, idx, weight, residual, eps, gained, live, count, head, cap_order,
+                   ptr, level, limit) -> int:
+    """Freeze at their cap the live rows from ``cap_order[ptr]`` on whose headroom is
     <= ``limit`` (at least the first); return how many froze."""
     frozen = 0
     for q in range(ptr, cap_order.size):
@@ -247,20 +288,21 @@ def _freeze_capped(paths, idx, residual, eps, rates, live, count, head, cap_orde
         if not live[j]:
             continue
         i = idx[j]
+        w = weight[j] if weight.size else 1
         for k in range(paths.shape[1]):
-            residual[paths[i, k]] -= head[j] - level  # ``level`` was already taken
-        rates[i] += head[j]
-        _freeze(paths, i, j, live, count)
+            residual[paths[i, k]] -= (head[j] - level) * w  # ``level`` was already taken
+        gained[j] = head[j]
+        _freeze(paths, i, j, weight, live, count)
         frozen += 1
     _clean(residual, eps)
     return frozen
 
 
 @njit(cache=True)
-def _raise(paths, idx, residual, eps, rates, live, count, start, by_link, step, link,
-           level) -> int:
-    """Raise every live flow by ``step`` (to ``level``); freeze the flows of the links
-    now full (``link`` is full by construction); return how many froze."""
+def _raise(paths, idx, weight, residual, eps, gained, live, count, start, by_link, step,
+           link, level) -> int:
+    """Raise every live row by ``step`` (to ``level``); freeze the rows of the links now
+    full (``link`` is full by construction); return how many froze."""
     for k in range(residual.size):
         if count[k] > 0:
             residual[k] -= step * count[k]
@@ -275,7 +317,7 @@ def _raise(paths, idx, residual, eps, rates, live, count, start, by_link, step, 
         for q in range(start[k], start[k + 1]):
             j = by_link[q]
             if live[j]:
-                rates[idx[j]] += level
-                _freeze(paths, idx[j], j, live, count)
+                gained[j] = level
+                _freeze(paths, idx[j], j, weight, live, count)
                 frozen += 1
     return frozen

@@ -131,3 +131,33 @@ def test_sparse_levels_order_like_dense_ones():
     got = allocate(paths, sparse, capacity)
     assert got == pytest.approx(allocate(paths, dense, capacity), rel=1e-12)
     assert got == pytest.approx(ref_allocate(paths, dense, capacity), rel=1e-7, abs=1e-9)
+
+
+def test_weighted_rows_equal_expanded_flows():
+    """One row of weight k behaves as k identical flows."""
+    rng = np.random.default_rng(3)
+    paths, capacity = random_case(rng, 300, 10)
+    uniq, inv, counts = np.unique(paths, axis=0, return_inverse=True, return_counts=True)
+    flows = waterfill(paths, capacity.copy())
+    rows = waterfill(uniq, capacity.copy(), weights=counts)
+    assert rows[inv.ravel()] == pytest.approx(flows, rel=1e-9)
+    with pytest.raises(ValueError, match="caps and weights"):
+        waterfill(uniq, capacity.copy(), np.ones(len(uniq)), weights=counts)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_filling_by_path_gives_the_per_flow_rates(seed):
+    """With path ids, uncapped levels are filled one row per path: same rates as flow
+    by flow and as the reference, for soft and hard caps too (capped passes per flow)."""
+    rng = np.random.default_rng(seed)
+    n = 900  # levels of ~300 flows on 6 hosts: many flows per path, above GROUP_MIN
+    paths, capacity = random_case(rng, n, 6)
+    path_id = np.unique(paths, axis=0, return_inverse=True)[1].ravel()
+    levels = rng.integers(0, 3, n)
+    for caps in (None, rng.random(n) * 0.5):
+        for hard in (False, True):
+            grouped = allocate(paths, levels, capacity, caps, hard, path_id)
+            plain = allocate(paths, levels, capacity, caps, hard)
+            assert grouped == pytest.approx(plain, rel=1e-9, abs=1e-12)
+            ref = ref_allocate(paths, levels, capacity, caps, hard)
+            assert grouped == pytest.approx(ref, rel=1e-7, abs=1e-9)
