@@ -94,6 +94,7 @@ class Simulator:
         self.act_cof = np.zeros(0, dtype=np.int32)
         self.act_paths = np.zeros((0, self.fabric.width), dtype=np.int32)
         self.act_pid = np.zeros(0, dtype=np.int64)
+        self.act_level = np.zeros(0, dtype=np.int64)  # set at every decision
         self.rates = np.zeros(0)
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.capped = False  # whether the last decision set rate caps
@@ -197,13 +198,14 @@ class Simulator:
             cs, ranks, caps = self._decide()
             levels = self._levels(cs, ranks)
             self.level_of[cs] = levels
+            self.act_level = self.level_of[self.act_cof]
             self.capped = caps is not None
             if caps is not None:
                 self.caps[self.active] = caps
             self._record_first(cs, ranks, levels)
         fl = self.flows
         caps = self.caps[self.active] if self.capped else None
-        self.rates = allocate(self.act_paths, self.level_of[self.act_cof],
+        self.rates = allocate(self.act_paths, self.act_level,
                               self.fabric.capacity_bps, caps,
                               getattr(self.policy, "rates_are_limits", False), self.act_pid)
         starting = stepkernel.starting(self.active, self.rates, fl.start_s, self.now)
@@ -340,10 +342,10 @@ class Simulator:
         if done.size:
             self._finish_flows(self.active[done], when)
             m = stepkernel.drop(done, self.active, self.rates, self.act_cof, self.act_pid,
-                                self.act_paths)
+                                self.act_level, self.act_paths)
             self.active, self.rates = self.active[:m], self.rates[:m]
             self.act_cof, self.act_pid = self.act_cof[:m], self.act_pid[:m]
-            self.act_paths = self.act_paths[:m]
+            self.act_level, self.act_paths = self.act_level[:m], self.act_paths[:m]
         self._settle()
         if why == "threshold" or self.version != before:
             return True

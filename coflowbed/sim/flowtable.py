@@ -77,7 +77,13 @@ class FlowTable:
 
 def _path_ids(paths: np.ndarray) -> np.ndarray:
     """Dense id per distinct row of ``paths`` (lets the allocator fill flows that share a
-    path as one weighted row)."""
+    path as one weighted row); rows packed into one int64 key when they fit."""
     if paths.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
+    base = int(paths.max()) + 1
+    if base ** paths.shape[1] < 2 ** 62:
+        key = np.zeros(paths.shape[0], dtype=np.int64)
+        for k in range(paths.shape[1]):
+            key = key * base + paths[:, k]
+        return np.unique(key, return_inverse=True)[1].astype(np.int64)
     return np.unique(paths, axis=0, return_inverse=True)[1].ravel().astype(np.int64)

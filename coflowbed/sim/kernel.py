@@ -111,6 +111,8 @@ def _by_level(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ranks: one pass, where a comparison sort at every event would dominate)."""
     n = levels.size
     low, high = levels.min(), levels.max()
+    if low == high:  # one level (e.g. fair sharing)
+        return np.arange(n), np.array([0, n])
     if high - low >= n:
         order = np.argsort(levels, kind="mergesort")
         bounds = [0]

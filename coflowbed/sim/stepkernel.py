@@ -65,7 +65,7 @@ def advance(active, rates, cof, remaining, size, sent, moved, dt, start, finish_
 
 
 @njit(cache=True)
-def drop(done, active, rates, cof, pid, paths) -> int:
+def drop(done, active, rates, cof, pid, level, paths) -> int:
     """Remove positions ``done`` (increasing) from the aligned arrays by shifting the
     rest down in place; return the new length."""
     if done.size == 0:
@@ -76,6 +76,7 @@ def drop(done, active, rates, cof, pid, paths) -> int:
             d += 1
             continue
         active[m], rates[m], cof[m], pid[m] = active[j], rates[j], cof[j], pid[j]
+        level[m] = level[j]
         for k in range(paths.shape[1]):
             paths[m, k] = paths[j, k]
         m += 1

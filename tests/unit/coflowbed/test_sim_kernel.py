@@ -161,3 +161,17 @@ def test_filling_by_path_gives_the_per_flow_rates(seed):
             assert grouped == pytest.approx(plain, rel=1e-9, abs=1e-12)
             ref = ref_allocate(paths, levels, capacity, caps, hard)
             assert grouped == pytest.approx(ref, rel=1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("top", [50, 2 ** 31 - 1])  # packed keys / row-wise unique
+def test_path_ids_are_equal_exactly_for_equal_paths(top):
+    """The flow table's path ids (the allocator's grouping key) match equal rows only."""
+    from coflowbed.sim.flowtable import _path_ids
+    rng = np.random.default_rng(5)
+    paths = rng.integers(0, 6, (400, 4)).astype(np.int32)
+    paths[0, 3] = top
+    ids = _path_ids(paths)
+    same_id = ids[:, None] == ids[None, :]
+    same_row = (paths[:, None, :] == paths[None, :, :]).all(axis=2)
+    assert (same_id == same_row).all()
+    assert ids.max() + 1 == len(np.unique(paths, axis=0))
