@@ -60,6 +60,7 @@ class SimStats:
     events: int = 0
     policy_calls: int = 0
     allocations: int = 0
+    flow_visits: int = 0  # sum over events of the active flows (the per-flow work floor)
     wall_s: float = 0.0
     sim_end_s: float = 0.0
     finished: bool = False
@@ -132,6 +133,7 @@ class Simulator:
                 if self.hold and self.horizon_s > self.now:
                     self._advance(self.horizon_s - self.now, "horizon")  # flows held rates end
                 break
+            self.stats.flow_visits += self.active.size
             redecide = self._advance(dt, why)
             self.stats.events += 1
         self.stats.finished = self.dagstate.all_done()
