@@ -95,7 +95,8 @@ class Simulator:
         self.act_cof = np.zeros(0, dtype=np.int32)
         self.act_paths = np.zeros((0, self.fabric.width), dtype=np.int32)
         self.act_pid = np.zeros(0, dtype=np.int64)
-        self.act_level = np.zeros(0, dtype=np.int64)  # set at every decision
+        self.act_level = np.zeros(0, dtype=np.int64)  # set at every decision; -1: retired
+        self.n_retired = 0  # finished flows still in the active arrays
         self.rates = np.zeros(0)
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.capped = False  # whether the last decision set rate caps
@@ -133,7 +134,7 @@ class Simulator:
                 if self.hold and self.horizon_s > self.now:
                     self._advance(self.horizon_s - self.now, "horizon")  # flows held rates end
                 break
-            self.stats.flow_visits += self.active.size
+            self.stats.flow_visits += self.active.size - self.n_retired
             redecide = self._advance(dt, why)
             self.stats.events += 1
         self.stats.finished = self.dagstate.all_done()
@@ -148,7 +149,7 @@ class Simulator:
         """One progress line of a long run (simulated time, coflows done, load)."""
         log.info("simulated %.1f s: %d/%d coflows done, %d coflows and %d flows active, "
                  "%d events, %.0f s wall", self.now, self.done, len(self.outcomes),
-                 len(self.states), self.active.size, self.stats.events, wall_s)
+                 len(self.states), self.active.size - self.n_retired, self.stats.events, wall_s)
 
     # --- releases and completions -------------------------------------------------
 
@@ -178,6 +179,9 @@ class Simulator:
         self.act_cof = np.concatenate([self.act_cof, self.flows.coflow_of[new]])
         self.act_paths = np.concatenate([self.act_paths, self.flows.paths[new]])
         self.act_pid = np.concatenate([self.act_pid, self.flows.path_id[new]])
+        # Aligned until the decision that follows every release sets real levels and rates.
+        self.act_level = np.concatenate([self.act_level, np.zeros(new.size, dtype=np.int64)])
+        self.rates = np.concatenate([self.rates, np.zeros(new.size)])
 
     def _complete(self, c: int) -> None:
         """Coflow ``c`` delivered everything: record it, release its dependants."""
@@ -193,6 +197,8 @@ class Simulator:
         """Recompute every active flow's rate; ask the policy first if ``redecide``
         (the set of coflows changed or a byte threshold was crossed, as in the
         emulator's scheduler) else keep the last levels and caps."""
+        if redecide or not self.states:
+            self._compact()  # policies see live flows only; levels are rewritten below
         if not self.states:
             self.rates = np.zeros(0)
             return
@@ -303,6 +309,9 @@ class Simulator:
     def _next_event(self) -> tuple[float, str]:
         """Time to the next event and its kind."""
         fl = self.flows
+        if not self.rates.size == self.active.size == self.act_level.size:
+            # The compiled passes do not check bounds: never hand them misaligned arrays.
+            raise RuntimeError("simulator: active-flow arrays out of step")
         best, why = self.dagstate.next_time() - self.now, "dag"
         if self.hold:
             dt = stepkernel.next_coflow_end(self.active, self.rates, fl.remaining, self.act_cof)
@@ -343,15 +352,27 @@ class Simulator:
         before = self.version
         if done.size:
             self._finish_flows(self.active[done], when)
-            m = stepkernel.drop(done, self.active, self.rates, self.act_cof, self.act_pid,
-                                self.act_level, self.act_paths)
-            self.active, self.rates = self.active[:m], self.rates[:m]
-            self.act_cof, self.act_pid = self.act_cof[:m], self.act_pid[:m]
-            self.act_level, self.act_paths = self.act_level[:m], self.act_paths[:m]
+            stepkernel.retire(done, self.rates, self.act_level)
+            self.n_retired += done.size
+            if 4 * self.n_retired > self.active.size:
+                self._compact()
         self._settle()
         if why == "threshold" or self.version != before:
             return True
         return False if done.size and not self.hold else None
+
+    def _compact(self) -> None:
+        """Drop retired flows from the active arrays.  Done lazily (a quarter retired, or
+        before a decision): shifting 10^5 entries at every completion would cost more
+        than the rest of an event."""
+        if not self.n_retired:
+            return
+        m = stepkernel.compact(self.active, self.rates, self.act_cof, self.act_pid,
+                               self.act_level, self.act_paths)
+        self.active, self.rates = self.active[:m], self.rates[:m]
+        self.act_cof, self.act_pid = self.act_cof[:m], self.act_pid[:m]
+        self.act_level, self.act_paths = self.act_level[:m], self.act_paths[:m]
+        self.n_retired = 0
 
     def _finish_flows(self, idx: np.ndarray, when: np.ndarray) -> None:
         """Flows ``idx`` delivered their last byte at ``when`` (<= now)."""
@@ -360,6 +381,7 @@ class Simulator:
                                  minlength=len(self.outcomes))
         fl.remaining[idx] = 0.0
         fl.finish_s[idx] = when
+        self.caps[idx] = 0.0  # a retired flow still in the active arrays gets no rate
         counts = np.bincount(fl.coflow_of[idx], minlength=len(self.outcomes))
         self.left -= counts
         for c in np.flatnonzero((counts > 0) & (self.left == 0)).tolist():

@@ -34,7 +34,8 @@ def full_below(capacity: np.ndarray) -> np.ndarray:
 @njit(cache=True)
 def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
                     caps: np.ndarray, mode: int, path_id: np.ndarray) -> np.ndarray:
-    """Rates of all flows: levels in increasing order, max-min within a level.  ``mode``
+    """Rates of all flows: levels in increasing order (< 0: no rate), max-min within a
+    level.  ``mode``
     NO_CAPS ignores ``caps``; HARD_CAPS fills up to the caps only (meters); SOFT_CAPS
     does that, then a second, uncapped pass hands out what is left (work conserving).
     ``path_id`` (ints >= 0, equal only for equal ``paths`` rows; empty = unknown) lets
@@ -55,6 +56,8 @@ def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
             continue
         for g in range(bounds.size - 1):
             idx = order[bounds[g]:bounds[g + 1]]
+            if levels[idx[0]] < 0:  # finished flows the engine has not dropped yet
+                continue
             if not _any_room(paths, idx, residual, eps):  # lower levels mostly find none
                 continue
             if capped or idx.size < GROUP_MIN or not path_id.size:

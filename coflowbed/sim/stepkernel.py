@@ -29,7 +29,11 @@ def next_coflow_end(active, rates, remaining, cof) -> float:
     rates: only then does anything change).  ``active`` is grouped by coflow."""
     best, run_end = np.inf, 0.0
     for j in range(active.size):
-        t = remaining[active[j]] * 8.0 / rates[j] if rates[j] > 0.0 else np.inf
+        left = remaining[active[j]]
+        if left <= 0.0:
+            t = 0.0  # finished, awaiting compaction
+        else:
+            t = left * 8.0 / rates[j] if rates[j] > 0.0 else np.inf
         if j == 0 or cof[j] != cof[j - 1]:
             run_end = t
         elif t > run_end:
@@ -65,22 +69,29 @@ def advance(active, rates, cof, remaining, size, sent, moved, dt, start, finish_
 
 
 @njit(cache=True)
-def drop(done, active, rates, cof, pid, level, paths) -> int:
-    """Remove positions ``done`` (increasing) from the aligned arrays by shifting the
+def compact(active, rates, cof, pid, level, paths) -> int:
+    """Remove the finished flows (``level`` < 0) from the aligned arrays by shifting the
     rest down in place; return the new length."""
-    if done.size == 0:
-        return active.size
-    m, d = done[0], 0  # nothing moves before the first removed position
-    for j in range(done[0], active.size):
-        if d < done.size and done[d] == j:
-            d += 1
+    m = 0
+    while m < active.size and level[m] >= 0:  # nothing moves before the first removed
+        m += 1
+    for j in range(m, active.size):
+        if level[j] < 0:
             continue
-        active[m], rates[m], cof[m], pid[m] = active[j], rates[j], cof[j], pid[j]
-        level[m] = level[j]
+        active[m], rates[m], cof[m], pid[m], level[m] = active[j], rates[j], cof[j], pid[j], level[j]
         for k in range(paths.shape[1]):
             paths[m, k] = paths[j, k]
         m += 1
     return m
+
+
+@njit(cache=True)
+def retire(done, rates, level) -> None:
+    """Flows at positions ``done`` finished: rate 0 and level -1 (skipped by every pass,
+    removed at the next ``compact``)."""
+    for j in done:
+        rates[j] = 0.0
+        level[j] = -1
 
 
 @njit(cache=True)
