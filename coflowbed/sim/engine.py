@@ -40,6 +40,7 @@ log = logging.getLogger("sim")
 
 FINISH_TOL = 1e-9  # a flow within this fraction of its size (or 1e-6 B) of the end is done
 PROGRESS_EVERY_S = 10.0  # wall seconds between progress lines of a long run
+COMPACT_FRACTION = 0.25  # drop finished flows from the active arrays past this share
 
 
 @dataclass
@@ -354,7 +355,7 @@ class Simulator:
             self._finish_flows(self.active[done], when)
             stepkernel.retire(done, self.rates, self.act_level)
             self.n_retired += done.size
-            if 4 * self.n_retired > self.active.size:
+            if self.n_retired > COMPACT_FRACTION * self.active.size:
                 self._compact()
         self._settle()
         if why == "threshold" or self.version != before:
