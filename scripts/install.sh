@@ -48,6 +48,8 @@ install_venv() {
     "$venv/bin/pip" install -q --upgrade pip
     "$venv/bin/pip" install -q -r "$repo/requirements.txt"
     "$venv/bin/pip" install -q --no-deps --no-build-isolation -e "$repo"
+    # Compile the simulator's numba kernels now rather than inside the first simulation.
+    "$venv/bin/python" -m coflowbed.sim.warmup
     want_stamp > "$stamp"
 }
 
