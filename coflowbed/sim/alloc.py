@@ -61,8 +61,11 @@ def allocate(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
         mode = kernel.HARD_CAPS if hard_caps else kernel.SOFT_CAPS
     pid = np.zeros(0, dtype=np.int64) if path_id is None else \
         np.ascontiguousarray(path_id, dtype=np.int64)
-    return kernel.allocate_levels(paths, np.ascontiguousarray(levels, dtype=np.int64),
-                                  np.ascontiguousarray(capacity, dtype=float),
+    levels = np.ascontiguousarray(levels, dtype=np.int64)
+    # The kernel does not check bounds: refuse arrays that do not match the flows.
+    if levels.shape != (n,) or pid.shape not in ((0,), (n,)):
+        raise ValueError(f"allocate: {n} flows but {levels.size} levels, {pid.size} path ids")
+    return kernel.allocate_levels(paths, levels, np.ascontiguousarray(capacity, dtype=float),
                                   _as_caps(caps, n), mode, pid)
 
 

@@ -60,7 +60,9 @@ def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
                 continue
             if not _any_room(paths, idx, residual, eps):  # lower levels mostly find none
                 continue
-            if capped or idx.size < GROUP_MIN or not path_id.size:
+            # Grouping pays when a level has many flows per path (fair sharing: ~7 on the
+            # trace); a coflow's own flows mostly have distinct paths (FIFO, Sincronia).
+            if capped or not path_id.size or idx.size < max(GROUP_MIN, 2 * slot.size):
                 gained = fill(paths, idx, no_weight, residual, eps, caps, rates, capped)
                 for j in range(idx.size):
                     rates[idx[j]] += gained[j]
@@ -109,33 +111,35 @@ def _any_room(paths, idx, residual, eps) -> bool:
 
 @njit(cache=True)
 def _by_level(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Flow indices ordered by level (stable) and the bounds of each level's run; a
-    counting sort when the levels span no more values than there are flows (dense
-    ranks: one pass, where a comparison sort at every event would dominate)."""
+    """Flow indices ordered by level (stable) and the bounds of each level's run.  The
+    engine keeps flows grouped by coflow and a coflow has one level, so the levels come
+    in long runs: sort the runs, then copy each run's indices in order."""
     n = levels.size
-    low, high = levels.min(), levels.max()
-    if low == high:  # one level (e.g. fair sharing)
-        return np.arange(n), np.array([0, n])
-    if high - low >= n:
-        order = np.argsort(levels, kind="mergesort")
-        bounds = [0]
-        for j in range(1, n):
-            if levels[order[j]] != levels[order[j - 1]]:
-                bounds.append(j)
-        bounds.append(n)
-        return order, np.array(bounds)
-    start = np.zeros(high - low + 2, dtype=np.int64)
-    for j in range(n):
-        start[levels[j] - low + 1] += 1
-    for v in range(high - low + 1):
-        start[v + 1] += start[v]
-    cursor = start[:-1].copy()
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    run_start = [0]
+    for j in range(1, n):
+        if levels[j] != levels[j - 1]:
+            run_start.append(j)
+    run_start.append(n)
+    starts = np.array(run_start)
+    runs = starts.size - 1
+    run_level = np.empty(runs, dtype=levels.dtype)
+    for r in range(runs):
+        run_level[r] = levels[starts[r]]
+    by_run = np.argsort(run_level, kind="mergesort")
     order = np.empty(n, dtype=np.int64)
-    for j in range(n):
-        v = levels[j] - low
-        order[cursor[v]] = j
-        cursor[v] += 1
-    return order, np.unique(start)  # empty levels give repeated bounds
+    bounds = [0]
+    pos = 0
+    for q in range(runs):
+        r = by_run[q]
+        if q and run_level[r] != run_level[by_run[q - 1]]:
+            bounds.append(pos)
+        for j in range(starts[r], starts[r + 1]):
+            order[pos] = j
+            pos += 1
+    bounds.append(n)
+    return order, np.array(bounds)
 
 
 @njit(cache=True)

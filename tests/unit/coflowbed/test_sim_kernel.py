@@ -175,3 +175,15 @@ def test_path_ids_are_equal_exactly_for_equal_paths(top):
     same_row = (paths[:, None, :] == paths[None, :, :]).all(axis=2)
     assert (same_id == same_row).all()
     assert ids.max() + 1 == len(np.unique(paths, axis=0))
+
+
+def test_arrays_that_do_not_match_the_flows_are_refused():
+    """The compiled kernel reads without bounds checks: the wrapper refuses short arrays."""
+    paths = np.array([[0, 2], [1, 3]], dtype=np.int32)
+    capacity = np.array([1.0, 1.0, 1.0, 1.0, INF])
+    with pytest.raises(ValueError, match="2 flows but 1 levels"):
+        allocate(paths, np.zeros(1, dtype=np.int64), capacity)
+    with pytest.raises(ValueError, match="path ids"):
+        allocate(paths, np.zeros(2, dtype=np.int64), capacity, path_id=np.zeros(3))
+    with pytest.raises(ValueError, match="caps: 1 values for 2 flows"):
+        allocate(paths, np.zeros(2, dtype=np.int64), capacity, np.ones(1))
