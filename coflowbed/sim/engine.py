@@ -212,8 +212,9 @@ class Simulator:
             if caps is not None:
                 self.caps[self.active] = caps
             self._record_first(cs, ranks, levels)
+        else:
+            caps = self.caps[self.active] if self.capped else None
         fl = self.flows
-        caps = self.caps[self.active] if self.capped else None
         self.rates = allocate(self.act_paths, self.act_level,
                               self.fabric.capacity_bps, caps,
                               getattr(self.policy, "rates_are_limits", False), self.act_pid)

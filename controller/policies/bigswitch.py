@@ -107,14 +107,17 @@ DENSE_MAX = 1 << 24  # coflows x ports up to this: count on a dense grid instead
 def port_loads(table: FlowTable) -> PortLoads:
     """Sum each coflow's bits per port (sender and receiver side)."""
     n_ports = table.n_ports
-    keys = np.concatenate([table.coflow * n_ports + table.src,
-                           table.coflow * n_ports + table.dst])
-    weights = np.concatenate([table.bits, table.bits])
+    base = table.coflow * n_ports
     grid = (len(table.start) - 1) * n_ports
-    if grid <= DENSE_MAX:  # linear time, no sort
-        uniq = np.flatnonzero(np.bincount(keys, minlength=grid))
-        bits = np.bincount(keys, weights=weights, minlength=grid)[uniq]
+    if grid <= DENSE_MAX:  # linear time, no sort; live flows have bits > 0, so a
+        # (coflow, port) with any flow has a positive sum
+        dense = np.bincount(base + table.src, table.bits, grid)
+        dense += np.bincount(base + table.dst, table.bits, grid)
+        uniq = np.flatnonzero(dense > 0)
+        bits = dense[uniq]
     else:
+        keys = np.concatenate([base + table.src, base + table.dst])
+        weights = np.concatenate([table.bits, table.bits])
         uniq, inverse = np.unique(keys, return_inverse=True)
         bits = np.bincount(inverse, weights=weights, minlength=len(uniq))
     coflow = uniq // n_ports
