@@ -1,5 +1,7 @@
-"""Strict readers for YAML/JSON mappings: unknown keys, missing keys and bad values are
-reported as one ``UserError`` line naming the file, the dotted key and the reason."""
+"""Strict readers for YAML mappings (scenarios): unknown keys, missing keys and bad values
+are reported as one ``UserError`` line naming the file, the dotted key and the reason.
+The strictness itself is ``workload.schema.Section``'s; this module adds YAML loading and
+checker-style access."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +10,7 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from coflowbed.errors import UserError
+from workload import schema
 
 
 def load_yaml(path: Path) -> Any:
@@ -24,33 +27,21 @@ def load_yaml(path: Path) -> Any:
         raise UserError(str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
 
 
-class Section:
-    """A mapping being validated: ``get``/``need`` take keys out; ``done`` rejects the
-    rest as unknown.  ``key`` is the dotted path used in messages."""
-
-    def __init__(self, source: str, key: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise UserError(source, key or "(top level)", f"must be a mapping, got {type(data).__name__}")
-        self.source, self.key, self._data, self._used = source, key, data, set()
-
-    def _path(self, name: str) -> str:
-        return f"{self.key}.{name}" if self.key else name
+class Section(schema.Section):
+    """The shared strict reader (``workload.schema.Section``: unknown keys rejected by
+    ``done``, errors naming file and dotted key) with the scenario reader's access style:
+    ``get``/``need`` pass a value through a checker callable that raises ValueError or
+    TypeError with the reason.  A key set to null counts as absent."""
 
     def fail(self, name: str, reason: str) -> UserError:
         """A UserError for key ``name`` of this section."""
-        return UserError(self.source, self._path(name), reason)
-
-    def has(self, name: str) -> bool:
-        """Whether ``name`` is present."""
-        return name in self._data
+        return self.error(name, reason)
 
     def get(self, name: str, default: Any = None, check: Callable[[Any], Any] | None = None) -> Any:
-        """Value of optional key ``name`` passed through ``check`` (which may raise
-        ValueError/TypeError with a reason)."""
-        self._used.add(name)
-        if name not in self._data:
+        """Value of optional key ``name`` passed through ``check``."""
+        value = self.raw(name, None)
+        if value is None:
             return default
-        value = self._data[name]
         if check is None:
             return value
         try:
@@ -60,25 +51,10 @@ class Section:
 
     def need(self, name: str, check: Callable[[Any], Any] | None = None) -> Any:
         """Value of required key ``name``."""
-        if name not in self._data:
+        if not self.has(name):
+            self.raw(name, None)  # mark it read
             raise self.fail(name, "missing required key")
         return self.get(name, None, check)
-
-    def section(self, name: str, required: bool = True) -> "Section | None":
-        """A nested mapping as a Section (None if optional and absent)."""
-        self._used.add(name)
-        if name not in self._data:
-            if required:
-                raise self.fail(name, "missing required section")
-            return None
-        return Section(self.source, self._path(name), self._data[name])
-
-    def done(self, hints: dict[str, str] | None = None) -> None:
-        """Reject keys that were never read; ``hints`` explain known-unsupported keys."""
-        for name in self._data:
-            if name not in self._used:
-                reason = (hints or {}).get(name, f"unknown key (known: {', '.join(sorted(self._used))})")
-                raise self.fail(name, reason)
 
 
 def integer(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:

@@ -60,7 +60,7 @@ def load_scenario(path: Path | str, overrides: dict | None = None) -> Scenario:
     raw = load_yaml(path)
     if isinstance(raw, dict) and overrides:
         raw = {**raw, **overrides}
-    top = Section(str(path), "", raw)
+    top = Section(raw, str(path))
     scen = _parse(top, path)
     top.done()
     return scen
@@ -81,7 +81,7 @@ def _parse(top: Section, path: Path) -> Scenario:
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     return Scenario(str(path), name, plan, levels, queue_packets, switch, policy, params, seed,
-                    timeout_s, dag, static_levels, rates, dict(top._data), plugins, policy_rates)
+                    timeout_s, dag, static_levels, rates, dict(top.data), plugins, policy_rates)
 
 
 def _load_plugins(top: Section, path: Path) -> list[str]:
@@ -181,7 +181,7 @@ def _parse_coflows(sec: Section, plan: FabricPlan, levels: int) -> tuple[Dag, di
     hosts = set(plan.host_names())
     coflows, lv, rates = [], {}, {}
     for i, item in enumerate(items):
-        cs = Section(sec.source, f"workload.coflows[{i}]", item)
+        cs = Section(item, sec.source, f"workload.coflows[{i}]")
         cf, level, rate = _parse_one_coflow(cs, i, hosts, levels)
         if any(c.coflow_id == cf.coflow_id for c in coflows):
             raise cs.fail("id", f"duplicate coflow id {cf.coflow_id!r}")
@@ -205,7 +205,7 @@ def _parse_one_coflow(cs: Section, i: int, hosts: set[str], levels: int):
     flows_raw = cs.get("flows")
     if not isinstance(flows_raw, list) or not flows_raw:
         raise cs.fail("flows", "must be a non-empty list of {src, dst, bytes}")
-    flows = tuple(_parse_flow(Section(cs.source, f"{cs.key}.flows[{j}]", fr), f"{cid}.f{j}", hosts)
+    flows = tuple(_parse_flow(Section(fr, cs.source, f"{cs.path}.flows[{j}]"), f"{cid}.f{j}", hosts)
                   for j, fr in enumerate(flows_raw))
     cs.done()
     return Coflow(cid, flows, ident, release_s=arrival), level, rate

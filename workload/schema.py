@@ -82,9 +82,10 @@ class Section:
         return v
 
     def section(self, key: str, required: bool = True) -> "Section | None":
-        """The nested mapping at ``key`` (None when optional and absent)."""
+        """The nested mapping at ``key`` (None when optional and absent), read the same
+        way as this one (a subclass's nested sections are of that subclass)."""
         v = self.raw(key, _REQUIRED if required else None)
-        return None if v is None else Section(v, self.source, _join(self.path, key))
+        return None if v is None else type(self)(v, self.source, _join(self.path, key))
 
     def list(self, key: str, default: Any = _REQUIRED) -> list:
         """A list value."""
@@ -93,11 +94,13 @@ class Section:
             raise self.error(key, f"must be a list, got {_kind(v)}")
         return v
 
-    def done(self) -> None:
-        """Reject keys that were never read."""
+    def done(self, hints: Mapping[str, str] | None = None) -> None:
+        """Reject keys that were never read; ``hints`` give the reason for keys known
+        to be unsupported (instead of "unknown key")."""
         unknown = sorted(str(k) for k in self.data if k not in self._seen)
         if unknown:
-            raise self.error(unknown[0], f"unknown key (known: {self._known()})")
+            reason = (hints or {}).get(unknown[0], f"unknown key (known: {self._known()})")
+            raise self.error(unknown[0], reason)
 
     def _known(self) -> str:
         return ", ".join(sorted(self._seen)) or "none"
