@@ -1,6 +1,6 @@
 """coflowbed's flow-level (fluid) simulator: the same coflow DAGs and policy objects as
 the emulator, on an ideal fabric model (big switch or leaf-spine), event-driven with
-numpy.  See docs/simulator.md.
+numpy and numba-compiled kernels.  See docs/simulator.md.
 
     from coflowbed.sim import simulate, BigSwitch
     result = simulate(dag, BigSwitch(hosts, 1e9), policy, levels=None)
@@ -8,6 +8,7 @@ numpy.  See docs/simulator.md.
 """
 from __future__ import annotations
 
+import logging
 import math
 
 from coflowbed.sim.engine import Simulator
@@ -17,12 +18,17 @@ from coflowbed.sim.result import SimResult
 from controller.policies.base import Policy
 from workload.dag import Dag
 
+log = logging.getLogger("sim")
+
 
 def simulate(dag: Dag, fabric: FabricModel, policy: Policy, levels: int | None = None,
              horizon_s: float = math.inf, wall_limit_s: float = math.inf) -> SimResult:
     """Run ``dag`` on ``fabric`` under ``policy``; ``levels`` = K queues or None (exact
     total order).  Stops (partial result) once simulated time passes ``horizon_s`` or
     the run has taken ``wall_limit_s`` seconds of wall time."""
+    from coflowbed.sim.warmup import kernels_cached  # late: warmup imports this package
+    if not kernels_cached():
+        log.info("compiling the simulator's kernels (once after install or 'make clean', ~25 s)")
     return SimResult(Simulator(dag, fabric, policy, levels, horizon_s, wall_limit_s).run())
 
 

@@ -219,7 +219,7 @@ class Simulator:
                               self.fabric.capacity_bps, caps,
                               getattr(self.policy, "rates_are_limits", False), self.act_pid)
         starting = stepkernel.starting(self.active, self.rates, fl.start_s, self.now)
-        for c in np.unique(self.act_cof[starting]).tolist():
+        for c in (np.unique(self.act_cof[starting]).tolist() if starting.size else ()):
             if math.isnan(self.outcomes[c].start_s):
                 self.outcomes[c].start_s = self.now
         self.stats.allocations += 1
@@ -377,14 +377,10 @@ class Simulator:
         self.n_retired = 0
 
     def _finish_flows(self, idx: np.ndarray, when: np.ndarray) -> None:
-        """Flows ``idx`` delivered their last byte at ``when`` (<= now)."""
+        """Flows ``idx`` delivered their last byte at ``when`` (<= now); a retired flow
+        still in the active arrays gets cap 0 (no rate)."""
         fl = self.flows
-        self.sent += np.bincount(fl.coflow_of[idx], weights=fl.remaining[idx],
-                                 minlength=len(self.outcomes))
-        fl.remaining[idx] = 0.0
-        fl.finish_s[idx] = when
-        self.caps[idx] = 0.0  # a retired flow still in the active arrays gets no rate
-        counts = np.bincount(fl.coflow_of[idx], minlength=len(self.outcomes))
-        self.left -= counts
-        for c in np.flatnonzero((counts > 0) & (self.left == 0)).tolist():
+        done = stepkernel.finish(idx, when, fl.coflow_of, fl.remaining, fl.finish_s, self.caps,
+                                 self.sent, self.left)
+        for c in np.sort(done).tolist():  # in coflow order, as dependants are released
             self._complete(c)

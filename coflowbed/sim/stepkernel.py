@@ -107,3 +107,24 @@ def starting(active, rates, start_s, now) -> np.ndarray:
             out[n] = j
             n += 1
     return out[:n]
+
+
+@njit(cache=True)
+def finish(idx, when, coflow_of, remaining, finish_s, caps, sent, left) -> np.ndarray:
+    """Flows ``idx`` delivered their last byte at ``when``: count what was left in
+    ``sent``, zero ``remaining`` and ``caps``, stamp ``finish_s``, decrement ``left``
+    per coflow; return the coflows that have no flow left now (each once)."""
+    done = np.empty(idx.size, dtype=np.int64)
+    n = 0
+    for q in range(idx.size):
+        i = idx[q]
+        c = coflow_of[i]
+        sent[c] += remaining[i]
+        remaining[i] = 0.0
+        finish_s[i] = when[q]
+        caps[i] = 0.0
+        left[c] -= 1
+        if left[c] == 0:
+            done[n] = c
+            n += 1
+    return done[:n]

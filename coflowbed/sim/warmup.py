@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from coflowbed.sim import BigSwitch, LeafSpine, simulate
 from coflowbed.sim.levels import StaticPolicy
@@ -37,6 +38,14 @@ def compile_kernels() -> float:
                        metered):
             simulate(dag, fabric, policy, None)
     return time.perf_counter() - t0
+
+
+def kernels_cached() -> bool:
+    """Whether numba's cache next to the kernels holds compiled code (else the first
+    simulation compiles, ~25 s)."""
+    from coflowbed.sim import kernel
+    cache = Path(kernel.__file__).parent / "__pycache__"
+    return all(any(cache.glob(f"{mod}.*.nbi")) for mod in ("kernel", "stepkernel"))
 
 
 def main() -> int:

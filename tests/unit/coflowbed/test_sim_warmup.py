@@ -1,0 +1,27 @@
+"""Compiling the simulator's kernels ahead of use, and saying so when a run must."""
+from __future__ import annotations
+
+from coflowbed.sim import BigSwitch, kernel, simulate, warmup
+from controller import policies
+
+
+def test_kernels_cached_looks_for_both_kernel_modules(tmp_path, monkeypatch):
+    """Cached only when numba's index files of kernel and stepkernel are both there."""
+    monkeypatch.setattr(kernel, "__file__", str(tmp_path / "kernel.py"))
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    assert not warmup.kernels_cached()
+    (cache / "kernel.fill-120.py311.nbi").touch()
+    assert not warmup.kernels_cached()
+    (cache / "stepkernel.advance-40.py311.nbi").touch()
+    assert warmup.kernels_cached()
+
+
+def test_a_run_that_must_compile_says_so(monkeypatch, caplog):
+    """No cached kernels: the run logs that it compiles (a silent 25 s looks like a hang)."""
+    monkeypatch.setattr(warmup, "kernels_cached", lambda: False)
+    with caplog.at_level("INFO", logger="sim"):
+        res = simulate(warmup.tiny_dag(), BigSwitch(("h1", "h2", "h3", "h4"), 1e9),
+                       policies.get("fair"), None)
+    assert res.sim.stats.finished
+    assert any("compiling the simulator's kernels" in r.getMessage() for r in caplog.records)
