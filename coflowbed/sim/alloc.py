@@ -71,7 +71,8 @@ def allocate(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
 
 def _as_paths(paths: np.ndarray) -> np.ndarray:
     """``paths`` as a C-contiguous int32 [flows, width] array (one compiled signature)."""
-    return np.ascontiguousarray(paths, dtype=np.int32).reshape(len(paths), -1)
+    arr = np.ascontiguousarray(paths, dtype=np.int32)
+    return arr if arr.ndim == 2 else arr.reshape(len(arr), -1)
 
 
 def _as_caps(caps: np.ndarray | None, n: int) -> np.ndarray:

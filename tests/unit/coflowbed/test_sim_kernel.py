@@ -187,3 +187,12 @@ def test_arrays_that_do_not_match_the_flows_are_refused():
         allocate(paths, np.zeros(2, dtype=np.int64), capacity, path_id=np.zeros(3))
     with pytest.raises(ValueError, match="caps: 1 values for 2 flows"):
         allocate(paths, np.zeros(2, dtype=np.int64), capacity, np.ones(1))
+
+
+def test_no_flows_get_no_rates():
+    """An empty flow set is valid input (every flow finished) and gives empty rates."""
+    capacity = np.array([1.0, 1.0, INF])
+    empty = np.zeros((0, 2), dtype=np.int32)
+    assert allocate(empty, np.zeros(0, dtype=np.int64), capacity).shape == (0,)
+    assert allocate(empty, np.zeros(0, dtype=np.int64), capacity, np.zeros(0), True).shape == (0,)
+    assert waterfill(empty, capacity.copy()).shape == (0,)
