@@ -35,11 +35,10 @@ def full_below(capacity: np.ndarray) -> np.ndarray:
 def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
                     caps: np.ndarray, mode: int, path_id: np.ndarray) -> np.ndarray:
     """Rates of all flows: levels in increasing order (< 0: no rate), max-min within a
-    level.  ``mode``
-    NO_CAPS ignores ``caps``; HARD_CAPS fills up to the caps only (meters); SOFT_CAPS
-    does that, then a second, uncapped pass hands out what is left (work conserving).
-    ``path_id`` (ints >= 0, equal only for equal ``paths`` rows; empty = unknown) lets
-    uncapped passes fill one row per distinct path of a level, weighted by its flows."""
+    level.  ``mode`` NO_CAPS ignores ``caps``; HARD_CAPS fills up to the caps only
+    (meters); SOFT_CAPS does that, then a second, uncapped pass hands out what is left
+    (work conserving).  ``path_id`` (ints >= 0, equal only for equal ``paths`` rows;
+    empty = unknown) lets uncapped passes fill one row per distinct path of a level."""
     n = paths.shape[0]
     rates = np.zeros(n)
     if n == 0:
@@ -48,7 +47,6 @@ def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
     eps = full_below(capacity)
     order, bounds = _by_level(levels)
     slot = np.full(path_id.max() + 1 if path_id.size else 0, -1, dtype=np.int64)
-    no_weight = np.zeros(0, dtype=np.int64)
     for capped in (True, False):
         if (capped and mode == NO_CAPS) or (not capped and mode == HARD_CAPS):
             continue
@@ -58,17 +56,23 @@ def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
             idx = order[bounds[g]:bounds[g + 1]]
             if levels[idx[0]] < 0:  # finished flows the engine has not dropped yet
                 continue
-            if not _any_room(paths, idx, residual, eps):  # lower levels mostly find none
-                continue
-            # Grouping pays when a level has many flows per path (fair sharing: ~7 on the
-            # trace); a coflow's own flows mostly have distinct paths (FIFO, Sincronia).
-            if capped or not path_id.size or idx.size < max(GROUP_MIN, 2 * slot.size):
-                gained = fill(paths, idx, no_weight, residual, eps, caps, rates, capped)
-                for j in range(idx.size):
-                    rates[idx[j]] += gained[j]
-            else:
-                _fill_by_path(paths, idx, path_id, slot, residual, eps, rates)
+            if _any_room(paths, idx, residual, eps):  # lower levels mostly find none
+                _fill_level(paths, idx, path_id, slot, residual, eps, caps, rates, capped)
     return rates
+
+
+@njit(cache=True)
+def _fill_level(paths, idx, path_id, slot, residual, eps, caps, rates, capped) -> None:
+    """One level's share: flow by flow, or one row per distinct path when the level has
+    many flows per path (fair sharing: ~7 on the trace; a coflow's own flows mostly
+    have distinct paths, as under FIFO or Sincronia)."""
+    if capped or not path_id.size or idx.size < max(GROUP_MIN, 2 * slot.size):
+        gained = fill(paths, idx, np.zeros(0, dtype=np.int64), residual, eps, caps, rates,
+                      capped)
+        for j in range(idx.size):
+            rates[idx[j]] += gained[j]
+    else:
+        _fill_by_path(paths, idx, path_id, slot, residual, eps, rates)
 
 
 @njit(cache=True)
