@@ -16,12 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from coflowbed.sim import kernel
-from coflowbed.sim.kernel import REL_TOL  # noqa: F401  (re-exported)
-
-
-def full_below(capacity: np.ndarray) -> np.ndarray:
-    """Per link, the free capacity under which it counts as full (round-off guard)."""
-    return kernel.full_below(np.asarray(capacity, dtype=float))
 
 
 def waterfill(paths: np.ndarray, residual: np.ndarray, caps: np.ndarray | None = None,

@@ -122,8 +122,8 @@ def test_feasible_caps_are_granted_exactly_then_topped_up():
 
 
 def test_sparse_levels_order_like_dense_ones():
-    """Levels far apart (comparison sort) allocate like the same order packed densely
-    (counting sort), and equal levels share max-min fairly."""
+    """Levels far apart and interleaved (runs of single flows) allocate like the same
+    order packed densely, and equal levels share max-min fairly."""
     rng = np.random.default_rng(11)
     paths, capacity = random_case(rng, 500, 8)
     dense = rng.integers(0, 25, 500)
