@@ -15,6 +15,26 @@ SendOrder = Union[tuple[str, str, str, int, int, int, int],
                   tuple[str, str, str, int, int, int, int, Union[float, None]]]
 
 
+@dataclass(frozen=True)
+class PoolOrder:
+    """``src``'s agent is to hold ``count`` open connections to ``dst_ip:dst_port``."""
+
+    src: str
+    dst_ip: str
+    dst_port: int
+    count: int
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    """What setting the connection pools up took: connections opened in all, and the
+    wall time from the first request to the last reply."""
+
+    pairs: int
+    connections: int
+    setup_s: float
+
+
 class AgentHost(Protocol):
     """What AgentSet needs from a host (Mininet's Host has all three)."""
 
@@ -73,6 +93,8 @@ class AgentStats:
     received: dict[str, int]
     priority: dict[str, int]
     pacing: dict[str, int | None] = field(default_factory=dict)
+    # per destination "ip:port": {"total", "idle", "on_demand"} connections
+    connections: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(eq=False)

@@ -33,13 +33,13 @@ from typing import Any, Iterable, Mapping
 from coflowbed.agent_process import (HOST_NAME, REPO_ROOT, close_agent, end_process, spawn_agent,
                                      wait_ready)
 from coflowbed.agent_types import (AgentError, AgentEvent, AgentHandle, AgentHost, AgentStats,
-                                   SendOrder)
-from workload.agent_proto import (HelloRequest, Request, SendRequest, SetLevelRequest,
-                                  SetRateRequest, ShutdownRequest, StatsRequest, encode_line,
-                                  request_dict)
+                                   PoolOrder, PoolReport, SendOrder)
+from workload.agent_proto import (ConnectRequest, HelloRequest, Request, SendRequest,
+                                  SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
+                                  encode_line, request_dict)
 
 __all__ = ["AgentError", "AgentEvent", "AgentHost", "AgentSet", "AgentStats", "CONNECT_TIMEOUT_S",
-           "HOST_NAME", "REPO_ROOT", "SendOrder"]
+           "HOST_NAME", "PoolOrder", "PoolReport", "REPO_ROOT", "SendOrder"]
 
 log = logging.getLogger("coflowbed.agents")
 
@@ -70,6 +70,7 @@ class AgentSet:
         self.log_dir = Path(log_dir).resolve() if log_dir is not None else self.sock_dir
         self.ports = {h.name: (data_ports or {}).get(h.name, data_port) for h in self._hosts}
         self.request_timeout_s, self.stop_timeout_s = request_timeout_s, stop_timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self.agent_args = ["--connect-timeout", str(connect_timeout_s),
                            "--stall-timeout", str(stall_timeout_s)]
         self.event_queue: queue.Queue[AgentEvent] = event_queue if event_queue is not None else queue.Queue()
@@ -272,6 +273,23 @@ class AgentSet:
             for req, fut in zip(reqs, futs):
                 self._reply(host, req, fut, deadline)
 
+    def connect(self, orders: Iterable[PoolOrder], timeout_s: float | None = None) -> PoolReport:
+        """Set the connection pools up before the iteration (as NCCL does at communicator
+        init): every agent gets its orders in one write, the pools open in parallel, and
+        this returns once all are up (AgentError naming the first that failed)."""
+        by_host: dict[str, list[ConnectRequest]] = {}
+        for o in orders:  # validate every order before sending any
+            by_host.setdefault(o.src, []).append(ConnectRequest(o.dst_ip, o.dst_port, o.count))
+        for host in by_host:
+            self._agent(host)
+        t0 = time.monotonic()
+        submitted = [(host, reqs, self._submit(host, *reqs)) for host, reqs in by_host.items()]
+        deadline = t0 + (timeout_s or self.connect_timeout_s)
+        total = sum(int(self._reply(host, req, fut, deadline)["connections"])
+                    for host, reqs, futs in submitted for req, fut in zip(reqs, futs))
+        pairs = sum(len(reqs) for reqs in by_host.values())
+        return PoolReport(pairs, total, time.monotonic() - t0)
+
     def send_to(self, src: str, dst: str, flow_id: str, nbytes: int, tag: int, level: int,
                 rate_mbps: float | None = None) -> None:
         """``send`` from host ``src`` to host ``dst``'s agent."""
@@ -291,7 +309,8 @@ class AgentSet:
         """Bytes acknowledged/received so far on ``host``."""
         r = self._request(host, StatsRequest())
         by_tag = {int(tag): n for tag, n in r["sent_by_tag"].items()}
-        return AgentStats(host, r["t_ns"], r["sent"], by_tag, r["received"], r["priority"], r["pacing"])
+        return AgentStats(host, r["t_ns"], r["sent"], by_tag, r["received"], r["priority"], r["pacing"],
+                          r["connections"])
 
     def next_event(self, timeout_s: float) -> AgentEvent:
         """The next event, waiting at most ``timeout_s`` (AgentError when none came)."""

@@ -13,8 +13,10 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Sequence
 
+from coflowbed.results import percentile
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
 from coflowbed.scheduling import Changes, LiveScheduler
 from topo.plan import FabricPlan
@@ -124,6 +126,46 @@ class ChangeWriter:
             self.agents.set_rate(src, tag, self.ip[dst], rate)
 
 
+@dataclass
+class ReleaseTimes:
+    """What releasing costs on the fabric: from a coflow's release to each of its flows'
+    first payload byte at the receiver, and the controller writes a release waited for
+    (dynamic policies write a new coflow's entry before its flows start)."""
+
+    released: dict[str, float] = field(default_factory=dict)  # flow id -> monotonic s
+    start_s: list[float] = field(default_factory=list)  # release -> sender's flow started
+    first_byte_s: list[float] = field(default_factory=list)
+    write_s: list[float] = field(default_factory=list)
+    releases: int = 0
+    new_connections: int = 0  # flows that found no idle pooled connection
+
+    def started(self, flow_id: str, t_ns: int) -> None:
+        """The sender started ``flow_id`` at ``t_ns`` (took a connection, marked it)."""
+        t = self.released.get(flow_id)
+        if t is not None:
+            self.start_s.append(t_ns / 1e9 - t)
+
+    def first_byte(self, flow_id: str, first_ns: int) -> None:
+        """The receiver saw ``flow_id``'s first payload byte at ``first_ns``."""
+        t = self.released.pop(flow_id, None)
+        if t is not None and first_ns:
+            self.first_byte_s.append(first_ns / 1e9 - t)
+
+    def summary(self) -> dict:
+        """Milliseconds (median, p95, max) for summary.json."""
+        return {"releases": self.releases, "new_connections": self.new_connections,
+                "start_ms": _ms_stats(self.start_s), "first_byte_ms": _ms_stats(self.first_byte_s),
+                "writes_waited": len(self.write_s), "write_ms": _ms_stats(self.write_s)}
+
+
+def _ms_stats(values: list[float]) -> dict | None:
+    """count, median, p95 and max of ``values`` (seconds) in ms; None when empty."""
+    if not values:
+        return None
+    return {"count": len(values), "median": round(percentile(values, 50) * 1e3, 3),
+            "p95": round(percentile(values, 95) * 1e3, 3), "max": round(max(values) * 1e3, 3)}
+
+
 class EmulationBackend:
     """Backend of ``DagExecutor`` for a running fabric (controller + agents)."""
 
@@ -134,6 +176,12 @@ class EmulationBackend:
         self.ip = {h.name: h.ip for h in plan.hosts}
         self.flow_coflow: dict[str, str] = {}
         self.writer = ChangeWriter(writer_controller or controller, agents, self.ip)
+        self.times = ReleaseTimes()
+
+    def preinstall(self) -> None:
+        """Before the iteration: write what the static levels need (nothing for dynamic
+        policies), so that releases make no controller round trip."""
+        self.writer.submit(self.scheduler.preinstall(), wait=True)
 
     @property
     def apply_latency_s(self) -> list[float]:
@@ -142,14 +190,19 @@ class EmulationBackend:
 
     def release(self, coflow: Coflow, now: float) -> None:
         """Schedule ``coflow`` (its own entry applied first), then start its flows."""
+        t_release = time.monotonic()
         changes = self.scheduler.arrive(coflow, now)
         tag = self.scheduler.tags[coflow.coflow_id]
         urgent, rest = _split(changes, tag)
-        self.writer.submit(urgent, wait=True)
+        if urgent:
+            self.writer.submit(urgent, wait=True)
+            self.times.write_s.append(time.monotonic() - t_release)
         self.writer.submit(rest, wait=False)
         level = self.scheduler.level_of(coflow.coflow_id)
+        self.times.releases += 1
         for f in coflow.flows:
             self.flow_coflow[f.flow_id] = coflow.coflow_id
+            self.times.released[f.flow_id] = t_release
         # one write per sending agent, so a coflow's flows start together
         rate = self.scheduler.pair_rate
         self.agents.send_many([(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, tag,
@@ -168,8 +221,11 @@ class EmulationBackend:
             kind = ev.get("event")
             fid = ev.get("flow_id") or ""
             if kind == "flow_started":
+                self.times.new_connections += bool(ev.get("new_connection"))
+                self.times.started(fid, int(ev["t_ns"]))
                 out.append(FlowStarted(fid, ev["t_ns"] / 1e9))
             elif kind == "flow_received":
+                self.times.first_byte(fid, int(ev.get("first_ns") or 0))
                 self.scheduler.flow_done(self.flow_coflow.get(fid, ""), fid)
                 out.append(FlowDone(fid, ev["last_ns"] / 1e9, int(ev["bytes"])))
             elif kind == "flow_failed":

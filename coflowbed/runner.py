@@ -72,6 +72,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
         try:
             controller, agents, info["bringup_s"] = _start_all(scen, out_dir, runtime, stack)
             backend = _backend(scen, controller, agents)
+            info["connections"] = _prepare_iteration(scen, agents, backend)
             executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress(backend))
             executor.run(deadline_s=scen.timeout_s)
         except (RunFailed, PolicyError, Interrupted, KeyboardInterrupt, RuntimeError,
@@ -94,6 +95,7 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     """Controller, fabric (with its OVS) and agents, each registered for teardown."""
     from coflowbed.agents import AgentSet
     from coflowbed.services import start_controller
+    from topo.hosttcp import apply_host_sysctls
     from topo.net import start_fabric
 
     t0 = time.monotonic()
@@ -106,10 +108,25 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
                       DATA_PORT, log_dir=out_dir / "agents")
     stack.callback(agents.stop)
     agents.start(START_TIMEOUT_S)
+    apply_host_sysctls(fabric.host(h).pid for h in scen.plan.host_names())
     bringup_s = time.monotonic() - t0
     log.info("fabric up in %.1f s (%d switches, %d hosts)", bringup_s,
              len(scen.plan.switches), len(scen.plan.hosts))
     return controller, agents, bringup_s
+
+
+def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dict:
+    """Before the first release: the static levels' entries, and every connection the
+    DAG's pairs need (as NCCL at communicator init).  Returns what the pools hold."""
+    from coflowbed.connections import pool_orders
+
+    backend.preinstall()
+    address = {h: agents.address(h) for h in scen.plan.host_names()}
+    report = agents.connect(pool_orders(scen.dag, address))
+    log.info("connections up: %d over %d pairs in %.2f s", report.connections, report.pairs,
+             report.setup_s)
+    return {"pairs": report.pairs, "preopened": report.connections,
+            "setup_s": round(report.setup_s, 3)}
 
 
 def _start_bmv2_fabric(*args, **kwargs):
@@ -173,6 +190,8 @@ def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
         extra["level_change_s"] = {"count": len(lat), "median": results.percentile(lat, 50),
                                    "p95": results.percentile(lat, 95), "max": max(lat),
                                    "static_levels": backend.scheduler.is_static}
+    if backend is not None:
+        extra["release"] = backend.times.summary()
     summary = results.write_results(out_dir, flows, coflows, its, partial, extra)
     log.info("results in %s (%s): avg CCT %s s, p95 %s s", out_dir,
              "PARTIAL" if partial else "complete", _fmt(summary["avg_cct_s"]),

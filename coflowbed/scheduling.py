@@ -137,6 +137,19 @@ class LiveScheduler:
         how = getattr(self.policy, "static_compression", None) or self.policy.compression
         return self._compress({cid: d.rank for cid, d in decisions.items()}, how)
 
+    def preinstall(self) -> Changes:
+        """Static mode: the entries of every level the DAG uses, to write before the
+        iteration, so that no release waits for a controller write ({} when dynamic)."""
+        if self.fixed is None:
+            return Changes()
+        entries = []
+        for level in sorted(set(self.fixed.values())):
+            tag = TAG_MIN + level
+            if tag not in self._fixed_written:
+                self._fixed_written.add(tag)
+                entries.append(_entry(tag, Installed(level, None, ())))
+        return Changes(entries=entries)
+
     def _arrive_static(self, cid: str) -> Changes:
         """The coflow's tag is its level's; write that tag's entry on first use only."""
         level = self.fixed[cid]

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, FlowReceiver, HelloRequest,
-                                  ProtocolError, Request, SendRequest, SetLevelRequest,
-                                  SetRateRequest, ShutdownRequest, StatsRequest, can_set_priority,
-                                  encode_line, pacing_rate, parse_request)
-from workload.agent_send import TX_CHUNK, FlowSender, SendFlow
+from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, ConnectRequest, FlowReceiver,
+                                  HelloRequest, ProtocolError, RecvRecord, Request, SendRequest,
+                                  SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
+                                  can_set_priority, encode_line, pacing_rate, parse_request)
+from workload.agent_send import TX_CHUNK, Dest, FlowSender, Pool, SendFlow
 
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
 WATCHDOG_TICK_S = 0.5
@@ -68,7 +68,8 @@ class Agent(FlowSender):
         self.tx_view = memoryview(bytes(TX_CHUNK))
         self.rx_view = memoryview(bytearray(RX_BUFFER))
         self.send_flows: dict[str, SendFlow] = {}
-        self.recv_flows: dict[str, FlowReceiver] = {}
+        self.pools: dict[Dest, Pool] = {}
+        self.recv_flows: dict[str, RecvRecord] = {}
         self.receivers: set[FlowReceiver] = set()
         self.tasks: set[asyncio.Task] = set()
         self.writer: asyncio.StreamWriter | None = None
@@ -134,6 +135,7 @@ class Agent(FlowSender):
             task.cancel()
         if self.tasks:
             await asyncio.wait(self.tasks, timeout=1.0)  # let cancelled flows close their sockets
+        self.close_pools()
         for rx in list(self.receivers):
             if rx.transport is not None:
                 rx.transport.abort()
@@ -173,19 +175,45 @@ class Agent(FlowSender):
             if not line:
                 return
             if line.strip():
-                writer.write(encode_line(self._answer(line)))
+                self._answer(line, writer)
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
-        """The reply to one request line; bad requests get ok=false, never an exception."""
+    def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
+        """Reply to one request line: at once, or (``connect``) once its connections are
+        up, from a task; replies carry the request's id, so they may come out of order."""
+        req_id, reply = self._parse(line)
+        if not isinstance(reply, ConnectRequest):
+            writer.write(encode_line(reply))
+            return
+        task = asyncio.get_running_loop().create_task(self._answer_connect(req_id, reply, writer))
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    async def _answer_connect(self, req_id: int | str, req: ConnectRequest,
+                              writer: asyncio.StreamWriter) -> None:
+        """Open the pool of ``req``, then reply (an error reply if a connect failed)."""
+        try:
+            reply = {"id": req_id, "ok": True, **await self._connect_pool(req)}
+        except (OSError, TimeoutError) as exc:
+            reply = {"id": req_id, "ok": False,
+                     "error": f"connect to {req.dst_ip}:{req.dst_port}: "
+                              f"{exc or f'timed out after {self.opts.connect_timeout_s:g} s'}"}
+        if not writer.is_closing():
+            writer.write(encode_line(reply))
+
+    def _parse(self, line: bytes) -> tuple[int | str | None, dict[str, Any] | ConnectRequest]:
+        """``(id, reply)`` for a request answered at once, ``(id, request)`` for a
+        ``connect``; bad requests get ok=false, never an exception."""
         req_id = None
         try:
             req_id, req = parse_request(line)
-            return {"id": req_id, "ok": True, **self._execute(req)}
+            if isinstance(req, ConnectRequest):
+                return req_id, req
+            return req_id, {"id": req_id, "ok": True, **self._execute(req)}
         except ProtocolError as exc:
             req_id = getattr(exc, "req_id", req_id)
-            return {"id": req_id, "ok": False, "error": str(exc)}
+            return req_id, {"id": req_id, "ok": False, "error": str(exc)}
         except OSError as exc:  # e.g. setsockopt on a socket that just closed
-            return {"id": req_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            return req_id, {"id": req_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     def _execute(self, req: Request) -> dict[str, Any]:
         """Carry out a valid request; returns the reply fields."""
@@ -208,6 +236,8 @@ class Agent(FlowSender):
         """Acknowledged bytes per outgoing flow and per tag, received bytes per incoming flow,
         SO_PRIORITY and pacing cap (bytes/s, None = uncapped) of the live outgoing sockets."""
         sent = {fid: flow.acked() for fid, flow in self.send_flows.items()}
+        pools = {f"{ip}:{port}": {"total": p.total, "idle": len(p.idle), "on_demand": p.on_demand}
+                 for (ip, port), p in self.pools.items()}
         by_tag: dict[str, int] = {}
         for fid, flow in self.send_flows.items():
             key = str(flow.req.tag)
@@ -215,7 +245,7 @@ class Agent(FlowSender):
         received = {fid: rx.received for fid, rx in self.recv_flows.items()}
         live = {fid: flow.sock for fid, flow in self.send_flows.items() if flow.sock is not None}
         priority = {fid: sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) for fid, sock in live.items()}
-        return {"t_ns": time.monotonic_ns(), "sent": sent, "sent_by_tag": by_tag, "received": received,
+        return {"t_ns": time.monotonic_ns(), "connections": pools, "sent": sent, "sent_by_tag": by_tag, "received": received,
                 "priority": priority, "pacing": {fid: pacing_rate(sock) for fid, sock in live.items()}}
 
     async def _watchdog(self) -> None:
@@ -227,7 +257,7 @@ class Agent(FlowSender):
                 if flow.done is not None and not flow.done.done() and _stalled(flow, flow.acked(), limit):
                     flow.done.set_exception(TimeoutError(f"no progress for {limit:g} s"))
             for rx in list(self.receivers):
-                if not rx.finished and _stalled(rx, rx.seen, limit):
+                if rx.busy and _stalled(rx, rx.seen, limit):
                     rx._fail(f"no progress for {limit:g} s")
 
 

@@ -3,37 +3,46 @@
 Shared by the agent and its orchestrator-side client (``coflowbed.agents``) so that
 neither side redefines the other's:
 
-- **data header**: every flow's TCP connection starts with ``HEADER`` (magic, flow-id
-  length, payload bytes) followed by the UTF-8 flow id, then exactly ``bytes`` of payload.
+- **data messages**: connections are opened ahead (``connect``) and carry one flow after
+  another.  Every flow is a message: ``HEADER`` (magic, flow-id length, payload bytes),
+  the UTF-8 flow id, then exactly ``bytes`` of payload; the receiver answers its last
+  byte with the one byte ``MESSAGE_ACK``, after which the connection is free again.  A
+  connection carries one message at a time.
 - **control lines**: JSON objects, one per line, over the agent's Unix socket.  Requests
   carry an ``id`` and ``op``; replies echo the ``id`` with ``ok``; events carry ``event``
   and no ``id``.  Requests are strict: unknown keys and wrong types are rejected.
-- **marking**: a flow's socket carries its tag in IP_TOS and its level in SO_PRIORITY
-  (``open_flow_socket``).  Tags follow ``workload.marking``: ``1..55`` mark a coflow,
+- **marking**: at send time a flow's connection is marked with its tag in IP_TOS and its
+  level in SO_PRIORITY (``mark_flow_socket``); handshakes go unmarked.  Tags follow ``workload.marking``: ``1..55`` mark a coflow,
   ``0`` sends untagged (DSCP 0).
 - **pacing**: a flow given ``rate_mbps`` (Mbit/s) has its socket's SO_MAX_PACING_RATE set
-  to ``int(rate_mbps * 1e6 / 8)`` bytes/s before connect (``set_pacing``); the kernel's
-  internal TCP pacing then throttles it at the sender, no fq qdisc needed.  Without a rate
-  the socket keeps the kernel default ~0UL (``PACING_UNLIMITED``: no cap).
+  to ``int(rate_mbps * 1e6 / 8)`` bytes/s before its first byte (``set_pacing``); the
+  kernel's internal TCP pacing then throttles it at the sender, no fq qdisc needed.
+  Without a rate the cap is ~0UL (``PACING_UNLIMITED``: no cap).
 - **receiving end**: ``FlowReceiver`` parses the header and counts the payload of one
   incoming flow (an asyncio buffered protocol; the agent owns the listener).
 
 Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, error``):
 
+- ``connect`` dst_ip, dst_port, count -> connections (now in the pool), opened, setup_ns,
+  once the pool to that destination holds ``count`` connections (replies may overtake
+  earlier ones: match them by ``id``).
 - ``send`` flow_id, dst_ip, dst_port, bytes, tag, level, optional rate_mbps (number > 0
-  or null = unpaced) -> {} at once; the flow runs on.
+  or null = unpaced) -> {} at once; the flow runs on, on an idle pooled connection (or a
+  new one when none is idle).
 - ``set_level`` tag, level -> sockets (how many live sockets moved), priority (bool).
 - ``set_rate`` tag, dst_ip, rate_mbps (number > 0, or null to lift the cap) -> sockets (how
   many live sockets of that tag to that address changed); flows not connected yet take it too.
-- ``stats`` -> t_ns, sent {flow: acked bytes}, sent_by_tag {"tag": bytes},
+- ``stats`` -> t_ns, connections {"ip:port": {total, idle, on_demand}},
+  sent {flow: acked bytes}, sent_by_tag {"tag": bytes},
   received {flow: bytes}, priority {flow: SO_PRIORITY of live sockets},
   pacing {flow: SO_MAX_PACING_RATE bytes/s of live sockets, null when uncapped}.
 - ``hello`` -> host, pid, data_port, priority (may set SO_PRIORITY), t_ns.
 - ``shutdown`` -> {}; then the agent closes everything and exits 0.
 
 Events: ``flow_started`` flow_id, t_ns, tos, priority, pacing_bps (bytes/s, null when
-unpaced; all read back from the socket just before connect);
-``flow_sent`` flow_id, t_ns (receiver confirmed the last byte by closing), written_ns;
+unpaced; all read back from the socket before its first byte), new_connection (no idle
+pooled connection: one was opened for it);
+``flow_sent`` flow_id, t_ns (receiver acknowledged the last byte), written_ns;
 ``flow_received`` flow_id, bytes, first_ns, last_ns, src (receiver);
 ``flow_failed`` flow_id (None if unknown), side, error (and src on the receiver side).
 
@@ -49,28 +58,29 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, Union
 
 from workload import marking
-from workload.agent_receiver import FlowReceiver, ReceiverSink
+from workload.agent_receiver import FlowReceiver, ReceiverSink, RecvRecord
 from workload.agent_sockets import (MIN_RATE_MBPS, PACING_UNLIMITED, SO_MAX_PACING_RATE,
                                     can_set_priority, check_rate, mark_flow_socket,
                                     open_flow_socket, pacing_bytes, pacing_rate, set_pacing,
                                     unacked_bytes)
 from workload.agent_wire import (EVENTS, HEADER, HEADER_MAGIC, MAX_FLOW_ID_BYTES, MAX_LINE_BYTES,
-                                 UNIX_PATH_MAX, ProtocolError, RequestError, decode_header,
+                                 MESSAGE_ACK, UNIX_PATH_MAX, ProtocolError, RequestError, decode_header,
                                  encode_header, encode_line)
 
 __all__ = [
     # re-exported from workload.agent_wire
-    "EVENTS", "HEADER", "HEADER_MAGIC", "MAX_FLOW_ID_BYTES", "MAX_LINE_BYTES", "UNIX_PATH_MAX",
+    "EVENTS", "HEADER", "HEADER_MAGIC", "MAX_FLOW_ID_BYTES", "MAX_LINE_BYTES", "MESSAGE_ACK",
+    "UNIX_PATH_MAX",
     "ProtocolError", "RequestError", "decode_header", "encode_header", "encode_line",
     # re-exported from workload.agent_sockets
     "MIN_RATE_MBPS", "PACING_UNLIMITED", "SO_MAX_PACING_RATE", "can_set_priority", "check_rate",
     "mark_flow_socket", "open_flow_socket", "pacing_bytes", "pacing_rate", "set_pacing",
     "unacked_bytes",
     # re-exported from workload.agent_receiver
-    "FlowReceiver", "ReceiverSink",
+    "FlowReceiver", "ReceiverSink", "RecvRecord",
     # defined here: the control requests
-    "SendRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest", "HelloRequest",
-    "ShutdownRequest", "Request", "OPS", "request_dict", "parse_request",
+    "ConnectRequest", "SendRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest",
+    "HelloRequest", "ShutdownRequest", "MAX_POOL", "Request", "OPS", "request_dict", "parse_request",
 ]
 
 
@@ -97,6 +107,32 @@ def _check_ip(dst_ip: Any) -> str:
     return dst_ip
 
 
+def _check_port(port: Any) -> int:
+    """A TCP port 1..65535 or ProtocolError."""
+    if type(port) is not int or not 1 <= port <= 65535:
+        raise ProtocolError(f"dst_port: must be an int 1..65535, got {port!r}")
+    return port
+
+
+MAX_POOL = 64  # connections one agent holds to one destination
+
+
+@dataclass(frozen=True)
+class ConnectRequest:
+    """Hold ``count`` open connections to ``dst_ip:dst_port`` (set up before the iteration)."""
+
+    dst_ip: str
+    dst_port: int
+    count: int
+
+    def __post_init__(self) -> None:
+        """Reject bad values with the key's name (ProtocolError)."""
+        _check_ip(self.dst_ip)
+        _check_port(self.dst_port)
+        if type(self.count) is not int or not 1 <= self.count <= MAX_POOL:
+            raise ProtocolError(f"count: must be an int 1..{MAX_POOL}, got {self.count!r}")
+
+
 @dataclass(frozen=True)
 class SendRequest:
     """Open a TCP flow of ``bytes`` to ``dst_ip:dst_port`` marked with ``tag``/``level``."""
@@ -115,8 +151,7 @@ class SendRequest:
             raise ProtocolError(f"flow_id: must be a string, got {self.flow_id!r}")
         encode_header(self.flow_id, 0)  # checks the length
         _check_ip(self.dst_ip)
-        if type(self.dst_port) is not int or not 1 <= self.dst_port <= 65535:
-            raise ProtocolError(f"dst_port: must be an int 1..65535, got {self.dst_port!r}")
+        _check_port(self.dst_port)
         if type(self.bytes) is not int or not 1 <= self.bytes < 1 << 63:
             raise ProtocolError(f"bytes: must be a positive int, got {self.bytes!r}")
         _check_tag(self.tag)
@@ -168,9 +203,10 @@ class ShutdownRequest:
     """Close everything and exit 0."""
 
 
-Request = Union[SendRequest, SetLevelRequest, SetRateRequest, StatsRequest, HelloRequest,
+Request = Union[ConnectRequest, SendRequest, SetLevelRequest, SetRateRequest, StatsRequest, HelloRequest,
                 ShutdownRequest]
 OPS: dict[str, type] = {
+    "connect": ConnectRequest,
     "send": SendRequest,
     "set_level": SetLevelRequest,
     "set_rate": SetRateRequest,

@@ -1,19 +1,32 @@
 """The receiving end of the agent's data protocol (documented in ``workload.agent_proto``):
-one ``FlowReceiver`` per incoming flow connection."""
+one ``FlowReceiver`` per incoming connection, which carries one message (flow) after
+another; each complete message is answered with ``MESSAGE_ACK`` on the same connection."""
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from workload.agent_wire import ProtocolError, decode_header
+from workload.agent_wire import MESSAGE_ACK, ProtocolError, decode_header
+
+
+@dataclass
+class RecvRecord:
+    """One incoming flow (message), kept for stats after it ended."""
+
+    flow_id: str
+    expected: int
+    received: int = 0
+    first_ns: int = 0
+    last_ns: int = 0
 
 
 class ReceiverSink(Protocol):
     """What a FlowReceiver needs from its agent."""
 
     rx_view: memoryview  # shared receive buffer (payload is discarded)
-    recv_flows: dict[str, "FlowReceiver"]  # by flow id, kept for stats
+    recv_flows: dict[str, RecvRecord]  # by flow id, kept for stats
     receivers: set["FlowReceiver"]  # open connections
 
     def emit(self, event: dict[str, Any]) -> None:
@@ -21,7 +34,8 @@ class ReceiverSink(Protocol):
 
 
 class FlowReceiver(asyncio.BufferedProtocol):
-    """The receiving end of one flow: header, then payload read into the sink's shared buffer."""
+    """One incoming connection: header, payload (read into the sink's shared buffer),
+    acknowledgement; then the next message's header."""
 
     def __init__(self, agent: ReceiverSink) -> None:
         """Bind to the agent that owns the shared buffer and the event sink."""
@@ -29,13 +43,20 @@ class FlowReceiver(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.src = ""
         self.head = bytearray()
-        self.flow_id: str | None = None
-        self.expected = -1
-        self.received = 0
-        self.seen = 0  # all bytes incl. header, for the stall watchdog
-        self.first_ns = self.last_ns = 0
-        self.finished = False
+        self.current: RecvRecord | None = None  # the message being received
+        self.seen = 0  # all bytes incl. headers, for the stall watchdog
+        self.finished = False  # the connection failed or closed: nothing more is counted
         self.watched, self.idle_s = -1, 0.0
+
+    @property
+    def flow_id(self) -> str | None:
+        """Id of the message being received (None between messages)."""
+        return self.current.flow_id if self.current is not None else None
+
+    @property
+    def busy(self) -> bool:
+        """A message is under way (an idle pooled connection is not stalled)."""
+        return not self.finished and (self.current is not None or bool(self.head))
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Remember the peer and register with the agent."""
@@ -48,15 +69,14 @@ class FlowReceiver(asyncio.BufferedProtocol):
         return self.agent.rx_view
 
     def buffer_updated(self, nbytes: int) -> None:
-        """Count ``nbytes`` just read; parse the header first."""
-        self.last_ns = time.monotonic_ns()
-        if not self.first_ns:
-            self.first_ns = self.last_ns
+        """Count ``nbytes`` just read; parse a header first."""
         self.seen += nbytes
-        if self.flow_id is None:
+        if self.finished:
+            return
+        if self.current is None:
             self._header(nbytes)
-        elif not self.finished:
-            self._payload(nbytes)
+        else:
+            self._payload(nbytes, time.monotonic_ns())
 
     def _header(self, nbytes: int) -> None:
         """Accumulate header bytes until the flow id and size are known."""
@@ -68,40 +88,53 @@ class FlowReceiver(asyncio.BufferedProtocol):
             return
         if parsed is None:
             return
-        flow_id, self.expected, hlen = parsed
+        flow_id, expected, hlen = parsed
         if flow_id in self.agent.recv_flows:
             self._fail(f"duplicate flow id {flow_id!r}")
             return
-        self.flow_id = flow_id
-        self.agent.recv_flows[flow_id] = self
+        self.current = RecvRecord(flow_id, expected)
+        self.agent.recv_flows[flow_id] = self.current
         extra, self.head = len(self.head) - hlen, bytearray()
-        self._payload(extra)
+        self._payload(extra, time.monotonic_ns())
 
-    def _payload(self, nbytes: int) -> None:
-        """Count payload; report the flow when its last byte arrived."""
-        self.received += nbytes
-        if self.received < self.expected:
+    def _payload(self, nbytes: int, now_ns: int) -> None:
+        """Count payload; report and acknowledge the message when its last byte arrived."""
+        rec = self.current
+        rec.received += nbytes
+        if nbytes:
+            rec.last_ns = now_ns
+            rec.first_ns = rec.first_ns or now_ns
+        if rec.received < rec.expected:
             return
-        if self.received > self.expected:
-            self._fail(f"got {self.received} bytes, header announced {self.expected}")
+        if rec.received > rec.expected:
+            self._fail(f"got {rec.received} bytes, header announced {rec.expected}")
             return
-        self.finished = True
-        self.agent.emit({"event": "flow_received", "flow_id": self.flow_id, "bytes": self.received,
-                         "first_ns": self.first_ns, "last_ns": self.last_ns, "src": self.src})
-        self.transport.close()  # the FIN tells the sender that everything arrived
+        self.current = None
+        self.agent.emit({"event": "flow_received", "flow_id": rec.flow_id, "bytes": rec.received,
+                         "first_ns": rec.first_ns, "last_ns": rec.last_ns, "src": self.src})
+        self.transport.write(MESSAGE_ACK)  # tells the sender that everything arrived
 
     def eof_received(self) -> bool:
-        """Sender closed: complete flows end quietly, short ones fail."""
-        if not self.finished:
-            self._fail(f"closed after {self.received} of {self.expected} payload bytes")
+        """Sender closed: between messages that is the end of a pooled connection; in
+        the middle of one, the flow failed."""
+        if self.busy:
+            self._fail(self._short())
         return False  # let the transport close
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Reset or abort before the last byte is a failure."""
-        if not self.finished:
-            self._fail(f"connection lost after {self.received} bytes: {exc or 'closed'}")
+        """Reset or abort in the middle of a message is a failure."""
+        if self.busy:
+            self._fail(f"connection lost: {exc or 'closed'} ({self._short()})")
+        self.finished = True
         self.agent.receivers.discard(self)
         self.transport = None
+
+    def _short(self) -> str:
+        """How far the message under way got."""
+        rec = self.current
+        if rec is None:
+            return f"closed inside a header ({len(self.head)} bytes)"
+        return f"closed after {rec.received} of {rec.expected} payload bytes"
 
     def _fail(self, error: str) -> None:
         """Report a failed incoming flow once and drop the connection."""

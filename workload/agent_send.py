@@ -1,7 +1,18 @@
-"""Sending side of the per-host traffic agent (``workload.agent``): one task per outgoing
-flow connects, marks and paces its socket, writes header and payload from one shared
-buffer and reports ``flow_started``/``flow_sent``/``flow_failed``; ``set_level`` and
-``set_rate`` re-mark and re-pace live flows and the ones not connected yet."""
+"""Sending side of the per-host traffic agent (``workload.agent``).
+
+Connections are set up before the iteration, as NCCL does at communicator init: a
+``connect`` request opens a pool of connections to one destination, and a flow is then a
+*message* on an idle connection of that pool.  Each message has a connection of its own
+for as long as it runs (a flow never queues behind another flow of the same pair, whatever
+their levels); a send that finds no idle connection opens a new one, which joins the pool
+afterwards (``new_connection`` in its ``flow_started`` event says so).  At send time the
+connection is marked with the flow's tag (IP_TOS) and level (SO_PRIORITY) and paced at its
+rate (or unpaced); handshakes always travel unmarked at level 0.
+
+One task per flow writes header and payload from one shared buffer, waits for the
+receiver's acknowledgement and reports ``flow_started``/``flow_sent``/``flow_failed``;
+``set_level`` and ``set_rate`` re-mark and re-pace live flows and the ones not started yet.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -9,53 +20,134 @@ import logging
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from workload import marking
-from workload.agent_proto import (ProtocolError, SendRequest, encode_header, mark_flow_socket,
-                                  open_flow_socket, pacing_rate, set_pacing, unacked_bytes)
+from workload.agent_proto import (ConnectRequest, ProtocolError, SendRequest, encode_header,
+                                  mark_flow_socket, open_flow_socket, pacing_rate, set_pacing,
+                                  unacked_bytes)
+from workload.agent_wire import MESSAGE_ACK
 
 if TYPE_CHECKING:  # only for the annotation: workload.agent imports this module
     from workload.agent import AgentOptions
 
 TX_CHUNK = 256 << 10  # bytes offered per send(): small enough to keep the loop responsive
 
+Dest = tuple[str, int]  # (dst_ip, dst_port)
+
+
+@dataclass(eq=False)
+class Connection:
+    """One established connection of a destination's pool."""
+
+    sock: socket.socket
+    opened_ns: int
+    messages: int = 0
+
+
+@dataclass
+class Pool:
+    """The connections of one destination: idle ones, and how many exist."""
+
+    idle: list[Connection] = field(default_factory=list)
+    total: int = 0
+    on_demand: int = 0  # opened by a send that found no idle connection
+
 
 @dataclass(eq=False)
 class SendFlow:
-    """State of one outgoing flow."""
+    """State of one outgoing flow (message)."""
 
     req: SendRequest
     level: int
-    rate_mbps: float | None = None  # pacing cap; set_rate may change it before connect too
-    sock: socket.socket | None = None
-    done: asyncio.Future | None = None  # pending while writing, then until the receiver closes
+    rate_mbps: float | None = None  # pacing cap; set_rate may change it before it starts
+    sock: socket.socket | None = None  # its connection's socket while it runs
+    done: asyncio.Future | None = None  # pending while writing, then until acknowledged
     handed: int = 0  # payload bytes accepted by the kernel
     written_ns: int = 0  # last payload byte accepted by the kernel
-    confirmed_ns: int = 0  # receiver closed after the last byte: everything arrived
+    confirmed_ns: int = 0  # receiver acknowledged the last byte: everything arrived
     watched: int = -1  # progress seen at the last watchdog tick
     idle_s: float = 0.0
 
     def acked(self) -> int:
-        """Payload bytes the receiver acknowledged (exact while the socket is open)."""
+        """Payload bytes the receiver acknowledged (exact while the flow runs)."""
         if self.sock is None or self.sock.fileno() < 0:
             return self.handed
         return max(0, self.handed - unacked_bytes(self.sock))
 
 
-
 class FlowSender:
-    """The outgoing flows of an agent; a mixin of ``workload.agent.Agent``, which owns the
-    state annotated here."""
+    """The outgoing flows and connection pools of an agent; a mixin of
+    ``workload.agent.Agent``, which owns the state annotated here."""
 
     opts: AgentOptions
     log: logging.Logger
     tx_view: memoryview  # shared payload buffer of TX_CHUNK bytes
     send_flows: dict[str, SendFlow]
+    pools: dict[Dest, Pool]
     tasks: set[asyncio.Task]
     priority_ok: bool
     emit: Callable[[dict[str, Any]], None]
+
+    # -- connections -------------------------------------------------------------------
+
+    async def _connect_pool(self, req: ConnectRequest) -> dict[str, Any]:
+        """Open connections to ``req``'s destination until its pool has ``count``; the
+        reply says how many it holds and how long the set-up took."""
+        t0 = time.monotonic_ns()
+        dest = (req.dst_ip, req.dst_port)
+        pool = self.pools.setdefault(dest, Pool())
+        want = max(0, req.count - pool.total)
+        conns = await asyncio.gather(*(self._open(dest) for _ in range(want)))
+        pool.idle.extend(conns)
+        pool.total += len(conns)
+        return {"connections": pool.total, "opened": len(conns), "setup_ns": time.monotonic_ns() - t0}
+
+    async def _open(self, dest: Dest) -> Connection:
+        """One new connection to ``dest``, unmarked (the handshake is never starved)."""
+        sock = open_flow_socket(0, 0, self.priority_ok, None, mark=False)
+        try:
+            async with asyncio.timeout(self.opts.connect_timeout_s):
+                await asyncio.get_running_loop().sock_connect(sock, dest)
+        except BaseException:
+            sock.close()
+            raise
+        return Connection(sock, time.monotonic_ns())
+
+    async def _take(self, dest: Dest) -> tuple[Connection, bool]:
+        """An idle live connection to ``dest`` (True: newly opened because none was)."""
+        pool = self.pools.setdefault(dest, Pool())
+        while pool.idle:
+            conn = pool.idle.pop()
+            if _alive(conn.sock):
+                return conn, False
+            conn.sock.close()
+            pool.total -= 1
+        conn = await self._open(dest)
+        pool.total += 1
+        pool.on_demand += 1
+        return conn, True
+
+    def _give_back(self, dest: Dest, conn: Connection) -> None:
+        """A message ended well: its connection is idle again."""
+        conn.messages += 1
+        self.pools[dest].idle.append(conn)
+
+    def _drop(self, dest: Dest, conn: Connection) -> None:
+        """A message failed: its connection is closed and leaves the pool."""
+        conn.sock.close()
+        self.pools[dest].total -= 1
+
+    def close_pools(self) -> None:
+        """Close every idle connection (shutdown)."""
+        for pool in self.pools.values():
+            for conn in pool.idle:
+                conn.sock.close()
+            pool.total -= len(pool.idle)
+            pool.idle.clear()
+
+    # -- flows -------------------------------------------------------------------------
 
     def _start_send(self, req: SendRequest) -> dict[str, Any]:
         """Register the flow and start its task; the reply does not wait for the flow."""
@@ -75,36 +167,64 @@ class FlowSender:
             self.log.error("flow task crashed", exc_info=task.exception())
 
     async def _send(self, flow: SendFlow) -> None:
-        """Connect, send header and payload, report started/sent or failed, close."""
-        req, loop = flow.req, asyncio.get_running_loop()
+        """Take a connection, mark it, send header and payload, wait for the receiver's
+        acknowledgement; report started/sent or failed."""
+        req, start_ns = flow.req, time.monotonic_ns()
+        dest, conn = (req.dst_ip, req.dst_port), None
         try:
-            start_ns = time.monotonic_ns()
-            flow.sock = open_flow_socket(req.tag, flow.level, self.priority_ok, flow.rate_mbps,
-                                         mark=False)
-            async with asyncio.timeout(self.opts.connect_timeout_s):
-                await loop.sock_connect(flow.sock, (req.dst_ip, req.dst_port))
-            # Marked once connected: the handshake goes unmarked (level 0), because strict
-            # priority would starve a low coflow's SYN like its data until the kernel gives
-            # up on the connection; the data is what the policy orders.
-            mark_flow_socket(flow.sock, req.tag, flow.level, self.priority_ok)
-            self.emit({"event": "flow_started", "flow_id": req.flow_id, "t_ns": start_ns,
-                       "tos": flow.sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
-                       "priority": flow.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
-                       "pacing_bps": pacing_rate(flow.sock)})
-            await loop.sock_sendall(flow.sock, encode_header(req.flow_id, req.bytes))
-            await self._wait_fd(flow, loop.add_writer, loop.remove_writer, self._on_writable)
-            await self._wait_fd(flow, loop.add_reader, loop.remove_reader, self._on_readable)
+            conn, fresh = await self._take(dest)
+            flow.sock = conn.sock
+            self._mark(flow)
+            self._started(flow, start_ns, fresh)
+            await self._transfer(flow)
             self.emit({"event": "flow_sent", "flow_id": req.flow_id, "t_ns": flow.confirmed_ns,
                        "written_ns": flow.written_ns})
+            self._give_back(dest, conn)
         except (OSError, TimeoutError) as exc:
-            if flow.sock is not None:
-                flow.handed = flow.acked()  # what really arrived, for stats
+            flow.handed = flow.acked()  # what really arrived, for stats
+            if conn is not None:
+                self._drop(dest, conn)
             self.emit({"event": "flow_failed", "flow_id": req.flow_id, "side": "sender",
                        "error": _describe(exc, self.opts.connect_timeout_s)})
+        except asyncio.CancelledError:
+            if conn is not None:
+                self._drop(dest, conn)
+            raise
         finally:
-            if flow.sock is not None:
-                flow.sock.close()
-                flow.sock = None
+            flow.sock = None
+
+    def _mark(self, flow: SendFlow) -> None:
+        """The flow's tag, level and pacing on its connection, before its first byte."""
+        mark_flow_socket(flow.sock, flow.req.tag, flow.level, self.priority_ok)
+        set_pacing(flow.sock, flow.rate_mbps)
+
+    def _started(self, flow: SendFlow, start_ns: int, fresh: bool) -> None:
+        """``flow_started`` with the marking read back from the socket."""
+        sock = flow.sock
+        self.emit({"event": "flow_started", "flow_id": flow.req.flow_id, "t_ns": start_ns,
+                   "tos": sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
+                   "priority": sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
+                   "pacing_bps": pacing_rate(sock), "new_connection": fresh})
+
+    async def _transfer(self, flow: SendFlow) -> None:
+        """Header and the first payload in one send (one segment, no loop round), the
+        rest as the socket takes it, then the acknowledgement."""
+        loop = asyncio.get_running_loop()
+        head = encode_header(flow.req.flow_id, flow.req.bytes)
+        first = self.tx_view[:min(flow.req.bytes, TX_CHUNK)]
+        try:
+            sent = flow.sock.sendmsg([head, first])  # an idle connection takes it at once
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent < len(head):
+            await loop.sock_sendall(flow.sock, head[sent:])
+            sent = len(head)
+        flow.handed = sent - len(head)
+        if flow.handed < flow.req.bytes:
+            await self._wait_fd(flow, loop.add_writer, loop.remove_writer, self._on_writable)
+        else:
+            flow.written_ns = time.monotonic_ns()
+        await self._wait_fd(flow, loop.add_reader, loop.remove_reader, self._on_readable)
 
     @staticmethod
     async def _wait_fd(flow: SendFlow, add: Any, remove: Any, callback: Any) -> None:
@@ -136,25 +256,27 @@ class FlowSender:
 
     @staticmethod
     def _on_readable(flow: SendFlow) -> None:
-        """The receiver closes once it has the last byte: EOF confirms the flow."""
+        """The receiver answers the last byte with MESSAGE_ACK: that confirms the flow."""
         if flow.done.done():
             return
         try:
-            data = flow.sock.recv(1)
+            data = flow.sock.recv(len(MESSAGE_ACK))
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             flow.done.set_exception(exc)
             return
-        if data:
-            flow.done.set_exception(ConnectionError("receiver sent data instead of closing"))
-        else:
+        if data == MESSAGE_ACK:
             flow.confirmed_ns = time.monotonic_ns()
             flow.done.set_result(None)
+        elif not data:
+            flow.done.set_exception(ConnectionError("receiver closed before acknowledging"))
+        else:
+            flow.done.set_exception(ConnectionError(f"receiver sent {data!r} instead of an ack"))
 
     def _set_level(self, tag: int, level: int) -> int:
-        """Re-prioritise the sockets of ``tag``; returns how many live ones were changed.
-        Flows not connected yet open their socket at the new level."""
+        """Re-prioritise the flows of ``tag``; returns how many live sockets were changed.
+        Flows not started yet are marked with the new level when they start."""
         changed = 0
         for flow in self.send_flows.values():
             if flow.req.tag != tag:
@@ -167,7 +289,7 @@ class FlowSender:
 
     def _set_rate(self, tag: int, dst_ip: str, rate_mbps: float | None) -> int:
         """Cap (None: uncap) the pacing of ``tag``'s flows to ``dst_ip``; returns how many
-        live sockets changed.  Flows not connected yet open their socket with the new rate
+        live sockets changed.  Flows not started yet take the new rate when they start
         (a ``send`` and a ``set_rate`` in one write reach the agent before the flow starts)."""
         changed = 0
         for flow in self.send_flows.values():
@@ -180,8 +302,18 @@ class FlowSender:
         return changed
 
 
-def _describe(exc: OSError, connect_timeout_s: float) -> str:
+def _alive(sock: socket.socket) -> bool:
+    """Whether an idle connection still stands (the peer neither closed nor reset it)."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except (BlockingIOError, InterruptedError):
+        return True
+    except OSError:
+        return False
+
+
+def _describe(exc: OSError | TimeoutError, connect_timeout_s: float) -> str:
     """A failed flow's error text: the errno's name first (asyncio hides it in the text)."""
-    if exc.errno:
+    if getattr(exc, "errno", None):
         return f"{os.strerror(exc.errno)}: {exc}"
     return str(exc) or f"connect timed out after {connect_timeout_s:g} s"

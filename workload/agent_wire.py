@@ -11,6 +11,9 @@ HEADER = struct.Struct("!4sHQ")  # magic, flow-id length, payload bytes
 MAX_FLOW_ID_BYTES = 512
 MAX_LINE_BYTES = 1 << 20  # one control line; far above any legal request
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the terminating NUL
+# The receiver answers each complete message with this one byte on the same connection:
+# the sender then knows everything arrived and the connection is free for the next one.
+MESSAGE_ACK = b"\x06"
 
 EVENTS = ("flow_started", "flow_sent", "flow_received", "flow_failed")
 

@@ -325,3 +325,67 @@ def test_bad_rates_raise_before_anything_is_sent(agents, rate):
     with pytest.raises(ValueError, match="7 or 8 elements"):
         agents.send_many([("h11", "long", *dst, 10, 1, 0, 8.0, "extra")])
     assert agents.stats("h11").sent == {}
+
+
+# -- connections set up before the iteration -------------------------------------------
+
+
+def test_connect_opens_the_pool_and_flows_reuse_it(agents):
+    from coflowbed.agents import PoolOrder
+
+    ip, port = agents.address("h12")
+    report = agents.connect([PoolOrder("h11", ip, port, 3), PoolOrder("h21", ip, port, 2)])
+    assert (report.pairs, report.connections) == (2, 5) and report.setup_s < TIMEOUT
+    assert agents.stats("h11").connections == {f"{ip}:{port}": {"total": 3, "idle": 3, "on_demand": 0}}
+    agents.send_many([("h11", f"r{i}", ip, port, 100_000, 1 + i, 0) for i in range(3)])
+    seen = collect(agents, {"r0", "r1", "r2"})
+    assert [seen[f"r{i}"]["flow_started"]["new_connection"] for i in range(3)] == [False] * 3
+    assert agents.stats("h11").connections[f"{ip}:{port}"] == {"total": 3, "idle": 3, "on_demand": 0}
+    again = agents.connect([PoolOrder("h11", ip, port, 3)])  # already there: nothing opened
+    assert again.connections == 3
+
+
+def test_each_message_is_marked_with_its_own_tag_and_level_at_send_time(agents):
+    from coflowbed.agents import PoolOrder
+
+    ip, port = agents.address("h12")
+    agents.connect([PoolOrder("h11", ip, port, 1)])  # one connection carries all three
+    marks = {}
+    for fid, tag, level, rate in (("a", 3, 2, None), ("b", 9, 5, 16.0), ("c", 0, 0, None)):
+        agents.send("h11", fid, ip, port, 50_000, tag, level, rate)
+        seen = collect(agents, {fid})
+        st = seen[fid]["flow_started"]
+        marks[fid] = (st["tos"], st["pacing_bps"], st["new_connection"])
+        assert seen[fid]["flow_received"]["bytes"] == 50_000
+        if can_set_priority():
+            assert st["priority"] == marking.skb_priority(level)
+    assert marks == {"a": (marking.tos_byte(3), None, False), "b": (marking.tos_byte(9), 2_000_000, False),
+                     "c": (0, None, False)}
+    assert agents.stats("h11").connections[f"{ip}:{port}"]["total"] == 1
+
+
+def test_no_flow_of_a_pair_waits_behind_another_flow_of_the_pair(agents):
+    from coflowbed.agents import PoolOrder
+
+    ip, port = agents.address("h12")
+    agents.connect([PoolOrder("h11", ip, port, 1)])
+    agents.send("h11", "bulk", ip, port, 6_000_000, 7, 7, 16.0)  # low level, ~3 s paced
+    collect_started(agents, {"bulk"})
+    agents.send("h11", "urgent", ip, port, 20_000, 1, 0)  # high level, same pair, later
+    seen = collect(agents, {"urgent"})
+    assert seen["urgent"]["flow_started"]["new_connection"] is True  # the pooled one is busy
+    assert duration_s(seen, "urgent") < 0.5  # not behind the 3 s bulk flow
+    assert "bulk" in agents.stats("h12").received  # the bulk flow is still under way
+    assert agents.stats("h12").received["bulk"] < 6_000_000
+    pool = agents.stats("h11").connections[f"{ip}:{port}"]
+    assert (pool["total"], pool["on_demand"]) == (2, 1)  # the new one joined the pool
+
+
+def test_connect_to_a_closed_port_fails_with_the_destination_named(agents):
+    from coflowbed.agents import PoolOrder
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(AgentError, match=f"127.0.0.1:{port}"):
+        agents.connect([PoolOrder("h11", "127.0.0.1", port, 2)])

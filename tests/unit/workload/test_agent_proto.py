@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from workload import marking
-from workload.agent_proto import (HEADER, PACING_UNLIMITED, SO_MAX_PACING_RATE, FlowReceiver,
+from workload.agent_proto import (HEADER, MESSAGE_ACK, PACING_UNLIMITED, SO_MAX_PACING_RATE, FlowReceiver,
                                   ProtocolError, RequestError, SendRequest, SetLevelRequest,
                                   SetRateRequest, StatsRequest, can_set_priority, decode_header,
                                   encode_header, mark_flow_socket, open_flow_socket, pacing_rate,
@@ -198,6 +198,10 @@ class Transport:
 
     def __init__(self) -> None:
         self.aborted = self.closed = False
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
 
     def get_extra_info(self, name: str) -> Any:
         return ("10.0.1.1", 40000) if name == "peername" else None
@@ -231,11 +235,34 @@ def test_receiver_reports_flow_when_last_byte_arrives(step):
     feed(rx, sink, encode_header("f9", 100) + bytes(99), step)
     assert sink.events == [] and sink.recv_flows["f9"].received == 99 and not tr.closed
     feed(rx, sink, b"\0", 1)
-    assert tr.closed  # the close confirms the flow to the sender
+    assert tr.written == [MESSAGE_ACK] and not tr.closed  # the ack confirms the flow; it stays open
     (ev,) = sink.events
     assert ev["event"] == "flow_received" and ev["flow_id"] == "f9" and ev["bytes"] == 100
     assert ev["src"] == "10.0.1.1" and 0 < ev["first_ns"] <= ev["last_ns"]
     assert rx.eof_received() is False and len(sink.events) == 1 and not tr.aborted
+
+
+@pytest.mark.parametrize("step", [1, 7, 64])
+def test_one_connection_carries_messages_one_after_another(step):
+    rx, sink, tr = connected()
+    for fid, n in (("m1", 50), ("m2", 3), ("m3", 120)):
+        feed(rx, sink, encode_header(fid, n) + bytes(n), step)
+        assert sink.events[-1]["flow_id"] == fid and sink.events[-1]["bytes"] == n
+        assert not rx.busy  # between messages: the watchdog leaves it alone
+    assert tr.written == [MESSAGE_ACK] * 3 and not tr.aborted
+    assert {f: r.received for f, r in sink.recv_flows.items()} == {"m1": 50, "m2": 3, "m3": 120}
+    rx.eof_received()
+    rx.connection_lost(None)  # the sender closing an idle pooled connection is no failure
+    assert [e["event"] for e in sink.events] == ["flow_received"] * 3
+
+
+def test_receiver_fails_when_closed_inside_a_header():
+    rx, sink, _ = connected()
+    feed(rx, sink, encode_header("m1", 5) + bytes(5), 64)
+    feed(rx, sink, encode_header("m2", 5)[:4], 64)  # the sender waits for the ack first
+    assert rx.busy
+    rx.eof_received()
+    assert sink.events[-1]["event"] == "flow_failed" and "inside a header" in sink.events[-1]["error"]
 
 
 def test_receiver_fails_short_flow_on_eof():
