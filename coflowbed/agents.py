@@ -34,7 +34,7 @@ from coflowbed.agent_process import (HOST_NAME, REPO_ROOT, close_agent, end_proc
                                      wait_ready)
 from coflowbed.agent_types import (AgentError, AgentEvent, AgentHandle, AgentHost, AgentStats,
                                    PoolOrder, PoolReport, SendOrder)
-from workload.agent_proto import (ConnectRequest, HelloRequest, Request, SendRequest,
+from workload.agent_proto import (CancelRequest, ConnectRequest, HelloRequest, Request, SendRequest,
                                   SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
                                   encode_line, request_dict)
 
@@ -294,6 +294,11 @@ class AgentSet:
                 rate_mbps: float | None = None) -> None:
         """``send`` from host ``src`` to host ``dst``'s agent."""
         self.send(src, flow_id, *self.address(dst), nbytes, tag, level, rate_mbps)
+
+    def cancel(self, host: str, flow_id: str) -> bool:
+        """Stop ``host``'s outgoing flow ``flow_id``; True if it was under way (both ends
+        then report it failed)."""
+        return bool(self._request(host, CancelRequest(flow_id))["cancelled"])
 
     def set_level(self, host: str, tag: int, level: int) -> int:
         """Move ``host``'s live sockets of ``tag`` to ``level``; returns how many moved."""

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from coflowbed import results, runstate
+# imported before Mininet is: a logger made after that import gets Mininet's own handler
+from coflowbed import calibrate, results, runstate
 from coflowbed.cleanup import delete_interfaces, end_pids
 from coflowbed.emulation import EmulationBackend
 from coflowbed.executor import DagExecutor, RunFailed
@@ -73,6 +74,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
             controller, agents, info["bringup_s"] = _start_all(scen, out_dir, runtime, stack)
             backend = _backend(scen, controller, agents)
             info["connections"] = _prepare_iteration(scen, agents, backend)
+            info["calibration"] = _calibrate(scen, agents)
             executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress(backend))
             executor.run(deadline_s=scen.timeout_s)
         except (RunFailed, PolicyError, Interrupted, KeyboardInterrupt, RuntimeError,
@@ -127,6 +129,12 @@ def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dic
              report.setup_s)
     return {"pairs": report.pairs, "preopened": report.connections,
             "setup_s": round(report.setup_s, 3)}
+
+
+def _calibrate(scen: Scenario, agents) -> dict | None:
+    """The capacity check before the first release (coflowbed.calibrate)."""
+    cal = calibrate.calibrate(agents, scen.plan, scen.dag, scen.switch)
+    return None if cal is None else cal.to_dict()
 
 
 def _start_bmv2_fabric(*args, **kwargs):

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, ConnectRequest, FlowReceiver,
+from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest, ConnectRequest,
+                                  FlowReceiver,
                                   HelloRequest, ProtocolError, RecvRecord, Request, SendRequest,
                                   SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
                                   can_set_priority, encode_line, pacing_rate, parse_request)
@@ -219,6 +220,8 @@ class Agent(FlowSender):
         """Carry out a valid request; returns the reply fields."""
         if isinstance(req, SendRequest):
             return self._start_send(req)
+        if isinstance(req, CancelRequest):
+            return {"cancelled": self._cancel(req.flow_id)}
         if isinstance(req, SetLevelRequest):
             return {"sockets": self._set_level(req.tag, req.level), "priority": self.priority_ok}
         if isinstance(req, SetRateRequest):

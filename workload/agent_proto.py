@@ -29,6 +29,8 @@ Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, 
 - ``send`` flow_id, dst_ip, dst_port, bytes, tag, level, optional rate_mbps (number > 0
   or null = unpaced) -> {} at once; the flow runs on, on an idle pooled connection (or a
   new one when none is idle).
+- ``cancel`` flow_id -> cancelled (bool: it was under way); its connection is closed (the
+  receiver reports the flow failed) and the sender reports ``flow_failed`` "cancelled".
 - ``set_level`` tag, level -> sockets (how many live sockets moved), priority (bool).
 - ``set_rate`` tag, dst_ip, rate_mbps (number > 0, or null to lift the cap) -> sockets (how
   many live sockets of that tag to that address changed); flows not connected yet take it too.
@@ -79,7 +81,7 @@ __all__ = [
     # re-exported from workload.agent_receiver
     "FlowReceiver", "ReceiverSink", "RecvRecord",
     # defined here: the control requests
-    "ConnectRequest", "SendRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest",
+    "ConnectRequest", "SendRequest", "CancelRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest",
     "HelloRequest", "ShutdownRequest", "MAX_POOL", "Request", "OPS", "request_dict", "parse_request",
 ]
 
@@ -160,6 +162,18 @@ class SendRequest:
 
 
 @dataclass(frozen=True)
+class CancelRequest:
+    """Stop the outgoing flow ``flow_id`` if it is under way (the calibration's bound)."""
+
+    flow_id: str
+
+    def __post_init__(self) -> None:
+        """Reject bad values with the key's name (ProtocolError)."""
+        if not isinstance(self.flow_id, str):
+            raise ProtocolError(f"flow_id: must be a string, got {self.flow_id!r}")
+
+
+@dataclass(frozen=True)
 class SetLevelRequest:
     """Move the live sockets of ``tag`` to the host NIC class of ``level``."""
 
@@ -203,11 +217,12 @@ class ShutdownRequest:
     """Close everything and exit 0."""
 
 
-Request = Union[ConnectRequest, SendRequest, SetLevelRequest, SetRateRequest, StatsRequest, HelloRequest,
+Request = Union[ConnectRequest, SendRequest, CancelRequest, SetLevelRequest, SetRateRequest, StatsRequest, HelloRequest,
                 ShutdownRequest]
 OPS: dict[str, type] = {
     "connect": ConnectRequest,
     "send": SendRequest,
+    "cancel": CancelRequest,
     "set_level": SetLevelRequest,
     "set_rate": SetRateRequest,
     "stats": StatsRequest,

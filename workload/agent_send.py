@@ -69,6 +69,7 @@ class SendFlow:
     confirmed_ns: int = 0  # receiver acknowledged the last byte: everything arrived
     watched: int = -1  # progress seen at the last watchdog tick
     idle_s: float = 0.0
+    task: asyncio.Task | None = None
 
     def acked(self) -> int:
         """Payload bytes the receiver acknowledged (exact while the flow runs)."""
@@ -155,10 +156,19 @@ class FlowSender:
             raise ProtocolError(f"send: flow_id {req.flow_id!r} was already sent by this agent")
         flow = SendFlow(req, req.level, req.rate_mbps)
         self.send_flows[req.flow_id] = flow
-        task = asyncio.get_running_loop().create_task(self._send(flow))
+        task = flow.task = asyncio.get_running_loop().create_task(self._send(flow))
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
         return {}
+
+    def _cancel(self, flow_id: str) -> bool:
+        """Stop ``flow_id`` if it is under way (its connection is closed, not reused)."""
+        flow = self.send_flows.get(flow_id)
+        if flow is None or flow.task is None or flow.task.done():
+            return False
+        flow.task.cancel()
+        self.emit({"event": "flow_failed", "flow_id": flow_id, "side": "sender", "error": "cancelled"})
+        return True
 
     def _task_done(self, task: asyncio.Task) -> None:
         """Forget a finished flow task; a crash there is a bug and is logged with its trace."""

@@ -135,3 +135,51 @@ def test_tick_feeds_agent_progress_to_a_clairvoyant_policy():
     assert {r[0] for r in agents.rates} == {"h11", "h12"}  # both pairs re-rated
     static = LiveScheduler(policies.get("fair"), FabricView.uniform(hosts, 1e8), 8, all_coflows=[x])
     assert emulation.EmulationBackend(static, FakeController(), agents, plan, 5001).tick(1.0) is None
+
+
+def test_release_times_measure_start_and_first_byte_from_the_release():
+    from coflowbed.emulation import ReleaseTimes
+
+    t = ReleaseTimes()
+    t.released.update({"f1": 10.0, "f2": 10.0, "f3": 12.0})
+    t.started("f1", int(10.0005e9))
+    t.first_byte("f1", int(10.002e9))
+    t.first_byte("f2", int(10.004e9))
+    t.first_byte("f3", int(12.001e9))
+    t.first_byte("unknown", int(13e9))  # not released by this backend: ignored
+    out = t.summary()
+    assert out["start_ms"] == {"count": 1, "median": 0.5, "p95": 0.5, "max": 0.5}
+    assert out["first_byte_ms"]["count"] == 3
+    assert out["first_byte_ms"]["median"] == pytest.approx(2.0, abs=1e-3)
+    assert out["first_byte_ms"]["max"] == pytest.approx(4.0, abs=1e-3)
+    assert out["write_ms"] is None and out["writes_waited"] == 0
+
+
+def test_a_static_release_makes_no_controller_write_after_preinstall():
+    from controller import policies
+    from controller.policies.base import FabricView
+    from coflowbed import emulation
+    from coflowbed.scheduling import LiveScheduler
+    from topo.plan import FabricPlan
+    from workload.dag import Coflow, Flow
+
+    class SendAgents(FakeAgents):
+        def __init__(self):
+            super().__init__()
+            self.orders = []
+
+        def send_many(self, orders):
+            self.orders.extend(orders)
+
+    plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=1, host_bw_mbps=100, fabric_bw_mbps=100)
+    x = Coflow("x", (Flow("x.0", "h11", "h21", 1000),))
+    sched = LiveScheduler(policies.get("fair"), FabricView.uniform(["h11", "h21"], 1e8), 8,
+                          all_coflows=[x])
+    ctl, agents = FakeController(), SendAgents()
+    backend = emulation.EmulationBackend(sched, ctl, agents, plan, 5001)
+    backend.preinstall()
+    assert ctl.calls == [("set", [1])]
+    backend.release(x, 0.0)
+    backend.close()
+    assert ctl.calls == [("set", [1])] and len(agents.orders) == 1  # the release wrote nothing
+    assert backend.times.summary()["writes_waited"] == 0

@@ -159,6 +159,16 @@ def test_static_policy_levels_are_fixed_for_the_dag_and_written_once_per_level()
     assert s.last_level == {"ep1": 0, "dp1": 1, "ep2": 0}
 
 
+def test_static_levels_are_written_before_the_iteration_and_releases_write_nothing():
+    dag = [typed("ep1", "EP"), typed("dp1", "DP"), typed("ep2", "EP")]
+    s = LiveScheduler(ByType(), VIEW, levels=8, all_coflows=dag)
+    pre = s.preinstall()
+    assert [(e["tag"], e["level"]) for e in pre.entries] == [(1, 0), (2, 1)]
+    assert not any(s.arrive(c, 0.1 * i) for i, c in enumerate(dag))  # no release writes
+    assert not s.preinstall()  # already written
+    assert not LiveScheduler(BySize(), VIEW, 8, all_coflows=dag).preinstall()  # dynamic: nothing
+
+
 def test_dynamic_policy_is_not_static():
     assert not LiveScheduler(BySize(), VIEW, 8, all_coflows=[cf("x")]).is_static
 

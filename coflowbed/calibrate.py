@@ -1,0 +1,164 @@
+"""Capacity check at bring-up: a short calibration burst measures the aggregate rate the
+emulated fabric really carries between leaves, before any coflow is released.
+
+Every host sends to the host of the same index on the next leaf (cyclic), one flow each,
+at level 0 through the agents' own send path; the receivers' byte counts are read at the
+start and the end of a window after a warm-up, then the flows are cancelled.  The whole
+burst takes ``WARMUP_S + WINDOW_S`` plus a few control round trips (under 1 s).
+
+The emulator's forwarding runs on the machine's cores, so the fabric may carry less than
+its links promise.  When the scenario may offer more between leaves than the calibration
+measured (``CAPACITY_MARGIN``), one warning line says so before traffic starts and names
+the host link rate that would fit.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+from topo.plan import FabricPlan, HostPlan
+from workload.dag import Dag
+
+log = logging.getLogger("calibrate")
+
+WARMUP_S = 0.25  # slow start and queues settle before the window opens
+WINDOW_S = 0.6
+CAPACITY_MARGIN = 0.85  # warn when the fabric carries less than this share of the peak
+DRAIN_TIMEOUT_S = 5.0
+PREFIX = "calibration/"
+BMV2_NOTE = ("BMv2's forwarding rate depends on how it was built (optimised builds forward "
+             "about 1 Gbit/s, default builds 10-30 Mbit/s)")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the burst measured (Mbit/s of payload) and what the scenario may offer."""
+
+    pairs: int
+    nominal_mbps: float  # what the burst's pairs could carry at the link rates
+    measured_mbps: float
+    per_host_mbps: dict[str, float]  # by receiving host
+    window_s: float
+    wall_s: float
+    peak_offered_mbps: float
+    warning: str | None = None
+
+    @property
+    def fraction(self) -> float:
+        """Measured / nominal."""
+        return self.measured_mbps / self.nominal_mbps
+
+    def to_dict(self) -> dict:
+        """For summary.json."""
+        return {**asdict(self), "fraction": round(self.fraction, 4)}
+
+
+def burst_pairs(plan: FabricPlan) -> list[tuple[HostPlan, HostPlan]]:
+    """(sender, receiver): each host to the same-index host of the next leaf."""
+    if plan.leaves < 2:
+        return []
+    return [(h, plan.host(f"h{h.leaf % plan.leaves + 1}{h.index}")) for h in plan.hosts]
+
+
+def _leaf_limited(counts: dict[int, int], plan: FabricPlan) -> float:
+    """Mbit/s that hosts counted per leaf can move through their leaves' uplinks."""
+    uplinks = plan.spines * plan.fabric_bw_mbps
+    return sum(min(n * plan.host_bw_mbps, uplinks) for n in counts.values())
+
+
+def inter_leaf_limit(pairs: set[tuple[str, str]], plan: FabricPlan) -> float:
+    """The most the host pairs ``pairs`` can move between leaves at the link rates: every
+    sender and receiver at line rate, limited by each leaf's uplinks."""
+    leaf = {h.name: h.leaf for h in plan.hosts}
+    cross = {(s, d) for s, d in pairs if leaf[s] != leaf[d]}
+    senders = {s for s, _ in cross}
+    receivers = {d for _, d in cross}
+    per_leaf = lambda hosts: {lf: sum(leaf[h] == lf for h in hosts) for lf in set(leaf.values())}  # noqa: E731
+    return min(_leaf_limited(per_leaf(senders), plan), _leaf_limited(per_leaf(receivers), plan))
+
+
+def peak_offered_mbps(dag: Dag, plan: FabricPlan) -> float:
+    """Upper bound of what the scenario offers between leaves at once: every host pair
+    of the DAG sending across leaves at line rate together."""
+    return inter_leaf_limit({(f.src, f.dst) for cf in dag.coflows for f in cf.flows}, plan)
+
+
+def capacity_warning(cal: Calibration, plan: FabricPlan, switch: str) -> str | None:
+    """The one-line warning when the scenario may offer more than the fabric carries."""
+    if cal.measured_mbps >= CAPACITY_MARGIN * cal.peak_offered_mbps:
+        return None
+    fit = plan.host_bw_mbps * cal.measured_mbps / cal.peak_offered_mbps
+    text = (f"capacity: the scenario may offer {cal.peak_offered_mbps:.0f} Mbit/s between leaves, "
+            f"but the fabric carried {cal.measured_mbps:.0f} Mbit/s in the calibration "
+            f"({cal.fraction:.2f} of nominal); host links of <= {fit:.0f} Mbit/s would fit "
+            f"(fabric.host_bw_mbps, with byte_scale alike) — emulated times will be longer "
+            f"than the fluid model's")
+    return f"{text}; {BMV2_NOTE}" if switch == "bmv2" else text
+
+
+def calibrate(agents, plan: FabricPlan, dag: Dag, switch: str = "ovs") -> Calibration | None:
+    """Run the burst (None for a one-leaf fabric) and warn if the scenario won't fit."""
+    pairs = burst_pairs(plan)
+    if not pairs:
+        return None
+    t0 = time.monotonic()
+    per_host, window = _measure(agents, plan, pairs)
+    nominal = inter_leaf_limit({(s.name, d.name) for s, d in pairs}, plan)
+    cal = Calibration(len(pairs), nominal, round(sum(per_host.values()), 2), per_host,
+                      round(window, 4), round(time.monotonic() - t0, 3), peak_offered_mbps(dag, plan))
+    cal = Calibration(**{**asdict(cal), "warning": capacity_warning(cal, plan, switch)})
+    log.info("calibration: %.0f of %.0f Mbit/s between leaves (%.2f) in %.2f s",
+             cal.measured_mbps, cal.nominal_mbps, cal.fraction, cal.wall_s)
+    if cal.warning:
+        log.warning("%s", cal.warning)
+    return cal
+
+
+def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
+    """Start the flows, read the receivers at both ends of the window, cancel, drain."""
+    nbytes = int(plan.host_bw_mbps * 1e6 / 8 * 4 * (WARMUP_S + WINDOW_S))  # outlasts the window
+    flows = {f"{PREFIX}{s.name}": (s.name, d.name) for s, d in pairs}
+    orders = [(s, fid, *agents.address(d), nbytes, 0, 0) for fid, (s, d) in flows.items()]
+    agents.send_many(orders)
+    opened = time.monotonic()
+    _pause_until(opened + WARMUP_S)
+    before = _received(agents, flows)
+    _pause_until(opened + WARMUP_S + WINDOW_S)
+    after = _received(agents, flows)
+    for fid, (src, _dst) in flows.items():
+        agents.cancel(src, fid)
+    _drain(agents, set(flows))
+    per_host = {dst: round((after[dst][1] - before[dst][1]) * 8 / ((after[dst][0] - before[dst][0]) / 1e9) / 1e6, 2)
+                for dst in after}
+    return per_host, WINDOW_S
+
+
+def _received(agents, flows: dict[str, tuple[str, str]]) -> dict[str, tuple[int, int]]:
+    """Per receiver: (its clock in ns, payload bytes of its calibration flow so far)."""
+    out = {}
+    for fid, (_src, dst) in flows.items():
+        st = agents.stats(dst)
+        out[dst] = (st.t_ns, int(st.received.get(fid, 0)))
+    return out
+
+
+def _pause_until(t: float) -> None:
+    """Wait until monotonic time ``t``: the measurement's schedule (nothing to wait for)."""
+    threading.Event().wait(max(0.0, t - time.monotonic()))
+
+
+def _drain(agents, flows: set[str]) -> None:
+    """Consume the cancelled flows' events (both ends of each) so the run sees none;
+    RuntimeError if they do not all arrive."""
+    ends = {(fid, side) for fid in flows for side in ("sender", "receiver")}
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while ends:
+        for ev in agents.events(max(0.0, deadline - time.monotonic())):
+            if ev.kind == "agent_lost":
+                raise RuntimeError(f"calibration: agent of {ev.host} lost: {ev.get('error')}")
+            side = {"flow_sent": "sender", "flow_received": "receiver"}.get(ev.kind, ev.get("side"))
+            ends.discard((ev.flow_id, side))
+        if time.monotonic() >= deadline and ends:
+            raise RuntimeError(f"calibration: no end reported for {sorted(ends)[:3]}")
