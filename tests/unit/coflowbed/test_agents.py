@@ -17,6 +17,8 @@ from coflowbed.agents import AgentError, AgentEvent, AgentSet
 from workload import marking
 from workload.agent_proto import can_set_priority
 
+from tests.hosts import LocalHost
+
 TIMEOUT = 15.0
 REPO = Path(__file__).resolve().parents[3]
 ORCHESTRATOR = """
@@ -34,23 +36,6 @@ agents.start()
 print(" ".join(str(agents.pid(h)) for h in agents.hosts), flush=True)
 sys.stdin.read()  # until killed
 """
-
-
-class LocalHost:
-    """A host that is just this machine's loopback."""
-
-    def __init__(self, name: str, argv: list[str] | None = None) -> None:
-        self.name = name
-        self.argv = argv  # replaces the agent command (to fake a broken agent)
-        self.started: list[subprocess.Popen] = []
-
-    def IP(self) -> str:  # noqa: N802 - Mininet's spelling
-        return "127.0.0.1"
-
-    def popen(self, args: list[str], **kw: Any) -> subprocess.Popen:
-        proc = subprocess.Popen(self.argv or args, **kw)
-        self.started.append(proc)
-        return proc
 
 
 def gone(pid: int) -> bool:

@@ -1,0 +1,80 @@
+"""The capacity check at bring-up (coflowbed.calibrate): what the scenario may offer,
+the warning, and the burst itself through real agents on loopback (no root)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coflowbed import calibrate as cal_mod
+from coflowbed.agents import AgentSet
+from coflowbed.calibrate import (Calibration, burst_pairs, calibrate, capacity_warning,
+                                 inter_leaf_limit, peak_offered_mbps)
+from topo.plan import FabricPlan
+from workload.dag import Coflow, Dag, Flow
+
+from tests.hosts import LocalHost
+
+PLAN = FabricPlan(spines=2, leaves=4, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
+
+
+def test_burst_pairs_cross_to_the_next_leaf_and_a_single_leaf_has_none():
+    pairs = [(s.name, d.name) for s, d in burst_pairs(PLAN)]
+    assert pairs[:3] == [("h11", "h21"), ("h12", "h22"), ("h21", "h31")] and pairs[-1] == ("h42", "h12")
+    assert burst_pairs(FabricPlan(1, 1, 4, 100, 100)) == []
+
+
+def test_inter_leaf_limit_counts_line_rates_and_leaf_uplinks():
+    assert inter_leaf_limit({(s.name, d.name) for s, d in burst_pairs(PLAN)}, PLAN) == 800
+    assert inter_leaf_limit({("h11", "h12")}, PLAN) == 0  # same leaf: not between leaves
+    incast = {("h21", "h11"), ("h22", "h11"), ("h31", "h11")}
+    assert inter_leaf_limit(incast, PLAN) == 100  # one receiver at line rate
+    thin = FabricPlan(spines=1, leaves=2, hosts_per_leaf=4, host_bw_mbps=100, fabric_bw_mbps=150)
+    four = {(f"h1{i}", f"h2{i}") for i in range(1, 5)}
+    assert inter_leaf_limit(four, thin) == 150  # the leaf's one uplink
+
+
+def test_peak_offered_load_is_over_every_pair_of_the_dag():
+    dag = Dag(coflows=[Coflow("a", (Flow("a.0", "h11", "h21", 10),)),
+                       Coflow("b", (Flow("b.0", "h12", "h31", 10), Flow("b.1", "h21", "h22", 10)))])
+    assert peak_offered_mbps(dag, PLAN) == 200
+
+
+def measured(mbps: float, peak: float) -> Calibration:
+    return Calibration(8, 800.0, mbps, {}, 0.6, 0.9, peak)
+
+
+def test_warning_names_the_rate_that_would_fit_and_bmv2_gets_its_note():
+    text = capacity_warning(measured(300.0, 600.0), PLAN, "ovs")
+    assert "600 Mbit/s" in text and "300 Mbit/s" in text and "<= 50 Mbit/s would fit" in text
+    assert "BMv2" not in text
+    assert "BMv2's forwarding rate depends on how it was built" in capacity_warning(
+        measured(300.0, 600.0), PLAN, "bmv2")
+    assert capacity_warning(measured(520.0, 600.0), PLAN, "ovs") is None  # >= 0.85 of the peak
+
+
+@pytest.mark.parametrize("pace_mbps, warns", [(300.0, False), (100.0, True)])
+def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_path: Path, monkeypatch,
+                                                                         pace_mbps, warns):
+    monkeypatch.setattr(cal_mod, "WARMUP_S", 0.05)
+    monkeypatch.setattr(cal_mod, "WINDOW_S", 0.2)
+    # loopback sends 64 KB segments: rates of 100+ Mbit/s keep pacing's steps short
+    plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=1, host_bw_mbps=400, fabric_bw_mbps=400)
+    dag = Dag(coflows=[Coflow("a", (Flow("a.0", "h11", "h21", 10),))])
+    with AgentSet([LocalHost("h11"), LocalHost("h21")], tmp_path / "run", 0) as agents:
+        agents.start()
+        # both agents listen on 127.0.0.1: pace the burst so the figure is a known rate
+        orig = agents.send_many
+        monkeypatch.setattr(agents, "send_many",
+                            lambda orders: orig([(*o, pace_mbps) for o in orders]))
+        cal = calibrate(agents, plan, dag)
+        assert agents.events(0.3) == []  # every calibration event was consumed
+        # a cancelled flow's connection is closed, never reused
+        assert [st["total"] for st in agents.stats("h11").connections.values()] == [0]
+    assert cal.pairs == 2 and cal.nominal_mbps == 800 and cal.peak_offered_mbps == 400
+    assert set(cal.per_host_mbps) == {"h11", "h21"}
+    for mbps in cal.per_host_mbps.values():
+        assert pace_mbps * 0.8 <= mbps <= pace_mbps * 1.2  # the paced rate
+    assert cal.measured_mbps == pytest.approx(sum(cal.per_host_mbps.values()), abs=0.05)
+    # the DAG may offer 400 Mbit/s between leaves: ~600 carried is enough, ~200 is not
+    assert (cal.warning is not None) is warns
