@@ -26,7 +26,7 @@ class FlowRecord:
     src: str
     dst: str
     bytes: int
-    start_s: float | None = None  # sender began connecting
+    start_s: float | None = None  # sender began the flow (took a connection)
     finish_s: float | None = None  # receiver got the last byte
     bytes_received: int = 0
 
