@@ -68,13 +68,21 @@ class CoflowComparison:
     ratio: float | None
 
 
+class _Block:
+    """A ``fidelity`` block of summary.json."""
+
+    def to_json(self) -> dict:
+        """The block as written to summary.json."""
+        return asdict(self)
+
+
 @dataclass(frozen=True)
-class Fidelity:
+class Fidelity(_Block):
     """``summary.json`` ``fidelity``: emulated / simulated figures of one run.  In a
     partial run (``partial``) they cover the coflows and iterations that finished."""
 
     reference: str  # "levels" | "policy" (module docstring)
-    policy: str  # the policy simulated ("static" for the levels reference)
+    sim_policy: str  # the policy simulated ("static": the recorded levels)
     levels: int
     rate_caps: str  # "none" | "meters" | "pacing": how rates were capped in the model
     model: str  # the fabric model simulated
@@ -88,31 +96,19 @@ class Fidelity:
     sim_avg_cct_s: float | None  # over the compared coflows
     sim_wall_s: float
 
-    def to_json(self) -> dict:
-        """The block as written to summary.json."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class FidelitySkipped:
+class FidelitySkipped(_Block):
     """No fidelity figure, and why (``--no-check``, no coflow finished)."""
 
     skipped: str
 
-    def to_json(self) -> dict:
-        """The block as written to summary.json."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class FidelityError:
+class FidelityError(_Block):
     """The fidelity simulation failed; the run's own results stand."""
 
     error: str
-
-    def to_json(self) -> dict:
-        """The block as written to summary.json."""
-        return asdict(self)
 
 
 FidelityBlock = Fidelity | FidelitySkipped | FidelityError
@@ -120,7 +116,8 @@ FidelityBlock = Fidelity | FidelitySkipped | FidelityError
 
 @dataclass
 class Replay:
-    """A reference simulation of a run: which reference, its result, its wall time."""
+    """A reference simulation of a run: which reference, the policy simulated, its result
+    and its wall time."""
 
     reference: str
     policy: Policy
@@ -332,7 +329,7 @@ def figure(rp: Replay, inputs: RunInputs, rows: Sequence[CoflowComparison],
     sim_it = mean([sim_its[i] for i in common])
     emu_it = mean([emulated_its[i] for i in common])
     return Fidelity(
-        reference=rp.reference, policy=rp.policy.name, levels=inputs.levels,
+        reference=rp.reference, sim_policy=rp.policy.name, levels=inputs.levels,
         rate_caps=_rate_caps(rp, inputs), model=rp.result.sim.fabric.description,
         partial=partial, coflows_compared=len(compared), coflows_total=len(rows),
         iteration_ratio=emu_it / sim_it if sim_it and emu_it is not None else None,

@@ -95,16 +95,24 @@ def write_records(run: Path, scen, ccts: dict[str, float | None], levels: dict[s
     return write_results(run, [], recs, its, partial, {"policy": scen.policy})
 
 
+def figure_of(run: Path, text: str, ccts: dict[str, float | None], levels: dict[str, int],
+              iteration_s: float | None, policy: str | None = None) -> dict:
+    """The fidelity block ``attach`` writes for a run folder made by ``write_run``."""
+    return fidelity.attach(run, write_run(run, text, ccts, levels, iteration_s, policy))["fidelity"]
+
+
+def ratios(out: dict) -> tuple:
+    """(iteration ratio, CCT ratio p50, p90) of a block, for one approx comparison."""
+    return out["iteration_ratio"], out["cct_ratio_p50"], out["cct_ratio_p90"]
+
+
 def test_static_levels_ratios_by_hand(tmp_path):
     run = tmp_path / "run"
-    summary = write_run(run, STATIC, {"hi": 1.2, "lo": 3.0}, {"hi": 0, "lo": 3}, 3.3)
-    out = fidelity.attach(run, summary)["fidelity"]
+    out = figure_of(run, STATIC, {"hi": 1.2, "lo": 3.0}, {"hi": 0, "lo": 3}, 3.3)
     # ratios 1.2 and 1.5; nearest-rank median 1.2, p90 1.5; iteration 3.3 / 2.0
-    assert out["reference"] == "levels" and out["policy"] == "static"
-    assert out["cct_ratio_p50"] == pytest.approx(1.2) and out["cct_ratio_p90"] == pytest.approx(1.5)
-    assert out["iteration_ratio"] == pytest.approx(1.65)
-    assert out["sim_iteration_time_s"] == pytest.approx(2.0)
-    assert out["sim_avg_cct_s"] == pytest.approx(1.5)
+    assert out["reference"] == "levels" and out["sim_policy"] == "static"
+    assert ratios(out) == pytest.approx((1.65, 1.2, 1.5))
+    assert (out["sim_iteration_time_s"], out["sim_avg_cct_s"]) == pytest.approx((2.0, 1.5))
     assert (out["coflows_compared"], out["coflows_total"], out["partial"]) == (2, 2, False)
     assert out["levels"] == 4 and out["rate_caps"] == "none" and "leafspine" in out["model"]
     assert out["sim_wall_s"] >= 0
@@ -116,31 +124,25 @@ def test_static_levels_ratios_by_hand(tmp_path):
 def test_static_policy_uses_its_recorded_levels_not_its_ranks(tmp_path):
     # fair on TWO, both recorded at level 0: the model shares h11 -> 1.5 s each.
     run = tmp_path / "run"
-    summary = write_run(run, TWO, {"a": 1.5, "b": 3.0}, {"a": 0, "b": 0}, 4.0, policy="fair")
-    out = fidelity.attach(run, summary)["fidelity"]
-    assert out["reference"] == "levels" and out["policy"] == "static"
-    assert out["cct_ratio_p50"] == pytest.approx(1.0) and out["cct_ratio_p90"] == pytest.approx(2.0)
-    assert out["iteration_ratio"] == pytest.approx(2.0)
+    out = figure_of(run, TWO, {"a": 1.5, "b": 3.0}, {"a": 0, "b": 0}, 4.0, policy="fair")
+    assert (out["reference"], out["sim_policy"]) == ("levels", "static")
+    assert ratios(out) == pytest.approx((2.0, 1.0, 2.0))
 
 
 def test_dynamic_policy_is_simulated_with_the_policy_not_its_last_levels(tmp_path):
     run = tmp_path / "run"
     # measured exactly as FIFO would: a 1.0 s, b 1.5 s; b's last level 0 (alone at the end)
-    summary = write_run(run, TWO, {"a": 1.0, "b": 1.5}, {"a": 0, "b": 0}, 2.0)
-    out = fidelity.attach(run, summary)["fidelity"]
-    assert out["reference"] == "policy" and out["policy"] == "fifo"
+    out = figure_of(run, TWO, {"a": 1.0, "b": 1.5}, {"a": 0, "b": 0}, 2.0)
+    assert (out["reference"], out["sim_policy"], out["rate_caps"]) == ("policy", "fifo", "none")
     # the last levels would have given a 1.5 s in the model: a ratio of 0.667
-    assert out["cct_ratio_p50"] == pytest.approx(1.0) and out["cct_ratio_p90"] == pytest.approx(1.0)
-    assert out["iteration_ratio"] == pytest.approx(1.0) and out["rate_caps"] == "none"
+    assert ratios(out) == pytest.approx((1.0, 1.0, 1.0))
 
 
 def test_policy_rates_are_hard_caps_and_zero_rates_no_cap(tmp_path):
     run = tmp_path / "run"
-    summary = write_run(run, MADD, {"x": 1.1, "w": 0.3}, {"x": 0, "w": 0}, 1.1)
-    out = fidelity.attach(run, summary)["fidelity"]
-    assert (out["reference"], out["policy"], out["rate_caps"]) == ("policy", "sebf", "pacing")
-    assert out["cct_ratio_p50"] == pytest.approx(1.0) and out["cct_ratio_p90"] == pytest.approx(1.0)
-    assert out["sim_avg_cct_s"] == pytest.approx(0.7) and out["iteration_ratio"] == pytest.approx(1.0)
+    out = figure_of(run, MADD, {"x": 1.1, "w": 0.3}, {"x": 0, "w": 0}, 1.1)
+    assert (out["reference"], out["sim_policy"], out["rate_caps"]) == ("policy", "sebf", "pacing")
+    assert ratios(out) == pytest.approx((1.0, 1.0, 1.0)) and out["sim_avg_cct_s"] == pytest.approx(0.7)
 
 
 def test_emulated_rates_wrapper_keeps_ranks_and_drops_uninstalled_rates():
@@ -163,19 +165,15 @@ def test_emulated_rates_wrapper_keeps_ranks_and_drops_uninstalled_rates():
 
 
 def test_static_meters_are_modelled_only_under_static(tmp_path):
-    run = tmp_path / "run"
-    out = fidelity.attach(run, write_run(run, METERED, {"m": 2.0}, {"m": 0}, 2.0))["fidelity"]
+    out = figure_of(tmp_path / "run", METERED, {"m": 2.0}, {"m": 0}, 2.0)
     assert out["rate_caps"] == "meters" and out["sim_avg_cct_s"] == pytest.approx(2.0)
-    fair = tmp_path / "fair"
-    out = fidelity.attach(fair, write_run(fair, METERED, {"m": 2.0}, {"m": 0}, 2.0,
-                                          policy="fair"))["fidelity"]
+    out = figure_of(tmp_path / "fair", METERED, {"m": 2.0}, {"m": 0}, 2.0, policy="fair")
     assert out["rate_caps"] == "none" and out["sim_avg_cct_s"] == pytest.approx(1.0)
 
 
 def test_partial_run_compares_the_finished_coflows_and_says_so(tmp_path):
     run = tmp_path / "run"
-    summary = write_run(run, STATIC, {"hi": 1.5, "lo": None}, {"hi": 0, "lo": 3}, None)
-    out = fidelity.attach(run, summary)["fidelity"]
+    out = figure_of(run, STATIC, {"hi": 1.5, "lo": None}, {"hi": 0, "lo": 3}, None)
     assert out["partial"] is True and (out["coflows_compared"], out["coflows_total"]) == (1, 2)
     assert out["cct_ratio_p50"] == pytest.approx(1.5) and out["sim_avg_cct_s"] == pytest.approx(1.0)
     assert out["iteration_ratio"] is None and out["sim_iteration_time_s"] is None
