@@ -1,5 +1,7 @@
 """Run one scenario under several policies (same workload, same seed) and tabulate:
-average and P95 CCT, CCT per coflow type, iteration time, speed-up against ``fair``."""
+average and P95 CCT, CCT per coflow type, iteration time, speed-up against ``fair``, and
+each run's fidelity (emulated / simulated iteration time and median CCT ratio; empty for
+simulated runs and ``--no-check``)."""
 from __future__ import annotations
 
 import csv
@@ -24,12 +26,14 @@ def with_policy(scen: Scenario, policy: str) -> Scenario:
 
 def compare(scen: Scenario, policies: list[str], out_dir: Path, run_one: RunOne) -> list[dict]:
     """Run every policy into ``out_dir/<policy>``; write compare.csv/.json/.md; return rows."""
-    rows = []
+    summaries = []
     for i, pol in enumerate(policies, 1):
         log.info("policy %d/%d: %s", i, len(policies), pol)
-        summary = run_one(with_policy(scen, pol), out_dir / pol)
-        rows.append(_row(pol, summary))
+        summaries.append(run_one(with_policy(scen, pol), out_dir / pol))
+    rows = [_row(pol, s) for pol, s in zip(policies, summaries)]
     _add_speedups(rows)
+    for row, s in zip(rows, summaries):
+        row.update(fidelity_columns(s))
     write_table(rows, out_dir)
     from coflowbed.plots import compare_bars
 
@@ -53,6 +57,13 @@ def _add_speedups(rows: list[dict]) -> None:
         for key in ("avg_cct_s", "iteration_time_s"):
             base, val = (fair or {}).get(key), r.get(key)
             r[f"speedup_{key.removesuffix('_s')}"] = (base / val) if base and val else None
+
+
+def fidelity_columns(summary: dict) -> dict:
+    """``fidelity_iter`` and ``fidelity_cct_p50`` of a run's summary (None without a figure)."""
+    block = summary.get("fidelity") or {}
+    return {"fidelity_iter": block.get("iteration_ratio"),
+            "fidelity_cct_p50": block.get("cct_ratio_p50")}
 
 
 def write_table(rows: list[dict], out_dir: Path) -> None:

@@ -149,12 +149,22 @@ def write_results(out_dir: Path, flows: Sequence[FlowRecord], coflows: Sequence[
     _write_csv(out_dir / "coflows.csv", coflows, {"cct_s": lambda r: r.cct_s})
     _write_csv(out_dir / "iterations.csv", iterations, {"time_s": lambda r: r.time_s})
     summary = summarize(coflows, iterations, partial, extra)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_summary(out_dir, summary)
     return summary
+
+
+def write_summary(out_dir: Path, summary: dict) -> None:
+    """(Re)write ``summary.json`` in ``out_dir``."""
+    (Path(out_dir) / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
 def read_coflows_csv(path: Path) -> list[dict]:
     """Rows of a ``coflows.csv`` as dicts (numbers converted, blanks -> None)."""
+    return read_csv_rows(path)
+
+
+def read_csv_rows(path: Path) -> list[dict]:
+    """Rows of any result CSV as dicts (numbers converted, blanks -> None)."""
     with Path(path).open() as fh:
         return [{k: _num(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 

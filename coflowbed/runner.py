@@ -44,10 +44,11 @@ class RunOutcome:
     error: str | None = None
 
 
-def run_scenario(scen: Scenario, out_dir: Path) -> RunOutcome:
+def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcome:
     """Run ``scen`` on a fresh emulated fabric; results go to ``out_dir``.  Sockets and
     OVS state live in a short runtime folder under the registry (Unix socket paths are
-    limited to 107 bytes); logs and results in ``out_dir``."""
+    limited to 107 bytes); logs and results in ``out_dir``.  ``check``: simulate the run
+    afterwards for its fidelity figure (``coflowbed.fidelity``)."""
     run_id = f"{time.strftime('%H%M%S')}-{os.getpid()}"  # short: socket paths are limited
     state = runstate.RunState(run_id, os.getpid(), str(out_dir),
                               interfaces=_interface_names(scen), ovs_dir="")
@@ -59,14 +60,15 @@ def run_scenario(scen: Scenario, out_dir: Path) -> RunOutcome:
     os.environ[runstate.ENV_MARKER] = run_id
     try:
         with _signals_raise():
-            return _run(scen, out_dir, runtime)
+            return _run(scen, out_dir, runtime, check)
     finally:
         _restore_env(old_env)
         _final_cleanup(state, runtime)
 
 
-def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
-    """Start everything, execute, write results (partial on any failure)."""
+def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> RunOutcome:
+    """Start everything, execute, write results (partial on any failure), then (the
+    fabric down) the fidelity figure."""
     executor, backend, controller, error, info = None, None, None, None, {}
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -90,6 +92,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
             _save_counters(controller, out_dir)
         info["wall_s"] = round(time.monotonic() - t_start, 3)
         summary = _write(scen, out_dir, executor, backend, error, info)
+    summary = _check(out_dir, summary, check)
     return RunOutcome(out_dir, summary, error)
 
 
@@ -204,6 +207,15 @@ def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
     log.info("results in %s (%s): avg CCT %s s, p95 %s s", out_dir,
              "PARTIAL" if partial else "complete", _fmt(summary["avg_cct_s"]),
              _fmt(summary["p95_cct_s"]))
+    return summary
+
+
+def _check(out_dir: Path, summary: dict, check: bool) -> dict:
+    """The run simulated on its own fabric: ``fidelity`` in summary.json, one log line."""
+    from coflowbed import fidelity
+
+    summary = fidelity.attach(out_dir, summary, None if check else "--no-check")
+    log.info("%s", fidelity.describe(summary["fidelity"]))
     return summary
 
 

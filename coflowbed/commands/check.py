@@ -3,12 +3,9 @@ the run used and report measured / simulated CCT per coflow and on average."""
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import math
+from dataclasses import asdict
 from pathlib import Path
-
-from coflowbed.errors import UserError
 
 NAME = "check"
 HELP = "compare an emulated run's CCTs with the flow-level model of the same scenario"
@@ -27,72 +24,21 @@ def run(args: argparse.Namespace) -> int:
     rows = compare_run(args.run_dir, args.fabric)
     _print(rows)
     if args.out:
-        with args.out.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["coflow_id"])
-            w.writeheader()
-            w.writerows(rows)
+        from coflowbed.fidelity import CoflowComparison, write_table
+
+        write_table([CoflowComparison(**r) for r in rows], args.out)
     return 0
 
 
 def compare_run(run_dir: Path, fabric_kind: str = "leafspine") -> list[dict]:
-    """Per coflow: level, measured and simulated CCT (s) and their ratio."""
-    from coflowbed.commands.simulate import scenario_fabric
-    from coflowbed.results import read_coflows_csv
-    from coflowbed.sim import StaticPolicy, simulate
+    """Per coflow: level, measured and simulated CCT (s) and their ratio, the model run
+    at the levels the run recorded (``coflowbed.fidelity``, reference ``levels``)."""
+    from coflowbed import fidelity
 
-    plan, levels, rates = _run_inputs(run_dir)
-    dag = _run_dag(run_dir)
-    measured = {r["coflow_id"]: r for r in read_coflows_csv(_need(run_dir / "coflows.csv"))}
-    used = {cid: int(r["level"]) for cid, r in measured.items() if r.get("level") is not None}
-    policy = StaticPolicy(used, levels - 1, rates)
-    sim = simulate(dag, scenario_fabric(plan, fabric_kind), policy, levels)
-    rows = []
-    for rec in sim.coflow_records():
-        m = measured.get(rec.coflow_id, {})
-        cct_m, cct_s = m.get("cct_s"), rec.cct_s
-        ratio = cct_m / cct_s if cct_m is not None and cct_s else None
-        rows.append({"coflow_id": rec.coflow_id, "level": used.get(rec.coflow_id),
-                     "measured_cct_s": cct_m, "simulated_cct_s": cct_s, "ratio": ratio})
-    return rows
-
-
-def _need(path: Path) -> Path:
-    """``path`` if it exists, else UserError naming it."""
-    if not path.exists():
-        raise UserError(str(path), None, "missing: not an emulated run folder?")
-    return path
-
-
-def _run_inputs(run_dir: Path):
-    """(FabricPlan, K, static rate caps in bit/s) from the run's resolved inputs."""
-    from coflowbed.config import load_yaml
-    from topo.plan import FabricPlan
-
-    scen = load_yaml(_need(run_dir / "scenario.yaml"))
-    if not isinstance(scen, dict):
-        raise UserError(str(run_dir / "scenario.yaml"), None, "must be a mapping")
-    try:
-        fabric = json.loads((run_dir / "fabric.json").read_text()) if \
-            (run_dir / "fabric.json").exists() else dict(scen["fabric"])
-        fabric.setdefault("fabric_bw_mbps", fabric.get("host_bw_mbps"))  # loader's default
-        plan = FabricPlan.from_dict(fabric)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UserError(str(run_dir / "scenario.yaml"), "fabric", f"unusable: {exc}") from None
-    levels = scen.get("levels", 8)
-    items = (scen.get("workload") or {}).get("coflows") or []
-    rates = {str(c.get("id", f"c{i + 1}")): float(c["rate_mbps"]) * 1e6
-             for i, c in enumerate(items) if isinstance(c, dict) and c.get("rate_mbps")}
-    return plan, int(levels), rates
-
-
-def _run_dag(run_dir: Path):
-    """The coflows the run executed (dag.json)."""
-    from workload import dagjson
-
-    try:
-        return dagjson.load(_need(run_dir / "dag.json"))
-    except ValueError as exc:
-        raise UserError(str(run_dir / "dag.json"), None, str(exc)) from None
+    inputs, measured = fidelity.read_inputs(run_dir), fidelity.read_measured(run_dir)
+    used = fidelity.used_levels(measured)
+    rp = fidelity.replay(inputs, fidelity.read_dag(run_dir), used, fidelity.LEVELS, fabric_kind)
+    return [asdict(r) for r in fidelity.compare_coflows(rp.result, measured, used)]
 
 
 def _print(rows: list[dict]) -> None:

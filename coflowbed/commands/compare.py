@@ -5,6 +5,7 @@ import argparse
 import time
 from pathlib import Path
 
+from coflowbed.commands.run import add_no_check
 from coflowbed.errors import UserError
 
 NAME = "compare"
@@ -18,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="folder (default results/<time>-compare-<name>)")
     p.add_argument("--sim", action="store_true",
                    help="use the flow-level simulator instead of the emulated fabric")
+    add_no_check(p)
 
 
 def _policies(text: str, source: str) -> list[str]:
@@ -40,18 +42,20 @@ def run(args: argparse.Namespace) -> int:
     scen = load_scenario(args.scenario)
     names = _policies(args.policies, "command line")
     out = args.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S')}-compare-{scen.name}"
-    rows = compare(scen, names, out.resolve(), _simulate_one if args.sim else _emulate_one(scen))
+    run_one = _simulate_one if args.sim else _emulate_one(scen, args.check)
+    rows = compare(scen, names, out.resolve(), run_one)
     print((out / "compare.md").read_text(), end="")
     print(f"-> {out}")
     return 1 if any(r["partial"] for r in rows) else 0
 
 
-def _emulate_one(scen):
+def _emulate_one(scen, check: bool = True):
+    """One policy of a comparison on the emulated fabric (``check``: with its fidelity)."""
     from coflowbed.commands.run import check_can_run
     from coflowbed.runner import run_scenario
 
     check_can_run(scen)
-    return lambda s, out: run_scenario(s, out).summary
+    return lambda s, out: run_scenario(s, out, check).summary
 
 
 def _simulate_one(scen, out):

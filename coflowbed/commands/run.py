@@ -21,6 +21,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", type=Path, default=Path("results"),
                    help="parent of the default results folder")
     p.add_argument("--policy", default=None, help="override the scenario's policy")
+    add_no_check(p)
+
+
+def add_no_check(p: argparse.ArgumentParser) -> None:
+    """``--no-check``: skip the fidelity simulation after each emulated run."""
+    p.add_argument("--no-check", dest="check", action="store_false",
+                   help="do not simulate the run afterwards for its fidelity figure "
+                   "(summary.json 'fidelity'; docs/simulator.md)")
 
 
 def check_can_run(scen: Scenario) -> None:
@@ -38,6 +46,7 @@ def check_can_run(scen: Scenario) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, run, report; exit 0 only for a complete run."""
+    from coflowbed.fidelity import describe
     from coflowbed.rundir import new_run_dir
     from coflowbed.runner import run_scenario
 
@@ -45,9 +54,10 @@ def run(args: argparse.Namespace) -> int:
     scen = load_scenario(args.scenario, overrides)
     check_can_run(scen)
     out = args.out if args.out else new_run_dir(args.results, scen)
-    outcome = run_scenario(scen, out.resolve())
+    outcome = run_scenario(scen, out.resolve(), args.check)
     s = outcome.summary
     state = "PARTIAL" if s["partial"] else "complete"
     print(f"{state}: {s['coflows']}/{s['coflows_total']} coflows, avg CCT {s['avg_cct_s']} s, "
-          f"p95 {s['p95_cct_s']} s, iteration {s['iteration_time_s']} s -> {outcome.out_dir}")
+          f"p95 {s['p95_cct_s']} s, iteration {s['iteration_time_s']} s, "
+          f"{describe(s.get('fidelity'))} -> {outcome.out_dir}")
     return 1 if s["partial"] else 0
