@@ -1,8 +1,10 @@
 """Capacity check at bring-up: a short calibration burst measures the aggregate rate the
 emulated fabric really carries between leaves, before any coflow is released.
 
-Every host sends to the host of the same index on the next leaf (cyclic), one flow each,
-at level 0 through the agents' own send path; the receivers' byte counts are read at the
+Every host sends to the host of the same index on the next leaf (cyclic),
+``FLOWS_PER_HOST`` flows each (ECMP hashes each connection onto one spine: with one flow
+per host, two flows of a leaf often share a spine link while the other idles), at level 0
+through the agents' own send path; the receivers' byte counts are read at the
 start and the end of a window after a warm-up, then the flows are cancelled.  The whole
 burst takes ``WARMUP_S + WINDOW_S`` plus a few control round trips (under 1 s).
 
@@ -27,6 +29,7 @@ WARMUP_S = 0.25  # slow start and queues settle before the window opens
 WINDOW_S = 0.6
 CAPACITY_MARGIN = 0.85  # warn when the fabric carries less than this share of the peak
 DRAIN_TIMEOUT_S = 5.0
+FLOWS_PER_HOST = 4
 PREFIX = "calibration/"
 BMV2_NOTE = ("BMv2's forwarding rate depends on how it was built (optimised builds forward "
              "about 1 Gbit/s, default builds 10-30 Mbit/s)")
@@ -119,7 +122,7 @@ def calibrate(agents, plan: FabricPlan, dag: Dag, switch: str = "ovs") -> Calibr
 def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
     """Start the flows, read the receivers at both ends of the window, cancel, drain."""
     nbytes = int(plan.host_bw_mbps * 1e6 / 8 * 4 * (WARMUP_S + WINDOW_S))  # outlasts the window
-    flows = {f"{PREFIX}{s.name}": (s.name, d.name) for s, d in pairs}
+    flows = {f"{PREFIX}{s.name}/{k}": (s.name, d.name) for s, d in pairs for k in range(FLOWS_PER_HOST)}
     orders = [(s, fid, *agents.address(d), nbytes, 0, 0) for fid, (s, d) in flows.items()]
     agents.send_many(orders)
     opened = time.monotonic()
@@ -136,11 +139,11 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
 
 
 def _received(agents, flows: dict[str, tuple[str, str]]) -> dict[str, tuple[int, int]]:
-    """Per receiver: (its clock in ns, payload bytes of its calibration flow so far)."""
+    """Per receiver: (its clock in ns, payload bytes of its calibration flows so far)."""
     out = {}
-    for fid, (_src, dst) in flows.items():
+    for dst in sorted({dst for _src, dst in flows.values()}):
         st = agents.stats(dst)
-        out[dst] = (st.t_ns, int(st.received.get(fid, 0)))
+        out[dst] = (st.t_ns, sum(int(n) for fid, n in st.received.items() if fid in flows))
     return out
 
 

@@ -53,11 +53,11 @@ def test_warning_names_the_rate_that_would_fit_and_bmv2_gets_its_note():
     assert capacity_warning(measured(520.0, 600.0), PLAN, "ovs") is None  # >= 0.85 of the peak
 
 
-@pytest.mark.parametrize("pace_mbps, warns", [(300.0, False), (100.0, True)])
+@pytest.mark.parametrize("pace_mbps, warns", [(100.0, False), (25.0, True)])
 def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_path: Path, monkeypatch,
                                                                          pace_mbps, warns):
     monkeypatch.setattr(cal_mod, "WARMUP_S", 0.05)
-    monkeypatch.setattr(cal_mod, "WINDOW_S", 0.2)
+    monkeypatch.setattr(cal_mod, "WINDOW_S", 0.3)
     # loopback sends 64 KB segments: rates of 100+ Mbit/s keep pacing's steps short
     plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=1, host_bw_mbps=400, fabric_bw_mbps=400)
     dag = Dag(coflows=[Coflow("a", (Flow("a.0", "h11", "h21", 10),))])
@@ -74,7 +74,7 @@ def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_pat
     assert cal.pairs == 2 and cal.nominal_mbps == 800 and cal.peak_offered_mbps == 400
     assert set(cal.per_host_mbps) == {"h11", "h21"}
     for mbps in cal.per_host_mbps.values():
-        assert pace_mbps * 0.8 <= mbps <= pace_mbps * 1.2  # the paced rate
+        assert 0.8 <= mbps / (cal_mod.FLOWS_PER_HOST * pace_mbps) <= 1.2  # the paced rate
     assert cal.measured_mbps == pytest.approx(sum(cal.per_host_mbps.values()), abs=0.05)
-    # the DAG may offer 400 Mbit/s between leaves: ~600 carried is enough, ~200 is not
+    # the DAG may offer 400 Mbit/s between leaves: ~800 carried is enough, ~200 is not
     assert (cal.warning is not None) is warns

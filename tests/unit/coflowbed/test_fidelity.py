@@ -235,8 +235,11 @@ class InstantBackend:
 
     def __init__(self, levels: dict[str, int]) -> None:
         self.scheduler = type("Sched", (), {"last_level": levels, "last_rank": {}})()
+        from coflowbed.emulation import ReleaseTimes
+
         self.apply_latency_s: list[float] = []
         self.events: list = []
+        self.times = ReleaseTimes()
 
     def release(self, coflow, now):
         from coflowbed.executor import FlowDone, FlowStarted
@@ -267,6 +270,8 @@ def test_every_run_gets_its_figure_unless_no_check(tmp_path, monkeypatch, check)
     write_inputs(scen, out)
     monkeypatch.setattr(runner, "_start_all", lambda *a: (None, None, 0.0))
     monkeypatch.setattr(runner, "_backend", lambda *a: InstantBackend({"hi": 0, "lo": 3}))
+    monkeypatch.setattr(runner, "_prepare_iteration", lambda *a: None)  # no agents here
+    monkeypatch.setattr(runner, "_calibrate", lambda *a: None)
     if not check:
         monkeypatch.setattr("coflowbed.sim.simulate", _must_not_simulate)
     got = runner._run(scen, out, tmp_path / "rt", check).summary
