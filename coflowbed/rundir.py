@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from coflowbed.scenario import Scenario
+from topo.ovs import detect_datapath
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -53,7 +54,8 @@ def resolved_scenario(scen: Scenario) -> dict:
 
 
 def versions() -> dict:
-    """Versions of what ran: python, packages, OVS, kernel, git commit."""
+    """Versions of what ran: python, packages, OVS (and the datapath it can use),
+    kernel, git commit."""
     out = {"python": platform.python_version(), "kernel": platform.release()}
     for pkg in ("os-ken", "mininet", "numpy", "scipy"):
         try:
@@ -61,6 +63,7 @@ def versions() -> dict:
         except metadata.PackageNotFoundError:
             out[pkg] = None
     out["ovs"] = _cmd_first_line(["ovs-vswitchd", "--version"])
+    out["ovs_datapath"] = detect_datapath()  # system (kernel module) or netdev
     out["git"] = _cmd_first_line(["git", "-C", str(REPO), "describe", "--always", "--dirty"])
     return out
 
@@ -74,6 +77,14 @@ def _cmd_first_line(argv: list[str]) -> str | None:
     return lines[0] if res.returncode == 0 and lines else None
 
 
+def fabric_record(scen: Scenario) -> dict:
+    """fabric.json: the plan (MTU included) and, on OVS, the bridges' datapath."""
+    out = scen.plan.to_dict()
+    if scen.switch == "ovs":
+        out["datapath"] = detect_datapath()
+    return out
+
+
 def write_inputs(scen: Scenario, out_dir: Path) -> None:
     """Write the resolved scenario, the DAG, the fabric plan and versions."""
     from workload import dagjson
@@ -81,5 +92,5 @@ def write_inputs(scen: Scenario, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(yaml.safe_dump(resolved_scenario(scen), sort_keys=False))
     dagjson.dump(scen.dag, out_dir / "dag.json")
-    (out_dir / "fabric.json").write_text(scen.plan.to_json())
+    (out_dir / "fabric.json").write_text(json.dumps(fabric_record(scen), indent=1))
     (out_dir / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")

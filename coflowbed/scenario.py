@@ -12,7 +12,8 @@ from typing import Any
 
 from coflowbed.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.errors import UserError
-from topo.plan import MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_SPINES, FabricPlan
+from topo.plan import (DEFAULT_MTU, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_MTU, MAX_SPINES,
+                       MIN_MTU, FabricPlan)
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow, merge_pair_flows
 from workload.marking import MAX_LEVELS
 
@@ -128,8 +129,9 @@ def _parse_fabric(sec: Section) -> FabricPlan:
     hpl = sec.need("hosts_per_leaf", integer(1, MAX_HOSTS_PER_LEAF))
     host_bw = sec.need("host_bw_mbps", number(positive=True, hi=10000))
     fabric_bw = sec.get("fabric_bw_mbps", host_bw, number(positive=True, hi=10000))
+    mtu = sec.get("mtu", DEFAULT_MTU, integer(MIN_MTU, MAX_MTU))
     sec.done(UNSUPPORTED_LINK_KEYS)
-    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw)
+    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw, mtu)
 
 
 def _parse_policy(top: Section) -> tuple[str, dict]:

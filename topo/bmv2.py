@@ -14,7 +14,9 @@
 BMv2 reads and writes whole frames through AF_PACKET and does not fix checksums of
 offloaded packets: segmentation and checksum offloads are turned off on every veth (host
 and switch ends), else TCP segments arrive with bad checksums or above the MTU.
-The port schedulers are the same tc HTB ones as on OVS (topo.qos), on every egress.
+The port schedulers are the same tc HTB ones as on OVS (topo.qos), on every egress, and
+every interface gets the plan's MTU before the switches start (as on OVS; BMv2 reads
+frames through libpcap, whose default snapshot length, 256 KiB, holds a jumbo frame).
 """
 from __future__ import annotations
 
@@ -219,10 +221,11 @@ def start_bmv2_fabric(plan: FabricPlan, run_dir: Path, ports: dict[str, int],
                       api_socket: Path | None = None,
                       ready_timeout: float = 60.0) -> BMv2Fabric:
     """Start the BMv2 fabric of ``plan`` (switch ``n`` serving gRPC on ``ports[n]``),
-    static ARP, host offloads off and port schedulers on every egress; with
+    the plan's MTU on every interface, static ARP, host offloads off and port schedulers
+    on every egress; with
     ``api_socket``, return once the P4Runtime controller reports all switches ready.
     On failure everything started is stopped."""
-    from topo.net import port_schedulers, static_arp  # shared with the OVS fabric
+    from topo.net import apply_mtu, port_schedulers, static_arp  # shared with OVS
 
     reason = bmv2_available()
     if reason:
@@ -231,6 +234,7 @@ def start_bmv2_fabric(plan: FabricPlan, run_dir: Path, ports: dict[str, int],
     run_dir.mkdir(parents=True, exist_ok=True)
     net = _build_net(plan, ports, run_dir)
     try:
+        apply_mtu(net, plan)  # before the switches open their ports
         net.start()
         for sw in net.switches:
             sw.wait_ready(ready_timeout)

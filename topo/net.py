@@ -25,9 +25,10 @@ from mininet.net import Mininet
 
 from topo import qos
 from topo.leafspine import LeafSpineTopo, intf_name
-from topo.ovs import OvsService, db_socket, ovs_env, restore_sysctl, stop_daemons
+from topo.ovs import (USER_DATAPATH, OvsService, db_socket, detect_datapath, ovs_env,
+                      restore_sysctl, stop_daemons)
 from topo.plan import FabricPlan
-from topo.switch import CoflowOVSSwitch, PlainRemoteController, set_linux_noop_qos
+from topo.switch import PlainRemoteController, set_linux_noop_qos, switch_class
 
 log = logging.getLogger("topo.net")
 CMD_TIMEOUT_S = 30.0
@@ -63,7 +64,8 @@ def port_schedulers(plan: FabricPlan, levels: int, queue_packets: int
     root, hosts = [], {}
     for link in plan.links:
         for node, port in ((link.node1, link.port1), (link.node2, link.port2)):
-            ps = qos.PortScheduler(intf_name(node, port), link.bw_mbps, levels, queue_packets)
+            ps = qos.PortScheduler(intf_name(node, port), link.bw_mbps, levels, queue_packets,
+                                   plan.mtu)
             if node.startswith("h"):
                 hosts[node] = ps
             else:
@@ -83,6 +85,7 @@ class Fabric:
     queue_packets: int
     bringup_s: float = 0.0
     interfaces: list[str] = field(default_factory=list)
+    datapath: str = USER_DATAPATH
 
     def host(self, name: str):
         """The Mininet host called ``name``."""
@@ -101,10 +104,11 @@ class Fabric:
         log.info("fabric stopped in %.2f s", time.monotonic() - t0)
 
 
-def _record(plan: FabricPlan, run_dir: Path) -> None:
-    """Write the names clean-up needs before creating anything."""
+def _record(plan: FabricPlan, run_dir: Path, datapath: str) -> None:
+    """Write the names clean-up needs (and the bridges' datapath) before creating
+    anything."""
     data = {"interfaces": interface_names(plan), "bridges": bridge_names(plan),
-            "ovs_env": ovs_env(run_dir), "plan": plan.to_dict()}
+            "ovs_env": ovs_env(run_dir), "datapath": datapath, "plan": plan.to_dict()}
     (run_dir / RECORD).write_text(json.dumps(data, indent=1))
 
 
@@ -114,17 +118,40 @@ def recorded_names(run_dir: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def run_ip_batch(lines: list[str], what: str, netns_pid: int | None = None) -> None:
+    """``ip -batch -`` with ``lines`` on stdin, in the namespace of ``netns_pid`` (a
+    Mininet host's shell) or the root one; RuntimeError naming ``what`` on failure."""
+    argv = ["ip", "-batch", "-"]
+    if netns_pid is not None:
+        argv = ["mnexec", "-a", str(netns_pid)] + argv
+    res = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True,
+                         text=True, timeout=CMD_TIMEOUT_S)
+    if res.returncode != 0:
+        raise RuntimeError(f"{what} failed: {res.stderr.strip()}")
+
+
 def static_arp(net: Mininet, plan: FabricPlan) -> None:
     """Permanent neighbour entries for every other host, one ``ip -batch`` per host."""
     for h in plan.hosts:
         dev = intf_name(h.name, 0)
         lines = [f"neigh replace {o.ip} lladdr {o.mac} dev {dev} nud permanent"
                  for o in plan.hosts if o.name != h.name]
-        argv = ["mnexec", "-a", str(net.get(h.name).pid), "ip", "-batch", "-"]
-        res = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True,
-                             text=True, timeout=CMD_TIMEOUT_S)
-        if res.returncode != 0:
-            raise RuntimeError(f"static ARP on {h.name} failed: {res.stderr.strip()}")
+        run_ip_batch(lines, f"static ARP on {h.name}", net.get(h.name).pid)
+
+
+def mtu_lines(devs: list[str], mtu: int) -> list[str]:
+    """``ip -batch`` lines giving every interface of ``devs`` the MTU ``mtu``."""
+    return [f"link set dev {dev} mtu {mtu}" for dev in devs]
+
+
+def apply_mtu(net: Mininet, plan: FabricPlan) -> None:
+    """The plan's MTU on both ends of every link: the switch ends in the root namespace
+    (one batch), each host's NIC in its namespace.  Call after ``net.build()`` and before
+    ``net.start()``, so the switches open their ports at the final MTU."""
+    run_ip_batch(mtu_lines(switch_interfaces(plan), plan.mtu), "MTU of the switch ports")
+    for h in plan.hosts:
+        run_ip_batch(mtu_lines([intf_name(h.name, 0)], plan.mtu), f"MTU on {h.name}",
+                     net.get(h.name).pid)
 
 
 def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int,
@@ -137,10 +164,11 @@ def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int,
         qos.apply_schedulers([ps], netns_pid=net.get(name).pid)
 
 
-def _build_net(plan: FabricPlan, controller_port: int) -> Mininet:
-    """Mininet object for ``plan`` (built, not started)."""
-    net = Mininet(topo=LeafSpineTopo(plan=plan), switch=CoflowOVSSwitch, controller=None,
-                  link=Link, build=False, autoSetMacs=False, autoStaticArp=False)
+def _build_net(plan: FabricPlan, controller_port: int, datapath: str) -> Mininet:
+    """Mininet object for ``plan`` on OVS ``datapath`` (built, not started)."""
+    net = Mininet(topo=LeafSpineTopo(plan=plan), switch=switch_class(datapath),
+                  controller=None, link=Link, build=False, autoSetMacs=False,
+                  autoStaticArp=False)
     net.addController(PlainRemoteController("c0", ip="127.0.0.1", port=controller_port))
     net.build()
     return net
@@ -148,19 +176,25 @@ def _build_net(plan: FabricPlan, controller_port: int) -> Mininet:
 
 def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int, levels: int = 8,
                  queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
-                 api_socket: Path | None = None, ready_timeout: float = 60.0) -> Fabric:
+                 api_socket: Path | None = None, ready_timeout: float = 60.0,
+                 userspace_tso: bool = True) -> Fabric:
     """Start OVS and the Mininet fabric of ``plan``, pointed at the controller on
     127.0.0.1:``controller_port``; with ``api_socket``, return only once the controller
-    reports every switch connected and routed.  On failure everything started is stopped."""
+    reports every switch connected and routed.  The bridges use the kernel datapath
+    where the openvswitch module exists, the userspace one otherwise
+    (:func:`topo.ovs.detect_datapath`).  ``userspace_tso=False`` turns OVS's userspace
+    TSO off (a benchmark lever).  On failure everything started is stopped."""
     t0 = time.monotonic()
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    _record(plan, run_dir)
-    ovs = OvsService(run_dir)
+    datapath = detect_datapath()
+    _record(plan, run_dir, datapath)
+    ovs = OvsService(run_dir, userspace_tso=userspace_tso)
     ovs.start()
     net = None
     try:
-        net = _build_net(plan, controller_port)
+        net = _build_net(plan, controller_port, datapath)
+        apply_mtu(net, plan)
         net.start()
         static_arp(net, plan)
         apply_port_schedulers(net, plan, levels, queue_packets)
@@ -176,9 +210,9 @@ def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int, levels: 
             ovs.stop()
         raise
     fab = Fabric(plan, run_dir, net, ovs, levels, queue_packets,
-                 time.monotonic() - t0, interface_names(plan))
-    log.info("fabric up in %.2f s (%d switches, %d hosts)", fab.bringup_s,
-             len(plan.switches), len(plan.hosts))
+                 time.monotonic() - t0, interface_names(plan), datapath)
+    log.info("fabric up in %.2f s (%d switches, %d hosts, datapath %s, MTU %d)",
+             fab.bringup_s, len(plan.switches), len(plan.hosts), datapath, plan.mtu)
     return fab
 
 

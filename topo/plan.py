@@ -9,6 +9,9 @@ Addressing (documented in docs/fabric.md):
   MAC ``00:00:00:00:<l>:<n>`` (hex);
 - on leaf l: port n faces host h<l><n>, port ``H + s`` faces spine s;
 - on spine s: port l faces leaf l.
+
+Every interface of the fabric (both veth ends of every link) has the plan's ``mtu``
+(default 9000: at 1500 the two cores of a test machine saturate long before the links).
 """
 from __future__ import annotations
 
@@ -18,6 +21,10 @@ from dataclasses import asdict, dataclass, field
 MAX_LEAVES = 9
 MAX_HOSTS_PER_LEAF = 9
 MAX_SPINES = 8
+MIN_MTU, MAX_MTU = 1500, 9000
+DEFAULT_MTU = 9000
+LEGACY_MTU = 1500  # what a recorded plan without "mtu" (older than the key) ran at
+ETH_HEADER_BYTES = 14  # a frame on the wire (no FCS on a veth) is mtu + this
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,7 @@ class FabricPlan:
     hosts_per_leaf: int
     host_bw_mbps: float
     fabric_bw_mbps: float
+    mtu: int = DEFAULT_MTU
     hosts: tuple[HostPlan, ...] = field(init=False)
     switches: tuple[SwitchPlan, ...] = field(init=False)
     links: tuple[LinkPlan, ...] = field(init=False)
@@ -80,6 +88,7 @@ class FabricPlan:
         for key in ("host_bw_mbps", "fabric_bw_mbps"):
             if not getattr(self, key) > 0:
                 raise ValueError(f"{key} must be > 0, got {getattr(self, key)}")
+        check_mtu(self.mtu)
         object.__setattr__(self, "hosts", tuple(self._make_hosts()))
         object.__setattr__(self, "switches", tuple(self._make_switches()))
         object.__setattr__(self, "links", tuple(self._make_links()))
@@ -101,6 +110,11 @@ class FabricPlan:
         for l in range(1, self.leaves + 1):
             for s in range(1, self.spines + 1):
                 yield LinkPlan(f"l{l}", self.uplink_port(s), f"s{s}", l, self.fabric_bw_mbps)
+
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes of a full-size Ethernet frame at this plan's MTU."""
+        return self.mtu + ETH_HEADER_BYTES
 
     def uplink_port(self, spine: int) -> int:
         """Port number on every leaf that faces spine ``spine`` (1-based)."""
@@ -127,7 +141,7 @@ class FabricPlan:
     def to_dict(self) -> dict:
         """JSON-ready dict with the dimensions and everything derived."""
         d = {k: getattr(self, k) for k in
-             ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps")}
+             ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps", "mtu")}
         d["hosts"] = [asdict(h) for h in self.hosts]
         d["switches"] = [asdict(s) for s in self.switches]
         d["links"] = [asdict(k) for k in self.links]
@@ -139,12 +153,20 @@ class FabricPlan:
 
     @classmethod
     def from_dict(cls, d: dict) -> "FabricPlan":
-        """Rebuild a plan from ``to_dict`` output (derived parts are recomputed)."""
+        """Rebuild a plan from ``to_dict`` output (derived parts are recomputed); a
+        dict without ``mtu`` was recorded before the key existed, at LEGACY_MTU."""
         return cls(d["spines"], d["leaves"], d["hosts_per_leaf"],
-                   d["host_bw_mbps"], d["fabric_bw_mbps"])
+                   d["host_bw_mbps"], d["fabric_bw_mbps"], d.get("mtu", LEGACY_MTU))
+
+
+def check_mtu(mtu: int) -> None:
+    """ValueError unless ``mtu`` is an integer in MIN_MTU..MAX_MTU."""
+    if not isinstance(mtu, int) or isinstance(mtu, bool) or not MIN_MTU <= mtu <= MAX_MTU:
+        raise ValueError(f"mtu must be an integer in {MIN_MTU}..{MAX_MTU}, got {mtu!r}")
 
 
 def _check_dims(spines: int, leaves: int, hosts_per_leaf: int) -> None:
+    """ValueError naming the first dimension out of its range."""
     for key, val, hi in (("spines", spines, MAX_SPINES), ("leaves", leaves, MAX_LEAVES),
                          ("hosts_per_leaf", hosts_per_leaf, MAX_HOSTS_PER_LEAF)):
         if not isinstance(val, int) or isinstance(val, bool) or not 1 <= val <= hi:

@@ -8,8 +8,9 @@ Per interface (both ends of every link: switch ports and host NICs):
   ``prio L``, a tiny guaranteed rate and ceil = link, so everything above the tiny rate
   is borrowed from ``1:1`` in strict ``prio`` order;
 - a ``bfifo`` under each leaf class bounded to ``queue_packets`` full-size frames in
-  bytes (default 100 x 1514 B): with TSO/GSO a queued "packet" may be a 64 KB segment, so
-  a packet-counted queue would hold seconds of traffic at emulated rates;
+  bytes (frame = mtu + 14 B; default 100 x 9014 B): with TSO/GSO a queued "packet" may
+  be a 64 KB segment, so a packet-counted queue would hold seconds of traffic at
+  emulated rates;
 - u32 filters on the DSCP bits (see workload/marking.py): level code ``56+L`` -> level
   L, DSCP 0 -> level 0, any other IP packet (a tag without a table entry) -> the lowest
   level.  Host sockets may also pick a class directly with ``SO_PRIORITY``.
@@ -26,6 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from topo.plan import DEFAULT_MTU, ETH_HEADER_BYTES, check_mtu
 from workload.marking import (DSCP_UNTAGGED, HTB_MAJOR, HTB_ROOT_MINOR, MAX_LEVELS,
                               htb_classid, level_dscp, tos_byte)
 
@@ -34,9 +36,8 @@ log = logging.getLogger("topo.qos")
 DEFAULT_QUEUE_PACKETS = 100
 # HTB's DRR quantum (bytes).  Irrelevant for strict priority across distinct prios, but
 # the default (rate / r2q) is tiny for the tiny guaranteed rates and triggers kernel
-# warnings; 60000 also covers a full TSO/GSO segment.
+# warnings; 60000 exceeds a full-size frame at every allowed MTU (9014 B at 9000).
 QUANTUM_BYTES = 60000
-FRAME_BYTES = 1514  # a full-size Ethernet frame: the unit of queue_packets
 BUCKETS = 16  # fair-queueing buckets per level (hash of the source port)
 BUCKET_MINOR_BASE = 0x100  # bucket b of level L is class 1:(0x100 * (L + 1) + b)
 TC_TIMEOUT_S = 30.0
@@ -72,15 +73,27 @@ class PortScheduler:
     rate_mbps: float
     levels: int
     queue_packets: int = DEFAULT_QUEUE_PACKETS
+    mtu: int = DEFAULT_MTU
 
     def __post_init__(self) -> None:
         """Validate the parameters (one-line errors)."""
+        check_mtu(self.mtu)
         if not 1 <= self.levels <= MAX_LEVELS:
             raise ValueError(f"levels must be 1..{MAX_LEVELS}, got {self.levels}")
         if not self.rate_mbps > 0:
             raise ValueError(f"rate_mbps of {self.dev} must be > 0, got {self.rate_mbps}")
         if not isinstance(self.queue_packets, int) or self.queue_packets < 1:
             raise ValueError(f"queue_packets must be an int >= 1, got {self.queue_packets!r}")
+
+    @property
+    def frame_bytes(self) -> int:
+        """A full-size Ethernet frame at this port's MTU: the unit of queue_packets."""
+        return self.mtu + ETH_HEADER_BYTES
+
+    @property
+    def queue_bytes(self) -> int:
+        """Byte limit of each bucket's FIFO."""
+        return self.queue_packets * self.frame_bytes
 
 
 def classid(level: int) -> str:
@@ -130,7 +143,7 @@ def _bucket_lines(ps: PortScheduler, level: int, tiny: str, link: str) -> list[s
         lines += [f"class add dev {dev} parent {parent} classid {cid} htb rate {tiny} "
                   f"ceil {link} prio {level} quantum {QUANTUM_BYTES}",
                   f"qdisc add dev {dev} parent {cid} handle {cid.split(':')[1]}: "
-                  f"bfifo limit {ps.queue_packets * FRAME_BYTES}"]
+                  f"bfifo limit {ps.queue_bytes}"]
     lines += [f"filter add dev {dev} parent {parent} prio 1 handle {table} protocol ip u32 "
               f"divisor {BUCKETS}",
               f"filter add dev {dev} parent {parent} prio 1 protocol ip u32 "

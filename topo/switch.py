@@ -2,7 +2,9 @@
 
 - ``CoflowOVSSwitch``: ``datapath='user'`` (bridges ``datapath_type=netdev``; the kernel
   datapath does not exist here), ``failMode='secure'`` (no forwarding without the
-  controller), OpenFlow 1.3 only, batch start-up (one ovs-vsctl for all switches).
+  controller), OpenFlow 1.3 only, batch start-up (one ovs-vsctl for all switches);
+  ``KernelCoflowOVSSwitch`` is the same on the kernel datapath (``datapath_type=system``),
+  for machines with the openvswitch module (:func:`switch_class`).
 - :func:`set_linux_noop_qos`: gives ports QoS ``type=linux-noop`` so OVS leaves the tc
   qdiscs of :mod:`topo.qos` alone (without it OVS resets a port's root qdisc).
 - ``PlainRemoteController``: Mininet's RemoteController checks the port with telnet and
@@ -24,11 +26,27 @@ VSCTL_TIMEOUT_S = 30.0
 class CoflowOVSSwitch(OVSSwitch):
     """OVS userspace switch speaking OpenFlow 1.3 to a remote controller only."""
 
+    DATAPATH = "user"  # Mininet's name for datapath_type=netdev
+
     def __init__(self, name: str, **params) -> None:
         """Force the options this testbed depends on (see module docstring)."""
-        params.update(datapath="user", failMode="secure", protocols="OpenFlow13",
+        params.update(datapath=self.DATAPATH, failMode="secure", protocols="OpenFlow13",
                       batch=True, inband=False)
         super().__init__(name, **params)
+
+
+class KernelCoflowOVSSwitch(CoflowOVSSwitch):
+    """The same switch on the OVS kernel datapath (needs the openvswitch module)."""
+
+    DATAPATH = "kernel"  # Mininet adds no datapath_type: OVS's default, system
+
+
+def switch_class(datapath: str) -> type[CoflowOVSSwitch]:
+    """Switch class for an OVS ``datapath_type`` ("system" or "netdev")."""
+    classes = {"system": KernelCoflowOVSSwitch, "netdev": CoflowOVSSwitch}
+    if datapath not in classes:
+        raise ValueError(f"datapath must be one of {', '.join(classes)}, got {datapath!r}")
+    return classes[datapath]
 
 
 def set_linux_noop_qos(ports: Sequence[str], timeout: float = VSCTL_TIMEOUT_S) -> None:

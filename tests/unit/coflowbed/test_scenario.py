@@ -48,6 +48,9 @@ def test_default_scenario_loads():
     (lambda d: d["workload"]["coflows"][0]["flows"][0].update(bytes=0),
      "workload.coflows[0].flows[0].bytes", ">= 1"),
     (lambda d: d["fabric"].pop("spines"), "fabric.spines", "missing"),
+    (lambda d: d["fabric"].update(mtu=1499), "fabric.mtu", "must be >= 1500"),
+    (lambda d: d["fabric"].update(mtu=9001), "fabric.mtu", "must be <= 9000"),
+    (lambda d: d["fabric"].update(mtu=8000.5), "fabric.mtu", "must be an integer"),
 ])
 def test_bad_scenarios_fail_with_file_key_and_reason(tmp_path, mutate, key, reason):
     data = base()
@@ -57,6 +60,31 @@ def test_bad_scenarios_fail_with_file_key_and_reason(tmp_path, mutate, key, reas
         load_scenario(p)
     msg = str(exc.value)
     assert msg.startswith(f"{p}: {key}: ") and reason in msg and "\n" not in msg
+
+
+def test_fabric_mtu_defaults_to_9000_and_is_kept_in_the_resolved_scenario(tmp_path):
+    from coflowbed.rundir import fabric_record, resolved_scenario
+
+    assert load_scenario(DEFAULT).plan.mtu == 9000
+    data = base()
+    data["fabric"]["mtu"] = 1500
+    scen = load_scenario(write(tmp_path, data))
+    assert scen.plan.mtu == 1500
+    resolved = resolved_scenario(scen)
+    assert resolved["fabric"]["mtu"] == 1500
+    assert load_scenario(write(tmp_path, resolved)).plan.mtu == 1500  # re-loadable
+    assert fabric_record(scen)["mtu"] == 1500
+
+
+def test_fabric_json_and_versions_record_the_ovs_datapath(monkeypatch):
+    from coflowbed import rundir
+
+    monkeypatch.setattr(rundir, "detect_datapath", lambda: "system")
+    scen = load_scenario(DEFAULT)
+    assert rundir.fabric_record(scen)["datapath"] == "system"
+    assert rundir.versions()["ovs_datapath"] == "system"
+    scen.switch = "bmv2"
+    assert "datapath" not in rundir.fabric_record(scen)
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):

@@ -27,7 +27,7 @@ def test_every_level_code_maps_to_its_class_and_others_as_specified():
 
 
 def test_classes_prios_rates_and_queues():
-    lines = qos.tc_batch_lines(qos.PortScheduler("h11-eth0", 50, 3, 77))
+    lines = qos.tc_batch_lines(qos.PortScheduler("h11-eth0", 50, 3, 77, mtu=1500))
     assert lines[0] == "qdisc replace dev h11-eth0 root handle 1: htb default 100"
     assert "classid 1:1 htb rate 50000kbit ceil 50000kbit" in lines[1]
     for level, cid in enumerate(("1:a", "1:b", "1:c")):
