@@ -14,6 +14,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+SEND_BYTES = 65536  # bytes per send() of a source
+
 SINK = r'''
 import json, socket, sys, threading, time
 port, n, warmup, window = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
@@ -48,11 +50,12 @@ print(json.dumps({"window_s": t2 - t1, "bytes": {k: b[k] - a.get(k, 0) for k in 
 SOURCE = r'''
 import json, selectors, socket, sys, time
 dst, port, tos, secs, nconn = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+size = int(sys.argv[6])
 socks = []
 for _ in range(nconn):
     s = socket.socket(); s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
     s.connect((dst, port)); s.setblocking(False); socks.append(s)
-buf, sent, end = b"\0" * 65536, 0, time.monotonic() + secs
+buf, sent, end = b"\0" * size, 0, time.monotonic() + secs
 sel = selectors.DefaultSelector()
 for s in socks: sel.register(s, selectors.EVENT_WRITE)
 while time.monotonic() < end:
@@ -94,10 +97,11 @@ def start_sink(host, port: int, conns: int, warmup: float, window: float,
 
 
 def start_source(host, dst_ip: str, port: int, dscp: int, seconds: float,
-                 conns: int = 1) -> subprocess.Popen:
-    """Start a source on ``host`` sending to dst_ip:port with ``dscp`` for ``seconds``."""
+                 conns: int = 1, send_bytes: int = SEND_BYTES) -> subprocess.Popen:
+    """Start a source on ``host`` sending to dst_ip:port with ``dscp`` for ``seconds``,
+    ``send_bytes`` per send() call."""
     return host.popen([sys.executable, "-c", SOURCE, dst_ip, str(port), str(dscp << 2),
-                       str(seconds), str(conns)], stdout=subprocess.PIPE,
+                       str(seconds), str(conns), str(send_bytes)], stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE, text=True)
 
 

@@ -3,10 +3,15 @@
 Per interface (both ends of every link: switch ports and host NICs):
 
 - root qdisc ``1:`` HTB, ``default`` = level 0's class (non-IP traffic -> level 0);
-- class ``1:1`` rate = ceil = link rate;
+- class ``1:1`` rate = ceil = link rate, ``burst``/``cburst`` = BURST_S of the link rate
+  (at least one frame): tc's default (1600 B, 128 us at 100 Mbit/s, less than one jumbo
+  frame) loses the tokens of every dequeue that comes later than that on a busy machine
+  (measured in docs/fabric.md: the median host gains several Mbit/s at 100 Mbit/s);
 - K leaf classes ``1:(10+L)`` (tc spells minors in hex: level 0 is ``1:a``), each with
   ``prio L``, a tiny guaranteed rate and ceil = link, so everything above the tiny rate
-  is borrowed from ``1:1`` in strict ``prio`` order;
+  is borrowed from ``1:1`` in strict ``prio`` order; their ``cburst`` (ceil tokens) is
+  the link's burst, their ``burst`` (tokens of the tiny rate) stays tc's default, so a
+  low level never saves up a burst of its own to send ahead of a higher one;
 - a ``bfifo`` under each leaf class bounded to ``queue_packets`` full-size frames in
   bytes (frame = mtu + 14 B; default 100 x 9014 B): with TSO/GSO a queued "packet" may
   be a 64 KB segment, so a packet-counted queue would hold seconds of traffic at
@@ -41,6 +46,8 @@ QUANTUM_BYTES = 60000
 BUCKETS = 16  # fair-queueing buckets per level (hash of the source port)
 BUCKET_MINOR_BASE = 0x100  # bucket b of level L is class 1:(0x100 * (L + 1) + b)
 TC_TIMEOUT_S = 30.0
+# Burst of a port, in seconds of its rate (floor: one full-size frame).
+BURST_S = 0.002
 # Guaranteed share of each level's class: 0.1 % of the link, i.e. near-strict priority
 # (a 2 % share did not change measured iteration times of small-moe).
 MIN_SHARE = 0.001
@@ -95,6 +102,11 @@ class PortScheduler:
         """Byte limit of each bucket's FIFO."""
         return self.queue_packets * self.frame_bytes
 
+    @property
+    def burst_bytes(self) -> int:
+        """HTB burst at link rate: BURST_S of the rate, at least one frame."""
+        return max(self.frame_bytes, int(self.rate_mbps * 1e6 / 8 * BURST_S))
+
 
 def classid(level: int) -> str:
     """tc spelling of the HTB leaf class of ``level`` (minor in hex)."""
@@ -120,10 +132,12 @@ def tc_batch_lines(ps: PortScheduler) -> list[str]:
     lines = [f"qdisc replace dev {dev} root handle {HTB_MAJOR:x}: htb "
              f"default {bucket_classid(0, 0).split(':')[1]}",
              f"class add dev {dev} parent {HTB_MAJOR:x}: classid {root} htb rate {link} "
-             f"ceil {link} quantum {QUANTUM_BYTES}"]
+             f"ceil {link} quantum {QUANTUM_BYTES} burst {ps.burst_bytes} "
+             f"cburst {ps.burst_bytes}"]
     for level in range(ps.levels):
         lines.append(f"class add dev {dev} parent {root} classid {classid(level)} htb "
-                     f"rate {tiny} ceil {link} prio {level} quantum {QUANTUM_BYTES}")
+                     f"rate {tiny} ceil {link} prio {level} quantum {QUANTUM_BYTES} "
+                     f"cburst {ps.burst_bytes}")
         lines.extend(_bucket_lines(ps, level, tiny, link))
     lines.extend(_filter_lines(dev, ps.levels))
     return lines
@@ -141,7 +155,7 @@ def _bucket_lines(ps: PortScheduler, level: int, tiny: str, link: str) -> list[s
     for b in range(BUCKETS):
         cid = bucket_classid(level, b)
         lines += [f"class add dev {dev} parent {parent} classid {cid} htb rate {tiny} "
-                  f"ceil {link} prio {level} quantum {QUANTUM_BYTES}",
+                  f"ceil {link} prio {level} quantum {QUANTUM_BYTES} cburst {ps.burst_bytes}",
                   f"qdisc add dev {dev} parent {cid} handle {cid.split(':')[1]}: "
                   f"bfifo limit {ps.queue_bytes}"]
     lines += [f"filter add dev {dev} parent {parent} prio 1 handle {table} protocol ip u32 "

@@ -1,18 +1,19 @@
-"""The real fabric (root, Mininet, OVS userspace, os-ken): reachability, ECMP, strict
-priority at a bottleneck, meters, level changes.  Run under the fabric lock:
+"""The real fabric (root, Mininet, OVS userspace, os-ken): reachability, jumbo frames,
+ECMP, strict priority at a bottleneck, meters, level changes.  Run under the fabric lock:
 
     flock /tmp/coflowbed-fabric.lock .venv/bin/python -m pytest tests/integration/test_fabric.py
 """
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from controller.client import ControllerClient
 from controller.launcher import start_controller
 from topo import probe, qos
-from topo.net import start_fabric
+from topo.net import host_interfaces, start_fabric, switch_interfaces
 from topo.plan import FabricPlan
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -53,6 +54,43 @@ def test_all_hosts_ping_all_hosts(fabric):
     failed = [(a.name, b.name) for a in PLAN.hosts for b in PLAN.hosts
               if a is not b and not _ping(fab.host(a.name), b.ip)]
     assert failed == []
+
+
+def _ping_df(host, ip: str, payload: int) -> tuple[int, str]:
+    """One ping with ``payload`` bytes and Don't Fragment set: (exit code, its output)."""
+    p = host.popen(["ping", "-c", "1", "-W", "2", "-M", "do", "-s", str(payload), ip],
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out, _ = p.communicate(timeout=10)
+    return p.returncode, out
+
+
+def test_every_interface_has_the_plan_mtu(fabric):
+    fab, _ = fabric
+    assert PLAN.mtu == 9000
+    wrong = {dev: mtu for dev in switch_interfaces(PLAN)
+             if (mtu := int(Path("/sys/class/net", dev, "mtu").read_text())) != PLAN.mtu}
+    for dev in host_interfaces(PLAN):  # in the host's namespace
+        p = fab.host(dev.split("-")[0]).popen(["ip", "-o", "link", "show", "dev", dev],
+                                              stdout=subprocess.PIPE, text=True)
+        link, _ = p.communicate(timeout=10)
+        if f" mtu {PLAN.mtu} " not in link:
+            wrong[dev] = link.strip()
+    assert len(switch_interfaces(PLAN)) + len(host_interfaces(PLAN)) == 2 * len(PLAN.links)
+    assert wrong == {}
+
+
+@pytest.mark.parametrize("payload", [8000, 8972])  # 8972 + 28 B of headers = 9000
+def test_jumbo_frames_cross_leaf_spine_leaf(fabric, payload):
+    fab, _ = fabric
+    rc, out = _ping_df(fab.host("h11"), "10.0.2.1", payload)  # h11 on l1, h21 on l2
+    assert rc == 0, out
+
+
+@pytest.mark.parametrize("payload", [8973, 9000])
+def test_frames_above_the_mtu_are_refused(fabric, payload):
+    fab, _ = fabric
+    rc, out = _ping_df(fab.host("h11"), "10.0.2.1", payload)
+    assert rc != 0 and "message too long, mtu=9000" in out, out
 
 
 def test_port_schedulers_are_installed_on_both_ends_and_kept_by_ovs(fabric):

@@ -98,6 +98,17 @@ def test_queues_are_bounded_in_mtu_sized_frames(mtu):
     assert all(ln.endswith(f"bfifo limit {77 * (mtu + 14)}") for ln in fifos)
 
 
+def test_htb_burst_is_explicit_covers_a_frame_and_scales_with_rate():
+    lines = qos.tc_batch_lines(qos.PortScheduler("x", 100, 2, 10, mtu=9000))
+    classes = [ln for ln in lines if ln.startswith("class add")]
+    burst = int(100e6 / 8 * qos.BURST_S)
+    assert f"burst {burst} cburst {burst}" in classes[0]  # the link class 1:1
+    assert all(f"cburst {burst}" in ln for ln in classes)
+    assert all(" burst " not in ln for ln in classes[1:])  # tiny-rate tokens: tc default
+    assert qos.PortScheduler("x", 1, 1, mtu=9000).burst_bytes == 9014  # floor: one frame
+    assert qos.PortScheduler("x", 200, 1).burst_bytes == 2 * burst
+
+
 def test_quantum_exceeds_a_frame_at_every_mtu():
     assert qos.QUANTUM_BYTES >= qos.PortScheduler("x", 10, 1, mtu=9000).frame_bytes
 
