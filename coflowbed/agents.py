@@ -300,6 +300,17 @@ class AgentSet:
         then report it failed)."""
         return bool(self._request(host, CancelRequest(flow_id))["cancelled"])
 
+    def cancel_many(self, flows: Iterable[tuple[str, str]]) -> int:
+        """``cancel`` for every ``(host, flow_id)``, one write per agent and all written
+        before any reply is awaited; returns how many were under way."""
+        by_host: dict[str, list[CancelRequest]] = {}
+        for host, flow_id in flows:
+            by_host.setdefault(host, []).append(CancelRequest(flow_id))
+        submitted = [(host, reqs, self._submit(host, *reqs)) for host, reqs in by_host.items()]
+        deadline = time.monotonic() + self.request_timeout_s
+        return sum(bool(self._reply(host, req, fut, deadline)["cancelled"])
+                   for host, reqs, futs in submitted for req, fut in zip(reqs, futs))
+
     def set_level(self, host: str, tag: int, level: int) -> int:
         """Move ``host``'s live sockets of ``tag`` to ``level``; returns how many moved."""
         return int(self._request(host, SetLevelRequest(tag, level))["sockets"])

@@ -41,22 +41,22 @@ def test_a_light_scenario_records_its_calibration_and_gets_no_warning(tmp_path):
     res = coflowbed_ok("run", one_coflow_scenario(tmp_path, "light", 20), "--out", tmp_path / "run")
     cal = json.loads((tmp_path / "run" / "summary.json").read_text())["calibration"]
     assert cal["pairs"] == 4 and cal["nominal_mbps"] == 80 and cal["peak_offered_mbps"] == 80
-    assert 0.85 * 80 <= cal["measured_mbps"] <= 80  # 80 Mbit/s in all: well inside 2 cores
+    assert 0.8 * 80 <= cal["measured_mbps"] <= 80  # 80 Mbit/s in all: well inside 2 cores
     assert cal["warning"] is None and "capacity:" not in res.stderr
     assert set(cal["per_host_mbps"]) == {"h11", "h21", "h31", "h41"}
 
 
 def test_an_overloaded_scenario_warns_before_traffic_starts(tmp_path):
-    """4 hosts at 10 Gbit/s each ask 40 Gbit/s of 2 cores: the warning comes first."""
-    res = coflowbed("run", one_coflow_scenario(tmp_path, "heavy", 10000), "--out", tmp_path / "run")
+    """4 hosts at 5 Gbit/s each ask 20 Gbit/s of 2 cores: the warning comes first."""
+    res = coflowbed("run", one_coflow_scenario(tmp_path, "heavy", 5000), "--out", tmp_path / "run")
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stderr.splitlines()
-    warn = [i for i, line in enumerate(lines) if "capacity: the scenario may offer 40000 Mbit/s" in line]
+    warn = [i for i, line in enumerate(lines) if "capacity: the scenario may offer 20000 Mbit/s" in line]
     done = [i for i, line in enumerate(lines) if "coflow c" in line and "done" in line]
     assert len(warn) == 1 and done and warn[0] < done[0]
     assert "Mbit/s would fit" in lines[warn[0]]
     cal = json.loads((tmp_path / "run" / "summary.json").read_text())["calibration"]
-    assert cal["warning"] and cal["measured_mbps"] < 0.85 * 40000
+    assert cal["warning"] and cal["measured_mbps"] < 0.8 * 20000
 
 
 def test_host_namespaces_keep_cwnd_after_idle_and_the_root_namespace_is_untouched(tmp_path):

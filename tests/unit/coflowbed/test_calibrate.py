@@ -50,10 +50,11 @@ def test_warning_names_the_rate_that_would_fit_and_bmv2_gets_its_note():
     assert "BMv2" not in text
     assert "BMv2's forwarding rate depends on how it was built" in capacity_warning(
         measured(300.0, 600.0), PLAN, "bmv2")
-    assert capacity_warning(measured(520.0, 600.0), PLAN, "ovs") is None  # >= 0.85 of the peak
+    assert capacity_warning(measured(490.0, 600.0), PLAN, "ovs") is None  # >= 0.8 of the peak
+    assert capacity_warning(measured(470.0, 600.0), PLAN, "ovs") is not None
 
 
-@pytest.mark.parametrize("pace_mbps, warns", [(100.0, False), (25.0, True)])
+@pytest.mark.parametrize("pace_mbps, warns", [(50.0, False), (10.0, True)])
 def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_path: Path, monkeypatch,
                                                                          pace_mbps, warns):
     monkeypatch.setattr(cal_mod, "WARMUP_S", 0.05)
@@ -69,12 +70,14 @@ def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_pat
                             lambda orders: orig([(*o, pace_mbps) for o in orders]))
         cal = calibrate(agents, plan, dag)
         assert agents.events(0.3) == []  # every calibration event was consumed
-        # a cancelled flow's connection is closed, never reused
-        assert [st["total"] for st in agents.stats("h11").connections.values()] == [0]
+        # flows that ended by themselves leave their connections in the pool; cancelled
+        # ones (too slow to end soon after the window) are closed, never reused
+        assert [st["total"] for st in agents.stats("h11").connections.values()] == [0 if warns else 8]
     assert cal.pairs == 2 and cal.nominal_mbps == 800 and cal.peak_offered_mbps == 400
     assert set(cal.per_host_mbps) == {"h11", "h21"}
     for mbps in cal.per_host_mbps.values():
         assert 0.8 <= mbps / (cal_mod.FLOWS_PER_HOST * pace_mbps) <= 1.2  # the paced rate
     assert cal.measured_mbps == pytest.approx(sum(cal.per_host_mbps.values()), abs=0.05)
-    # the DAG may offer 400 Mbit/s between leaves: ~800 carried is enough, ~200 is not
+    # the DAG may offer 400 Mbit/s between leaves: ~800 carried (8 flows x 50 Mbit/s each,
+    # the line rate's share) is enough, ~160 is not
     assert (cal.warning is not None) is warns
