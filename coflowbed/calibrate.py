@@ -146,6 +146,7 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
     if stragglers:
         agents.cancel_many([(flows[fid][0], fid) for fid in stragglers])
     _consume(agents, ends, time.monotonic() + DRAIN_TIMEOUT_S)
+    _forget_unseen(agents, flows, ends)
     if ends:
         raise RuntimeError(f"calibration: no end reported for {sorted(ends)[:3]}")
     log.debug("calibration: %d of %d flows cancelled", len(stragglers), len(flows))
@@ -166,6 +167,16 @@ def _received(agents, flows: dict[str, tuple[str, str]]) -> dict[str, tuple[int,
 def _pause_until(t: float) -> None:
     """Wait until monotonic time ``t``: the measurement's schedule (nothing to wait for)."""
     threading.Event().wait(max(0.0, t - time.monotonic()))
+
+
+def _forget_unseen(agents, flows: dict[str, tuple[str, str]], ends: set[tuple[str, str]]) -> None:
+    """Drop the receiver ends of cancelled flows whose header never reached the receiver
+    (cancelled while connecting): it has nothing to report.  (A header still in flight
+    would be reported later; the run's backend ignores calibration flows.)"""
+    for dst in sorted({flows[fid][1] for fid, side in ends if side == "receiver"}):
+        seen = agents.stats(dst).received
+        ends -= {(fid, "receiver") for fid, side in set(ends)
+                 if side == "receiver" and flows[fid][1] == dst and fid not in seen}
 
 
 def _consume(agents, ends: set[tuple[str, str]], until: float) -> None:

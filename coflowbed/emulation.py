@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from coflowbed.calibrate import PREFIX as CALIBRATION_PREFIX
 from coflowbed.results import percentile
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
 from coflowbed.scheduling import Changes, LiveScheduler
@@ -220,6 +221,8 @@ class EmulationBackend:
         for ev in self.agents.events(timeout):
             kind = ev.get("event")
             fid = ev.get("flow_id") or ""
+            if fid.startswith(CALIBRATION_PREFIX):
+                continue  # a late end of the bring-up's calibration burst, not a coflow's
             if kind == "flow_started":
                 self.times.new_connections += bool(ev.get("new_connection"))
                 self.times.started(fid, int(ev["t_ns"]))

@@ -81,3 +81,27 @@ def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_pat
     # the DAG may offer 400 Mbit/s between leaves: ~800 carried (8 flows x 50 Mbit/s each,
     # the line rate's share) is enough, ~160 is not
     assert (cal.warning is not None) is warns
+
+
+def test_a_flow_cancelled_before_its_header_arrived_is_not_waited_for():
+    from types import SimpleNamespace
+
+    flows = {"calibration/h11/0": ("h11", "h21"), "calibration/h11/1": ("h11", "h21")}
+    ends = {("calibration/h11/0", "receiver"), ("calibration/h11/1", "receiver")}
+    agents = SimpleNamespace(stats=lambda host: SimpleNamespace(received={"calibration/h11/1": 5}))
+    cal_mod._forget_unseen(agents, flows, ends)
+    assert ends == {("calibration/h11/1", "receiver")}  # its receiver knows it: still expected
+
+
+def test_the_run_ignores_late_calibration_events():
+    from coflowbed import emulation
+    from coflowbed.agents import AgentEvent
+
+    class Agents:
+        def events(self, timeout):
+            return [AgentEvent("h21", "flow_failed", "calibration/h11/3", {"side": "receiver", "error": "reset"})]
+
+    backend = emulation.EmulationBackend.__new__(emulation.EmulationBackend)
+    backend.agents, backend.times = Agents(), emulation.ReleaseTimes()
+    backend.writer = type("W", (), {"error": None})()
+    assert backend.wait_events(0.1) == []
