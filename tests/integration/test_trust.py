@@ -15,7 +15,7 @@ import yaml
 
 from controller.launcher import start_controller
 from tests.cli import SCENARIOS, coflowbed, coflowbed_ok
-from topo.hosttcp import HOST_SYSCTLS, apply_host_sysctls
+from topo.hosttcp import apply_host_sysctls, host_sysctls
 from topo.net import start_fabric
 from topo.plan import FabricPlan
 
@@ -62,17 +62,18 @@ def test_an_overloaded_scenario_warns_before_traffic_starts(tmp_path):
 def test_host_namespaces_keep_cwnd_after_idle_and_the_root_namespace_is_untouched(tmp_path):
     plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=1, host_bw_mbps=50, fabric_bw_mbps=50)
     (tmp_path / "plan.json").write_text(plan.to_json())
-    key = next(iter(HOST_SYSCTLS))
-    proc = Path("/proc/sys", *key.split("."))
-    before = proc.read_text()
+    wanted = host_sysctls()
+    procs = {k: Path("/proc/sys", *k.split(".")) for k in wanted}
+    before = {k: p.read_text() for k, p in procs.items()}
     ctl = start_controller(tmp_path / "plan.json", tmp_path)
     try:
         fab = start_fabric(plan, tmp_path, ctl.of_port, api_socket=ctl.api_socket)
         try:
             apply_host_sysctls(fab.host(h).pid for h in plan.host_names())
             for h in plan.host_names():
-                assert fab.host(h).cmd("cat", str(proc)).strip() == HOST_SYSCTLS[key]
-            assert proc.read_text() == before
+                for key, proc in procs.items():
+                    assert fab.host(h).cmd("cat", str(proc)).strip() == wanted[key]
+            assert {k: p.read_text() for k, p in procs.items()} == before
         finally:
             fab.stop()
     finally:

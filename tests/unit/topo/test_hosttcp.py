@@ -1,11 +1,18 @@
 """TCP settings in the host namespaces (topo.hosttcp)."""
 from __future__ import annotations
 
-from topo.hosttcp import HOST_SYSCTLS, sysctl_argv
+from topo.hosttcp import HOST_SYSCTLS, host_sysctls, sysctl_argv
 
 
 def test_slow_start_after_idle_is_switched_off_inside_the_namespace_only():
-    argv = sysctl_argv(4242)
+    argv = sysctl_argv(4242, HOST_SYSCTLS)
     assert argv[:3] == ["mnexec", "-a", "4242"]  # inside the host's namespace
     assert "net.ipv4.tcp_slow_start_after_idle=0" in argv
-    assert HOST_SYSCTLS["net.ipv4.tcp_slow_start_after_idle"] == "0"
+
+
+def test_the_rto_cap_is_set_only_where_the_kernel_has_it(tmp_path):
+    assert host_sysctls(tmp_path) == dict(HOST_SYSCTLS)  # an old kernel: no such file
+    (tmp_path / "net" / "ipv4").mkdir(parents=True)
+    (tmp_path / "net" / "ipv4" / "tcp_rto_max_ms").write_text("120000\n")
+    got = host_sysctls(tmp_path)
+    assert got["net.ipv4.tcp_rto_max_ms"] == "1000" and got["net.ipv4.tcp_retries2"] == "80"
