@@ -24,10 +24,10 @@ from coflowbed.rundir import write_inputs
 from coflowbed.scenario import Scenario
 from coflowbed.scheduling import LiveScheduler, PolicyError
 from controller.policies.base import FabricView
+from workload.agent_proto import DATA_PORT
 
 log = logging.getLogger("runner")
 
-DATA_PORT = 5001
 START_TIMEOUT_S = 60.0
 
 

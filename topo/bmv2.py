@@ -38,6 +38,7 @@ from mininet.node import Switch
 from topo import qos
 from topo.leafspine import LeafSpineTopo, intf_name
 from topo.plan import FabricPlan
+from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("topo.bmv2")
 
@@ -217,7 +218,7 @@ def _build_net(plan: FabricPlan, ports: dict[str, int], run_dir: Path) -> Minine
 
 
 def start_bmv2_fabric(plan: FabricPlan, run_dir: Path, ports: dict[str, int],
-                      levels: int = 8, queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
+                      levels: int = MAX_LEVELS, queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
                       api_socket: Path | None = None,
                       ready_timeout: float = 60.0) -> BMv2Fabric:
     """Start the BMv2 fabric of ``plan`` (switch ``n`` serving gRPC on ``ports[n]``),

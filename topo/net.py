@@ -29,6 +29,7 @@ from topo.ovs import (USER_DATAPATH, OvsService, db_socket, detect_datapath, ovs
                       restore_sysctl, stop_daemons)
 from topo.plan import FabricPlan
 from topo.switch import PlainRemoteController, set_linux_noop_qos, switch_class
+from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("topo.net")
 CMD_TIMEOUT_S = 30.0
@@ -174,7 +175,8 @@ def _build_net(plan: FabricPlan, controller_port: int, datapath: str) -> Mininet
     return net
 
 
-def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int, levels: int = 8,
+def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int,
+                 levels: int = MAX_LEVELS,
                  queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
                  api_socket: Path | None = None, ready_timeout: float = 60.0,
                  userspace_tso: bool = True) -> Fabric:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest, ConnectRequest,
-                                  FlowReceiver,
+from workload.agent_proto import (DATA_PORT, MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest,
+                                  ConnectRequest, FlowReceiver,
                                   HelloRequest, ProtocolError, RecvRecord, Request, SendRequest,
                                   SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
                                   can_set_priority, encode_line, pacing_rate, parse_request)
@@ -52,7 +52,7 @@ class AgentOptions:
 
     host: str
     control: Path
-    data_port: int = 5001
+    data_port: int = DATA_PORT
     ip: str = "0.0.0.0"
     connect_timeout_s: float = 5.0
     stall_timeout_s: float = 60.0  # 0 disables; strict priority may starve a flow a while
@@ -310,7 +310,7 @@ def parse_args(argv: list[str] | None = None) -> AgentOptions:
     p = argparse.ArgumentParser(prog="python -m workload.agent", description=__doc__.splitlines()[0])
     p.add_argument("--host", required=True, help="host name (h11, ...)")
     p.add_argument("--control", required=True, type=Path, help="absolute path of the control Unix socket")
-    p.add_argument("--data-port", type=int, default=5001, help="TCP port for incoming flows (0: any)")
+    p.add_argument("--data-port", type=int, default=DATA_PORT, help="TCP port for incoming flows (0: any)")
     p.add_argument("--ip", default="0.0.0.0", help="address to accept flows on")
     p.add_argument("--connect-timeout", type=float, default=5.0, help="seconds per TCP connect")
     p.add_argument("--stall-timeout", type=float, default=60.0, help="fail flows idle this long (0: never)")

@@ -117,6 +117,7 @@ def _check_port(port: Any) -> int:
 
 
 MAX_POOL = 64  # connections one agent holds to one destination
+DATA_PORT = 5001  # TCP port every agent listens on for incoming flows (data messages)
 
 
 @dataclass(frozen=True)
