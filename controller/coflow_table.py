@@ -25,7 +25,7 @@ from workload.marking import check_level, check_tag
 ENTRY_KEYS = {"tag", "level", "rate_mbps", "flow_rates", "senders"}
 FLOW_RATE_KEYS = {"src", "dst", "rate_mbps"}
 COOKIE_TAG_BITS = 8  # low bits of a rule cookie: the tag (TAG_MAX < 256)
-DEFAULT_BURST_S = 0.25  # PLATFORM.md: TCP needs a burst >= 0.25 s of the rate
+DEFAULT_BURST_S = 0.25  # TCP needs a burst >= 0.25 s of the rate (docs/fabric.md)
 
 
 @dataclass(frozen=True)

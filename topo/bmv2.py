@@ -196,11 +196,6 @@ class BMv2Fabric:
         """The Mininet host called ``name``."""
         return self.net.get(name)
 
-    def switch_pids(self) -> dict[str, int]:
-        """PID of every running switch process."""
-        return {sw.name: sw.proc.pid for sw in self.net.switches
-                if sw.proc is not None and sw.proc.poll() is None}
-
     def stop(self) -> None:
         """Stop switches (by PID), host shells and links."""
         self.net.stop()
