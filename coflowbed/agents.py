@@ -34,7 +34,7 @@ from coflowbed.agent_process import (HOST_NAME, REPO_ROOT, close_agent, end_proc
                                      wait_ready)
 from coflowbed.agent_types import (AgentError, AgentEvent, AgentHandle, AgentHost, AgentStats,
                                    PoolOrder, PoolReport, SendOrder)
-from workload.agent_proto import (DATA_PORT, CancelRequest, ConnectRequest, HelloRequest, Request,
+from workload.agent.proto import (DATA_PORT, CancelRequest, ConnectRequest, HelloRequest, Request,
                                   SendRequest, SetLevelRequest, SetRateRequest, ShutdownRequest,
                                   StatsRequest, encode_line, request_dict)
 

@@ -71,8 +71,9 @@ def fabric(tmp_path_factory):
     fab = None
     try:
         assert _ready_line(proc, 60) == "READY"
-        fab = start_bmv2_fabric(plan, run, ports, levels=4, api_socket=api, ready_timeout=90)
+        fab = start_bmv2_fabric(plan, run, ports, levels=4, ready_timeout=90)
         with ControllerClient(api, timeout=30) as client:
+            client.wait_ready(90)
             yield fab, client
     finally:
         if fab is not None:

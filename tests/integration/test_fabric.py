@@ -31,10 +31,10 @@ def fabric(tmp_path_factory):
     plan_json.write_text(PLAN.to_json())
     ctl = start_controller(plan_json, run_dir, levels=LEVELS)
     try:
-        fab = start_fabric(PLAN, run_dir, ctl.of_port, levels=LEVELS,
-                           api_socket=ctl.api_socket)
+        fab = start_fabric(PLAN, run_dir, ctl.of_port, levels=LEVELS)
         try:
             with ControllerClient(ctl.api_socket, timeout=20) as client:
+                client.wait_ready(60)
                 yield fab, client
         finally:
             fab.stop()

@@ -5,14 +5,14 @@ Run inside each Mininet host (its network namespace) by ``coflowbed.agents``::
     python -m workload.agent --host h11 --control /abs/run/agents/h11.sock --data-port 5001 --ip 10.0.1.1
 
 It accepts flows on TCP ``--data-port`` and takes orders over one JSON-lines connection
-on the Unix socket ``--control`` (protocol in ``workload.agent_proto``).  When both
+on the Unix socket ``--control`` (protocol in ``workload.agent.proto``).  When both
 listeners are up it prints ``READY <host>`` on stdout — the only thing it ever prints
 there.  It exits when told to (``shutdown``), on SIGTERM/SIGINT, when its controlling
 connection closes (the orchestrator died), or when nobody attaches within
 ``--attach-timeout``: an agent never outlives its orchestrator for long.
 
 All times are ``time.monotonic_ns()``: one kernel clock shared by every namespace.
-The hot paths (``_on_writable`` in ``workload.agent_send``, ``FlowReceiver.buffer_updated``)
+The hot paths (``_on_writable`` in ``workload.agent.send``, ``FlowReceiver.buffer_updated``)
 do one syscall per call into/out of shared preallocated buffers and nothing per byte.
 
 A flow ends at both sides together: the receiver closes its end once the last byte
@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload.agent_proto import (DATA_PORT, MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest,
+from workload.agent.proto import (DATA_PORT, MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest,
                                   ConnectRequest, FlowReceiver,
                                   HelloRequest, ProtocolError, RecvRecord, Request, SendRequest,
                                   SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
                                   can_set_priority, encode_line, pacing_rate, parse_request)
-from workload.agent_send import TX_CHUNK, Dest, FlowSender, Pool, SendFlow
+from workload.agent.send import TX_CHUNK, Dest, FlowSender, Pool, SendFlow
 
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
 WATCHDOG_TICK_S = 0.5
@@ -335,6 +335,3 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
     return asyncio.run(Agent(opts).run())
 
-
-if __name__ == "__main__":
-    sys.exit(main())
