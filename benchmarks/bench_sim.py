@@ -25,13 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
 from coflowbed.sim import parse_fabric_spec, simulate  # noqa: E402
 from controller import policies  # noqa: E402
 from workload import fbtrace  # noqa: E402
 
-FB = Path("/work/shared/data/FB2010-1Hr-150-0.txt")
+FB = REPO / "data" / "FB2010-1Hr-150-0.txt"
 # name -> (preset, overrides); GPUs = tp * pp * dp (as in benchmarks/bench_dag.py)
 GPU_CASES = {
     "moe-8192": ("qwen-moe-12l", {"model.layers": 24, "parallelism.pp": 4,

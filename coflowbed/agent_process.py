@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Container
 
 from coflowbed.agent_types import AgentError, AgentHandle, AgentHost
-from workload.agent_proto import UNIX_PATH_MAX
+from workload.agent.proto import UNIX_PATH_MAX
 
 log = logging.getLogger("coflowbed.agents")  # the component's logger, as before the split
 

@@ -54,7 +54,7 @@ class AgentError(RuntimeError):
 @dataclass(frozen=True)
 class AgentEvent(Mapping[str, Any]):
     """One event of ``host``'s agent, also readable as its wire message (``ev["event"]``,
-    ``ev["t_ns"]``, ``ev.get(...)``; keys in ``workload.agent_proto``).  ``kind`` is
+    ``ev["t_ns"]``, ``ev.get(...)``; keys in ``workload.agent.proto``).  ``kind`` is
     flow_started|flow_sent|flow_received|flow_failed, or agent_lost (``error``) when
     the agent's connection ended unasked."""
 

@@ -34,9 +34,9 @@ from coflowbed.agent_process import (HOST_NAME, REPO_ROOT, close_agent, end_proc
                                      wait_ready)
 from coflowbed.agent_types import (AgentError, AgentEvent, AgentHandle, AgentHost, AgentStats,
                                    PoolOrder, PoolReport, SendOrder)
-from workload.agent_proto import (CancelRequest, ConnectRequest, HelloRequest, Request, SendRequest,
-                                  SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
-                                  encode_line, request_dict)
+from workload.agent.proto import (DATA_PORT, CancelRequest, ConnectRequest, HelloRequest, Request,
+                                  SendRequest, SetLevelRequest, SetRateRequest, ShutdownRequest,
+                                  StatsRequest, encode_line, request_dict)
 
 __all__ = ["AgentError", "AgentEvent", "AgentHost", "AgentSet", "AgentStats", "CONNECT_TIMEOUT_S",
            "HOST_NAME", "PoolOrder", "PoolReport", "REPO_ROOT", "SendOrder"]
@@ -52,7 +52,7 @@ CONNECT_TIMEOUT_S = 60.0
 class AgentSet:
     """The traffic agents of one run (see the module docstring for the threading model)."""
 
-    def __init__(self, hosts: Iterable[AgentHost], run_dir: Path, data_port: int = 5001, *,
+    def __init__(self, hosts: Iterable[AgentHost], run_dir: Path, data_port: int = DATA_PORT, *,
                  log_dir: Path | None = None, data_ports: Mapping[str, int] | None = None,
                  request_timeout_s: float = 5.0, stop_timeout_s: float = 5.0,
                  connect_timeout_s: float = CONNECT_TIMEOUT_S, stall_timeout_s: float = 60.0,

@@ -25,12 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"coflowbed.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"coflowbed.commands.{name}":
-                continue  # command not built yet
-            raise
+        mod = importlib.import_module(f"coflowbed.commands.{name}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)

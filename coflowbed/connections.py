@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Mapping
 
 from coflowbed.agent_types import PoolOrder
-from workload.agent_proto import MAX_POOL
+from workload.agent.proto import MAX_POOL
 from workload.dag import Dag
 
 SPARE = 2  # connections per pair beyond its largest coflow's flows

@@ -1,11 +1,9 @@
-"""Errors the user can fix: reported as one line, exit code 2, nothing started."""
+"""Errors the user can fix: reported as one line, exit code 2, nothing started.
+
+``UserError`` lives in ``workload.errors`` (the lowest layer that raises it); it is
+re-exported here so that ``from coflowbed.errors import UserError`` keeps working."""
 from __future__ import annotations
 
+from workload.errors import UserError
 
-class UserError(Exception):
-    """Bad input (scenario, topology, workload, trace, flags): one clear line."""
-
-    def __init__(self, source: str, key: str | None, reason: str) -> None:
-        where = f"{source}: {key}" if key else source
-        super().__init__(f"{where}: {reason}")
-        self.source, self.key, self.reason = source, key, reason
+__all__ = ["UserError"]

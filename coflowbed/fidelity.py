@@ -32,6 +32,7 @@ import numpy as np
 from coflowbed.errors import UserError
 from coflowbed.results import mean, percentile, read_csv_rows, write_summary
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
+from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:
     from coflowbed.sim import SimResult
@@ -181,7 +182,7 @@ def read_inputs(run_dir: Path) -> RunInputs:
     if not isinstance(scen, dict):
         raise UserError(str(run_dir / "scenario.yaml"), None, "must be a mapping")
     name, params = _policy_spec(scen.get("policy", "static"))
-    return RunInputs(_read_plan(run_dir, scen), int(scen.get("levels", 8)), name, params,
+    return RunInputs(_read_plan(run_dir, scen), int(scen.get("levels", MAX_LEVELS)), name, params,
                      scen.get("policy_rates", "meters"), _meters_bps(scen))
 
 

@@ -24,10 +24,10 @@ from coflowbed.rundir import write_inputs
 from coflowbed.scenario import Scenario
 from coflowbed.scheduling import LiveScheduler, PolicyError
 from controller.policies.base import FabricView
+from workload.agent.proto import DATA_PORT
 
 log = logging.getLogger("runner")
 
-DATA_PORT = 5001
 START_TIMEOUT_S = 60.0
 
 
@@ -106,9 +106,9 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     t0 = time.monotonic()
     controller, meet = start_controller(scen, out_dir, runtime, stack)
     start = start_fabric if scen.switch == "ovs" else _start_bmv2_fabric
-    fabric = start(scen.plan, runtime, meet, scen.levels, scen.queue_packets,
-                   api_socket=controller.path, ready_timeout=START_TIMEOUT_S)
+    fabric = start(scen.plan, runtime, meet, scen.levels, scen.queue_packets)
     stack.callback(fabric.stop)
+    controller.wait_ready(START_TIMEOUT_S)  # every switch connected and routed
     agents = AgentSet([fabric.host(h) for h in scen.plan.host_names()], runtime,
                       DATA_PORT, log_dir=out_dir / "agents")
     stack.callback(agents.stop)
@@ -140,11 +140,11 @@ def _calibrate(scen: Scenario, agents) -> dict | None:
     return None if cal is None else cal.to_dict()
 
 
-def _start_bmv2_fabric(*args, **kwargs):
+def _start_bmv2_fabric(*args):
     """BMv2 switches (simple_switch_grpc), one gRPC port each (imported only when used)."""
     from topo.bmv2 import start_bmv2_fabric
 
-    return start_bmv2_fabric(*args, **kwargs)
+    return start_bmv2_fabric(*args, ready_timeout=START_TIMEOUT_S)
 
 
 def _save_counters(controller, out_dir: Path) -> None:

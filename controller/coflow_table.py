@@ -10,8 +10,9 @@ destination IP too and uses the pair's meter.  ``rate_mbps`` limits each sender 
 aggregate of the tag (one meter per (tag, host)); for pairs listed in ``flow_rates``
 the pair meter applies instead (one meter per OpenFlow rule).
 
-Rule cookies are ``(epoch << 8) | tag``: the epoch is the tag's incarnation (a new one
-after every clear), so counters of removed rules can be credited to the right tag.
+Rule cookies are ``(epoch << 8) | tag`` (``rule_cookie``, ``cookie_tag``,
+``cookie_epoch``): the epoch is the tag's incarnation (a new one after every clear), so
+counters of removed rules can be credited to the right tag.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from workload.marking import check_level, check_tag
 
 ENTRY_KEYS = {"tag", "level", "rate_mbps", "flow_rates", "senders"}
 FLOW_RATE_KEYS = {"src", "dst", "rate_mbps"}
-DEFAULT_BURST_S = 0.25  # PLATFORM.md: TCP needs a burst >= 0.25 s of the rate
+COOKIE_TAG_BITS = 8  # low bits of a rule cookie: the tag (TAG_MAX < 256)
+DEFAULT_BURST_S = 0.25  # TCP needs a burst >= 0.25 s of the rate (docs/fabric.md)
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,21 @@ def meter_spec(key: MeterKey, rate_mbps: float, burst_s: float) -> MeterSpec:
     return MeterSpec(key, kbps, max(1, int(round(kbps * burst_s))))
 
 
+def rule_cookie(tag: int, epoch: int) -> int:
+    """Cookie of the rules of incarnation ``epoch`` of ``tag``."""
+    return (epoch << COOKIE_TAG_BITS) | check_tag(tag)
+
+
+def cookie_tag(cookie: int) -> int:
+    """The tag a rule cookie belongs to."""
+    return cookie & ((1 << COOKIE_TAG_BITS) - 1)
+
+
+def cookie_epoch(cookie: int) -> int:
+    """The tag incarnation a rule cookie belongs to."""
+    return cookie >> COOKIE_TAG_BITS
+
+
 def leaf_state(plan: FabricPlan, leaf: int, entries: Iterable[TagEntry],
                epochs: Mapping[int, int], burst_s: float = DEFAULT_BURST_S
                ) -> tuple[dict[RuleKey, TagRule], dict[MeterKey, MeterSpec]]:
@@ -171,7 +188,7 @@ def leaf_state(plan: FabricPlan, leaf: int, entries: Iterable[TagEntry],
     meters: dict[MeterKey, MeterSpec] = {}
     hosts = [h for h in plan.hosts if h.leaf == leaf]
     for e in entries:
-        cookie = (epochs[e.tag] << 8) | e.tag
+        cookie = rule_cookie(e.tag, epochs[e.tag])
         for h in hosts:
             if e.senders is not None and h.name not in e.senders:
                 continue

@@ -15,10 +15,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from controller.coflow_table import (DEFAULT_BURST_S, LeafTable, TagEntry, leaf_state,
-                                     parse_entries, parse_tags)
+from controller.coflow_table import (DEFAULT_BURST_S, LeafTable, TagEntry, cookie_epoch,
+                                     cookie_tag, leaf_state, parse_entries, parse_tags)
 from controller.southbound.base import SouthboundError, SwitchDriver
 from topo.plan import FabricPlan
+from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("controller.control")
 OPS = ("status", "wait_ready", "set", "clear", "tag_stats", "port_stats", "meter_stats")
@@ -28,7 +29,7 @@ OPS = ("status", "wait_ready", "set", "clear", "tag_stats", "port_stats", "meter
 class ControlConfig:
     """Knobs of the control plane."""
 
-    levels: int = 8
+    levels: int = MAX_LEVELS
     burst_s: float = DEFAULT_BURST_S
     op_timeout_s: float = 10.0
 
@@ -179,14 +180,14 @@ class ControlPlane:
                 self.epochs.pop(t, None)
             written = self._apply_leaves(self.leaves)
         with self._stats:
-            for cookie in [c for c in self.retired if (c & 0xFF) in tags]:
+            for cookie in [c for c in self.retired if cookie_tag(c) in tags]:
                 del self.retired[cookie]
             self.retired_meters.extend({**row, "retired": True} for row in last_counters)
         return {"applied_s": time.monotonic() - received, "written": written}
 
     def on_removed(self, switch: str, cookie: int, nbytes: int, packets: int) -> None:
         """Keep the counters of a removed rule if its tag incarnation is still active."""
-        tag, epoch = cookie & 0xFF, cookie >> 8
+        tag, epoch = cookie_tag(cookie), cookie_epoch(cookie)
         if self.epochs.get(tag) != epoch:
             return
         with self._stats:
@@ -209,8 +210,8 @@ class ControlPlane:
     @staticmethod
     def _credit(totals: dict, epochs: dict, cookie: int, nbytes: int, packets: int) -> None:
         """Add counters to the tag of ``cookie`` if that incarnation is the current one."""
-        tag = cookie & 0xFF
-        if epochs.get(tag) == cookie >> 8:
+        tag = cookie_tag(cookie)
+        if epochs.get(tag) == cookie_epoch(cookie):
             totals[tag][0] += nbytes
             totals[tag][1] += packets
 

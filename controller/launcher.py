@@ -24,6 +24,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.control_plane import ControlConfig
+from workload.marking import MAX_LEVELS
+
 REPO = Path(__file__).resolve().parent.parent
 OF_LISTEN_HOST = "127.0.0.1"
 READY_LINE = "READY"
@@ -40,11 +43,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--of-port", type=int, required=True, help="OpenFlow TCP port")
     p.add_argument("--api", type=Path, required=True, help="control API Unix socket")
     p.add_argument("--log", type=Path, required=True, help="log file")
-    p.add_argument("--levels", type=int, default=8, help="priority levels K (1..8)")
-    p.add_argument("--pid-file", type=Path, help="default: <log>.pid")
-    p.add_argument("--burst-s", type=float, default=0.25, help="meter burst, s of rate")
-    p.add_argument("--op-timeout-s", type=float, default=10.0, help="switch op timeout")
+    add_control_args(p)
     return p.parse_args(argv)
+
+
+def add_control_args(p: argparse.ArgumentParser) -> None:
+    """The control-plane options both launchers (OpenFlow, P4Runtime) take; defaults
+    from ``ControlConfig``."""
+    d = ControlConfig()
+    p.add_argument("--levels", type=int, default=d.levels,
+                   help=f"priority levels K (1..{MAX_LEVELS})")
+    p.add_argument("--pid-file", type=Path, help="default: <log>.pid")
+    p.add_argument("--burst-s", type=float, default=d.burst_s, help="meter burst, s of rate")
+    p.add_argument("--op-timeout-s", type=float, default=d.op_timeout_s,
+                   help="switch op timeout")
+
+
+def control_config(args: argparse.Namespace) -> ControlConfig:
+    """The control plane's knobs from parsed options; ValueError if ``--levels`` is out
+    of range."""
+    if not 1 <= args.levels <= MAX_LEVELS:
+        raise ValueError(f"--levels: must be 1..{MAX_LEVELS}, got {args.levels}")
+    return ControlConfig(levels=args.levels, burst_s=args.burst_s,
+                         op_timeout_s=args.op_timeout_s)
 
 
 def setup_logging(path: Path) -> None:
@@ -81,14 +102,12 @@ def run(args: argparse.Namespace) -> int:
     from os_ken.lib import hub
 
     from controller.app import AppSettings
-    from controller.control_plane import ControlConfig
 
     listening = threading.Event()
     _signal_listening(listening)
     cfg.CONF(["--ofp-listen-host", OF_LISTEN_HOST, "--ofp-tcp-listen-port",
               str(args.of_port)], project="os_ken", default_config_files=[])
-    settings = AppSettings(args.plan, args.api, ControlConfig(
-        levels=args.levels, burst_s=args.burst_s, op_timeout_s=args.op_timeout_s))
+    settings = AppSettings(args.plan, args.api, control_config(args))
     mgr = AppManager.get_instance()
     mgr.load_apps(["controller.app"])
     services = mgr.instantiate_apps(coflow_settings=settings, **mgr.create_contexts())
@@ -124,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     pid_file = args.pid_file or args.log.with_suffix(".pid")
     pid_file.write_text(f"{os.getpid()}\n")
-    if not 1 <= args.levels <= 8:
-        print(f"--levels: must be 1..8, got {args.levels}", file=sys.stderr)
+    try:
+        control_config(args)
+    except ValueError as e:
+        print(str(e), file=sys.stderr)
         return 2
     from controller.app import load_plan
     try:
@@ -187,7 +208,7 @@ def wait_ready_line(proc: subprocess.Popen, timeout: float) -> None:
 
 
 def start_controller(plan_json: Path, run_dir: Path, of_port: int | None = None,
-                     levels: int = 8, timeout: float = 30.0,
+                     levels: int = MAX_LEVELS, timeout: float = 30.0,
                      extra_args: list[str] | None = None) -> ControllerProcess:
     """Start the launcher for the plan in ``plan_json``; files go to ``run_dir``
     (``controller.log``, ``controller.pid``, ``controller.sock``).  Returns once READY.

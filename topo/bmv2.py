@@ -38,6 +38,7 @@ from mininet.node import Switch
 from topo import qos
 from topo.leafspine import LeafSpineTopo, intf_name
 from topo.plan import FabricPlan
+from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("topo.bmv2")
 
@@ -195,11 +196,6 @@ class BMv2Fabric:
         """The Mininet host called ``name``."""
         return self.net.get(name)
 
-    def switch_pids(self) -> dict[str, int]:
-        """PID of every running switch process."""
-        return {sw.name: sw.proc.pid for sw in self.net.switches
-                if sw.proc is not None and sw.proc.poll() is None}
-
     def stop(self) -> None:
         """Stop switches (by PID), host shells and links."""
         self.net.stop()
@@ -217,14 +213,13 @@ def _build_net(plan: FabricPlan, ports: dict[str, int], run_dir: Path) -> Minine
 
 
 def start_bmv2_fabric(plan: FabricPlan, run_dir: Path, ports: dict[str, int],
-                      levels: int = 8, queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
-                      api_socket: Path | None = None,
+                      levels: int = MAX_LEVELS, queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
                       ready_timeout: float = 60.0) -> BMv2Fabric:
-    """Start the BMv2 fabric of ``plan`` (switch ``n`` serving gRPC on ``ports[n]``),
-    the plan's MTU on every interface, static ARP, host offloads off and port schedulers
-    on every egress; with
-    ``api_socket``, return once the P4Runtime controller reports all switches ready.
-    On failure everything started is stopped."""
+    """Start the BMv2 fabric of ``plan`` (switch ``n`` serving gRPC on ``ports[n]``
+    within ``ready_timeout``), the plan's MTU on every interface, static ARP, host
+    offloads off and port schedulers on every egress.  It returns without waiting for
+    the P4Runtime controller: the caller waits on its API
+    (``ControllerClient.wait_ready``).  On failure everything started is stopped."""
     from topo.net import apply_mtu, port_schedulers, static_arp  # shared with OVS
 
     reason = bmv2_available()
@@ -244,10 +239,6 @@ def start_bmv2_fabric(plan: FabricPlan, run_dir: Path, ports: dict[str, int],
         for name, ps in hosts.items():
             disable_offloads(intf_name(name, 0), net.get(name).pid)
             qos.apply_schedulers([ps], netns_pid=net.get(name).pid)
-        if api_socket is not None:
-            from controller.client import ControllerClient
-            with ControllerClient(api_socket) as client:
-                client.wait_ready(ready_timeout)
     except BaseException:
         log.error("BMv2 fabric start failed; stopping what was started")
         net.stop()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from mininet.topo import Topo
 
-from topo.plan import FabricPlan
+from topo.plan import FABRIC_PREFIX_LEN, FabricPlan
 
-HOST_PREFIX_LEN = 16  # every host reaches every other on one /16 (10.0.0.0/16)
+HOST_PREFIX_LEN = FABRIC_PREFIX_LEN  # every host reaches every other on one /16
 
 
 class LeafSpineTopo(Topo):

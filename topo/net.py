@@ -29,6 +29,7 @@ from topo.ovs import (USER_DATAPATH, OvsService, db_socket, detect_datapath, ovs
                       restore_sysctl, stop_daemons)
 from topo.plan import FabricPlan
 from topo.switch import PlainRemoteController, set_linux_noop_qos, switch_class
+from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("topo.net")
 CMD_TIMEOUT_S = 30.0
@@ -174,13 +175,15 @@ def _build_net(plan: FabricPlan, controller_port: int, datapath: str) -> Mininet
     return net
 
 
-def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int, levels: int = 8,
+def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int,
+                 levels: int = MAX_LEVELS,
                  queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
-                 api_socket: Path | None = None, ready_timeout: float = 60.0,
                  userspace_tso: bool = True) -> Fabric:
     """Start OVS and the Mininet fabric of ``plan``, pointed at the controller on
-    127.0.0.1:``controller_port``; with ``api_socket``, return only once the controller
-    reports every switch connected and routed.  The bridges use the kernel datapath
+    127.0.0.1:``controller_port``.  It returns without waiting for the controller: the
+    caller waits for every switch to be connected and routed on the controller's API
+    (``ControllerClient.wait_ready``; ``topo`` does not import ``controller``).  The
+    bridges use the kernel datapath
     where the openvswitch module exists, the userspace one otherwise
     (:func:`topo.ovs.detect_datapath`).  ``userspace_tso=False`` turns OVS's userspace
     TSO off (a benchmark lever).  On failure everything started is stopped."""
@@ -198,10 +201,6 @@ def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int, levels: 
         net.start()
         static_arp(net, plan)
         apply_port_schedulers(net, plan, levels, queue_packets)
-        if api_socket is not None:
-            from controller.client import ControllerClient  # readiness comes from the API
-            with ControllerClient(api_socket) as client:
-                client.wait_ready(ready_timeout)
     except BaseException:
         log.error("fabric start failed; stopping what was started")
         if net is not None:

@@ -9,7 +9,8 @@ is left alone (the schema comes from the distribution).
 Children inherit ``os.environ`` unchanged, so a ``COFLOWBED_RUN`` variable set by the
 caller marks them for the project's clean-up.
 
-Two machine-wide settings must be in place before ovs-vswitchd starts (PLATFORM.md):
+Two machine-wide settings must be in place before ovs-vswitchd starts (docs/fabric.md,
+"Platform facts"):
 ``other_config:userspace-tso-enable=true`` in the database, and
 ``net.core.wmem_default=16777216`` (OVS sends all egress through one AF_PACKET socket).
 The old sysctl value is saved in the run directory so a clean-up after a crash can

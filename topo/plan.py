@@ -15,6 +15,7 @@ Every interface of the fabric (both veth ends of every link) has the plan's ``mt
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 from dataclasses import asdict, dataclass, field
 
@@ -25,6 +26,24 @@ MIN_MTU, MAX_MTU = 1500, 9000
 DEFAULT_MTU = 9000
 LEGACY_MTU = 1500  # what a recorded plan without "mtu" (older than the key) ran at
 ETH_HEADER_BYTES = 14  # a frame on the wire (no FCS on a veth) is mtu + this
+FABRIC_NET = "10.0.0.0"  # every host is on this /FABRIC_PREFIX_LEN
+FABRIC_PREFIX_LEN = 16
+LEAF_PREFIX_LEN = 24  # leaf l's hosts are 10.0.l.0/24
+
+
+def host_ip(leaf: int, index: int) -> str:
+    """IP address of the ``index``-th host of leaf ``leaf``."""
+    return f"10.0.{leaf}.{index}"
+
+
+def leaf_subnet(leaf: int) -> str:
+    """Network address of leaf ``leaf``'s /LEAF_PREFIX_LEN."""
+    return host_ip(leaf, 0)
+
+
+def prefix_mask(prefix_len: int) -> str:
+    """Dotted netmask of an IPv4 prefix length (16 -> ``255.255.0.0``)."""
+    return str(ipaddress.IPv4Network(f"0.0.0.0/{prefix_len}").netmask)
 
 
 @dataclass(frozen=True)
@@ -96,7 +115,7 @@ class FabricPlan:
     def _make_hosts(self):
         for l in range(1, self.leaves + 1):
             for n in range(1, self.hosts_per_leaf + 1):
-                yield HostPlan(f"h{l}{n}", l, n, f"10.0.{l}.{n}", f"00:00:00:00:{l:02x}:{n:02x}")
+                yield HostPlan(f"h{l}{n}", l, n, host_ip(l, n), f"00:00:00:00:{l:02x}:{n:02x}")
 
     def _make_switches(self):
         for l in range(1, self.leaves + 1):

@@ -21,8 +21,9 @@ Per interface (both ends of every link: switch ports and host NICs):
   level.  Host sockets may also pick a class directly with ``SO_PRIORITY``.
 
 Commands are built as ``tc -batch`` lines (tc tokenises them itself: no shell) and run
-one batch per network namespace.  No netem here (PLATFORM.md), so link delay/loss
-options are refused rather than silently ignored: see :data:`UNSUPPORTED_LINK_OPTIONS`.
+one batch per network namespace.  No netem here (docs/fabric.md, "Platform facts"), so
+link delay/loss options are refused rather than silently ignored: see
+:data:`UNSUPPORTED_LINK_OPTIONS`.
 """
 from __future__ import annotations
 

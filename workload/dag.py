@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Iterator
+from typing import Iterator
 
 
 class CoflowType(str, Enum):
@@ -108,10 +108,6 @@ class Dag:
         yield from self.computes
         yield from self.coflows
 
-    def node_ids(self) -> set[str]:
-        """The set of all node ids."""
-        return {node_id(n) for n in self.nodes()}
-
     def hosts(self) -> set[str]:
         """Every host that sends, receives or computes."""
         hosts = {c.host for c in self.computes}
@@ -167,15 +163,6 @@ def topological_order(dag: Dag) -> list[str]:
         stuck = sorted(k for k, v in indeg.items() if v > 0)[:5]
         raise ValueError(f"dependency cycle among nodes such as {stuck}")
     return order
-
-
-def coflows_by_type(coflows: Iterable[Coflow]) -> dict[str, tuple[int, int]]:
-    """Per coflow type: (number of coflows, total bytes)."""
-    out: dict[str, tuple[int, int]] = {}
-    for cf in coflows:
-        n, b = out.get(cf.ctype.value, (0, 0))
-        out[cf.ctype.value] = (n + 1, b + cf.bytes)
-    return out
 
 
 def merge_pair_flows(cf: Coflow) -> Coflow:

@@ -30,10 +30,6 @@ class Placement:
         """The j-th host of ``stage``."""
         return self.stage_hosts[stage][j]
 
-    def host_of_rank(self, stage: int, dp_rank: int) -> int:
-        """Index (within the stage) of the host holding ``dp_rank``."""
-        return dp_rank // self.ranks_per_host
-
 
 def generic_hosts(n: int) -> list[str]:
     """Host names ``h0 .. h{n-1}`` for simulations without a concrete fabric."""

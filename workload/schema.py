@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from coflowbed.errors import UserError
+from workload.errors import UserError
 
 _REQUIRED = object()
 

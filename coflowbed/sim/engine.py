@@ -35,6 +35,7 @@ from coflowbed.sim.levels import StaticPolicy, assign_levels
 from controller.policies.base import CoflowState, Decision, Policy
 from controller.policies.bigswitch import FlowTable as BsFlowTable, port_capacity
 from workload.dag import Dag
+from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("sim")
 
@@ -84,7 +85,7 @@ class Simulator:
         self.dagstate = DagState(self.dag)
         n = len(self.dag.coflows)
         self.outcomes = [CoflowOutcome() for _ in range(n)]
-        self.view = self.fabric.view(self.levels or 8)
+        self.view = self.fabric.view(self.levels or MAX_LEVELS)
         self.states: dict[int, CoflowState] = {}  # active coflows, release order
         self.left = np.diff(self.flows.offsets)  # unfinished flows per coflow
         self.level_of = np.zeros(n, dtype=np.int64)

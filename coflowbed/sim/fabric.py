@@ -22,6 +22,7 @@ import numpy as np
 
 from controller.policies.base import FabricView
 from topo.plan import FabricPlan
+from workload.marking import MAX_LEVELS
 
 
 def ecmp_spine(src: str, dst: str, flow_id: str, spines: int) -> int:
@@ -61,7 +62,7 @@ class FabricModel:
         """int32 array [flows, width] of the links each flow crosses."""
         raise NotImplementedError
 
-    def view(self, levels: int = 8) -> FabricView:
+    def view(self, levels: int = MAX_LEVELS) -> FabricView:
         """Host port capacities as policies see them."""
         raise NotImplementedError
 
@@ -87,7 +88,7 @@ class BigSwitch(FabricModel):
         d = np.fromiter((self.host_index(h) for h in dst), np.int32, len(dst))
         return np.stack([s, d + len(self.hosts)], axis=1).astype(np.int32)
 
-    def view(self, levels: int = 8) -> FabricView:
+    def view(self, levels: int = MAX_LEVELS) -> FabricView:
         """Every port at ``port_bps`` each way."""
         return FabricView.uniform(self.hosts, self.port_bps, levels)
 
@@ -131,7 +132,7 @@ class LeafSpine(FabricModel):
         down[local] = self.dummy
         return np.stack([si, up, down, di + h], axis=1).astype(np.int32)
 
-    def view(self, levels: int = 8) -> FabricView:
+    def view(self, levels: int = MAX_LEVELS) -> FabricView:
         """Host links at ``host_bps``; the core is assumed non-blocking by policies."""
         return FabricView.uniform(self.hosts, self.host_bps, levels)
 

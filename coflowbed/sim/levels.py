@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 
 from controller.compress import compress
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
+from workload.marking import MAX_LEVELS
 
 
 def assign_levels(decisions: Mapping[str, Decision], levels: int | None,
@@ -43,9 +44,9 @@ def parse_levels(text: str | int | None, default: int | None) -> int | None:
     try:
         k = int(text)
     except ValueError:
-        raise ValueError(f"levels must be 1..8 or 'exact', got {text!r}") from None
-    if not 1 <= k <= 8:
-        raise ValueError(f"levels must be 1..8 or 'exact', got {text!r}")
+        raise ValueError(f"levels must be 1..{MAX_LEVELS} or 'exact', got {text!r}") from None
+    if not 1 <= k <= MAX_LEVELS:
+        raise ValueError(f"levels must be 1..{MAX_LEVELS} or 'exact', got {text!r}")
     return k
 
 

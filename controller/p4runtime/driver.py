@@ -29,6 +29,12 @@ log = logging.getLogger("controller.p4runtime")
 GRPC_HOST = "127.0.0.1"
 
 
+def apply_bound_s(timeout: float) -> float:
+    """How long ``apply`` waits for all switches: one diff is a few writes of ``timeout``
+    each (meters, rules, deletions), plus a second of slack."""
+    return timeout * 4 + 1
+
+
 def switch_ports(plan: FabricPlan, sw: SwitchPlan) -> list[int]:
     """Port numbers of ``sw`` (hosts then uplinks on a leaf; leaves on a spine)."""
     n = plan.hosts_per_leaf + plan.spines if sw.role == "leaf" else plan.leaves
@@ -116,17 +122,23 @@ class P4RuntimeDriver(SwitchDriver):
         log.info("%s: pipeline pushed, %d routes installed", switch, len(routes))
 
     def apply(self, diffs: Mapping[str, LeafDiff], timeout: float) -> int:
-        """Write every diff, the switches in parallel; return once all are applied."""
+        """Write every diff, the switches in parallel; return once all are applied, or
+        raise SouthboundError once ``apply_bound_s(timeout)`` has passed (writes still
+        under way then are left to their own per-write timeout, not waited for)."""
         work = {n: d for n, d in diffs.items() if d.count()}
         if not work:
             return 0
-        with ThreadPoolExecutor(max_workers=len(work)) as pool:
+        bound = apply_bound_s(timeout)
+        pool = ThreadPoolExecutor(max_workers=len(work))
+        try:
             futures = [pool.submit(self._apply_one, n, d, timeout) for n, d in work.items()]
-            done, pending = wait(futures, timeout=timeout * 4 + 1)
-            if pending:
-                raise SouthboundError(f"writes not confirmed within {timeout * 4 + 1:.0f} s")
-            for f in done:
-                f.result()  # re-raises the first SouthboundError
+            done, pending = wait(futures, timeout=bound)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if pending:
+            raise SouthboundError(f"writes not confirmed within {bound:.0f} s")
+        for f in done:
+            f.result()  # re-raises the first SouthboundError
         return sum(d.count() for d in work.values())
 
     def _apply_one(self, name: str, d: LeafDiff, timeout: float) -> None:
@@ -209,8 +221,3 @@ class P4RuntimeDriver(SwitchDriver):
         drop = self._cells(switch, N.meter_drop, ids, timeout)
         return [MeterCounter(i, seen.get(i, (0, 0))[1], seen.get(i, (0, 0))[0],
                              drop.get(i, (0, 0))[1], drop.get(i, (0, 0))[0]) for i in ids]
-
-    def tag_counters(self, switch: str, timeout: float) -> dict[int, tuple[int, int]]:
-        """tag -> (bytes, packets) matched at ``switch`` (per-tag counter, all epochs)."""
-        return {t: v for t, v in self._cells(switch, N.tag_counter, list(range(1, 56)),
-                                             timeout).items() if v != (0, 0)}

@@ -16,10 +16,10 @@ from finsy.proto import p4r
 
 from controller.coflow_table import MeterSpec, TagRule
 from controller.p4runtime.p4info import P4InfoIndex, encode_uint, ip_to_int
-from topo.plan import FabricPlan, SwitchPlan
+from topo.plan import (FABRIC_NET, FABRIC_PREFIX_LEN, LEAF_PREFIX_LEN, FabricPlan, SwitchPlan,
+                       leaf_subnet)
 
 ECMP_GROUP = 1
-FABRIC_NET = ("10.0.0.0", 16)
 
 
 @dataclass(frozen=True)
@@ -88,15 +88,17 @@ class EntityBuilder:
     def route_entries(self, plan: FabricPlan, sw: SwitchPlan) -> list[p4r.TableEntry]:
         """Routing table of ``sw`` (see module docstring)."""
         if sw.role == "spine":
-            return [self.table_entry(N.route, [self.lpm(N.route, "dst", f"10.0.{l}.0", 24)],
+            return [self.table_entry(N.route, [self.lpm(N.route, "dst", leaf_subnet(l),
+                                                        LEAF_PREFIX_LEN)],
                                      self.action(N.forward, port=l))
                     for l in range(1, plan.leaves + 1)]
         out = [self.table_entry(N.route, [self.lpm(N.route, "dst", h.ip, 32)],
                                 self.action(N.forward, port=h.leaf_port))
                for h in plan.hosts if h.leaf == sw.index]
-        out.append(self.table_entry(N.route, [self.lpm(N.route, "dst", f"10.0.{sw.index}.0",
-                                                       24)], self.action(N.drop)))
-        out.append(self.table_entry(N.route, [self.lpm(N.route, "dst", *FABRIC_NET)],
+        out.append(self.table_entry(N.route, [self.lpm(N.route, "dst", leaf_subnet(sw.index),
+                                                       LEAF_PREFIX_LEN)], self.action(N.drop)))
+        out.append(self.table_entry(N.route, [self.lpm(N.route, "dst", FABRIC_NET,
+                                                       FABRIC_PREFIX_LEN)],
                                     self.action(N.to_ecmp, group=ECMP_GROUP)))
         return out
 

@@ -23,9 +23,10 @@ import sys
 import threading
 from pathlib import Path
 
-from controller.launcher import setup_logging
+from controller.launcher import add_control_args, control_config, setup_logging
 from controller.p4runtime.artifacts import Artifacts, committed
 from controller.southbound.base import SouthboundError
+from workload.marking import MAX_LEVELS
 
 REPO = Path(__file__).resolve().parents[2]
 READY_LINE = "READY"
@@ -55,10 +56,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log", type=Path, required=True, help="log file")
     p.add_argument("--grpc-ports", nargs="+", required=True, metavar="NAME=PORT",
                    help="gRPC port of every switch on 127.0.0.1")
-    p.add_argument("--levels", type=int, default=8, help="priority levels K (1..8)")
-    p.add_argument("--pid-file", type=Path, help="default: <log>.pid")
-    p.add_argument("--burst-s", type=float, default=0.25, help="meter burst, s of rate")
-    p.add_argument("--op-timeout-s", type=float, default=10.0, help="switch op timeout")
+    add_control_args(p)
     p.add_argument("--p4info", type=Path, help="P4Info text file (default: committed)")
     p.add_argument("--bmv2-json", type=Path, help="BMv2 JSON (default: committed)")
     return p.parse_args(argv)
@@ -94,12 +92,11 @@ class SwitchKeeper:
 def run(args: argparse.Namespace, plan, ports: dict[str, int], art: Artifacts) -> int:
     """Build driver, control plane, API; keep the switches connected; block."""
     from controller.api_server import ApiServer
-    from controller.control_plane import ControlConfig, ControlPlane
+    from controller.control_plane import ControlPlane
     from controller.p4runtime.driver import P4RuntimeDriver
 
     driver = P4RuntimeDriver(plan, art, ports)
-    plane = ControlPlane(plan, driver, ControlConfig(
-        levels=args.levels, burst_s=args.burst_s, op_timeout_s=args.op_timeout_s))
+    plane = ControlPlane(plan, driver, control_config(args))
     driver.on_removed = plane.on_removed
     api = ApiServer(args.api, plane.handle)
     stop = threading.Event()
@@ -133,8 +130,7 @@ def _inputs(args: argparse.Namespace):
     os.environ.setdefault("OSKEN_HUB_TYPE", "native")  # controller.app imports os-ken
     from controller.app import load_plan
 
-    if not 1 <= args.levels <= 8:
-        raise ValueError(f"--levels: must be 1..8, got {args.levels}")
+    control_config(args)  # ValueError on a bad --levels
     plan = load_plan(args.plan)
     ports = parse_grpc_ports(args.grpc_ports)
     names = {sw.name for sw in plan.switches}
@@ -162,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def launcher_argv(plan_json: Path, api: Path, log_path: Path, ports: dict[str, int],
-                  levels: int = 8, pid_file: Path | None = None) -> list[str]:
+                  levels: int = MAX_LEVELS, pid_file: Path | None = None) -> list[str]:
     """The command line that starts this launcher (for an orchestrator's Popen)."""
     argv = [sys.executable, "-m", "controller.p4runtime.launcher", "--plan", str(plan_json),
             "--api", str(api), "--log", str(log_path), "--levels", str(levels),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from workload.dag import Coflow
+from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:  # bigswitch imports this module
     import numpy as np
@@ -56,10 +57,10 @@ class FabricView:
 
     egress_bps: Mapping[str, float]
     ingress_bps: Mapping[str, float]
-    levels: int = 8
+    levels: int = MAX_LEVELS
 
     @classmethod
-    def uniform(cls, hosts, bps: float, levels: int = 8) -> "FabricView":
+    def uniform(cls, hosts, bps: float, levels: int = MAX_LEVELS) -> "FabricView":
         """Every host port at the same rate ``bps`` each way."""
         hosts = list(hosts)
         return cls({h: bps for h in hosts}, {h: bps for h in hosts}, levels)

@@ -15,7 +15,8 @@ Pipeline (docs/fabric.md):
 from __future__ import annotations
 
 from controller.coflow_table import MeterSpec, TagRule
-from topo.plan import FabricPlan, SwitchPlan
+from topo.plan import (FABRIC_NET, FABRIC_PREFIX_LEN, LEAF_PREFIX_LEN, FabricPlan, SwitchPlan,
+                       leaf_subnet, prefix_mask)
 from workload.marking import level_dscp
 
 ETH_IP = 0x0800
@@ -29,13 +30,8 @@ PRIO_PAIR = 200  # pair rules are more specific than per-host rules of the same 
 PRIO_HOST = 100
 PRIO_OWN_SUBNET = 50
 PRIO_FABRIC = 10
-FABRIC_NET = ("10.0.0.0", "255.255.0.0")
-LEAF_NET_MASK = "255.255.255.0"
-
-
-def leaf_subnet(leaf: int) -> str:
-    """Network address of leaf ``leaf``'s /24."""
-    return f"10.0.{leaf}.0"
+FABRIC_MATCH = (FABRIC_NET, prefix_mask(FABRIC_PREFIX_LEN))
+LEAF_NET_MASK = prefix_mask(LEAF_PREFIX_LEN)
 
 
 def flow_mod(dp, table: int, priority: int, match, insts, command=None, cookie: int = 0,
@@ -100,7 +96,7 @@ def leaf_route_msgs(dp, plan: FabricPlan, leaf: int) -> list:
             msgs += _route_pair(dp, PRIO_HOST, h.ip, _output(dp, h.leaf_port))
     msgs += _route_pair(dp, PRIO_OWN_SUBNET, (leaf_subnet(leaf), LEAF_NET_MASK), [])
     to_group = [_apply(dp, [parser.OFPActionGroup(ECMP_GROUP)])]
-    msgs += _route_pair(dp, PRIO_FABRIC, FABRIC_NET, to_group)
+    msgs += _route_pair(dp, PRIO_FABRIC, FABRIC_MATCH, to_group)
     return msgs
 
 

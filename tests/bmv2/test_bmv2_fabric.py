@@ -1,9 +1,9 @@
 """A leaf-spine fabric of BMv2 switches driven by the P4Runtime controller (root; run
 under ``flock /tmp/coflowbed-fabric.lock``; skipped where simple_switch_grpc is absent).
 
-Thresholds are the OVS fabric's (PLATFORM.md measurements): on a shared bottleneck the
-high-priority coflow gets >= 80 % of the link and the low one <= 20 %; a meter holds a
-sender within [50 %, 130 %] of its rate.  Links run at 10 Mbit/s so that unoptimised
+Thresholds are the OVS fabric test's (docs/fabric.md, "Platform facts"): on a shared
+bottleneck the high-priority coflow gets >= 85 % of the link and the low one < 10 %; a
+meter holds a sender within +-15 % of its rate.  Links run at 10 Mbit/s so that unoptimised
 BMv2 builds (10-30 Mbit/s) keep up too.
 """
 from __future__ import annotations
@@ -71,8 +71,9 @@ def fabric(tmp_path_factory):
     fab = None
     try:
         assert _ready_line(proc, 60) == "READY"
-        fab = start_bmv2_fabric(plan, run, ports, levels=4, api_socket=api, ready_timeout=90)
+        fab = start_bmv2_fabric(plan, run, ports, levels=4, ready_timeout=90)
         with ControllerClient(api, timeout=30) as client:
+            client.wait_ready(90)
             yield fab, client
     finally:
         if fab is not None:

@@ -31,10 +31,10 @@ def fabric(tmp_path_factory):
     plan_json.write_text(PLAN.to_json())
     ctl = start_controller(plan_json, run_dir, levels=LEVELS)
     try:
-        fab = start_fabric(PLAN, run_dir, ctl.of_port, levels=LEVELS,
-                           api_socket=ctl.api_socket)
+        fab = start_fabric(PLAN, run_dir, ctl.of_port, levels=LEVELS)
         try:
             with ControllerClient(ctl.api_socket, timeout=20) as client:
+                client.wait_ready(60)
                 yield fab, client
         finally:
             fab.stop()
@@ -129,8 +129,9 @@ def test_high_level_takes_the_bottleneck_from_low_level(fabric):
     assert high >= 0.85 * HOST_MBPS, f"high {high:.1f} Mbit/s, low {low:.1f} Mbit/s"
     assert low < 0.1 * HOST_MBPS
     tc_after = qos.class_stats("l2-eth1")  # the bottleneck saw both level classes
-    assert tc_after[0].bytes - tc_before[0].bytes > 10_000_000
-    assert tc_after[LEVELS - 1].drops > tc_before[LEVELS - 1].drops or low < 0.05 * HOST_MBPS
+    served = {lv: tc_after[lv].bytes - tc_before[lv].bytes for lv in (0, LEVELS - 1)}
+    assert served[0] > 10_000_000, served  # the high coflow went through level 0's class
+    assert 0 < served[LEVELS - 1] < served[0], served  # the low one through level 7's, less
     client.clear([10, 20])
 
 

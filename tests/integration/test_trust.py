@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from controller.client import ControllerClient
 from controller.launcher import start_controller
 from tests.cli import SCENARIOS, coflowbed, coflowbed_ok
 from topo.hosttcp import apply_host_sysctls, host_sysctls
@@ -67,8 +68,10 @@ def test_host_namespaces_keep_cwnd_after_idle_and_the_root_namespace_is_untouche
     before = {k: p.read_text() for k, p in procs.items()}
     ctl = start_controller(tmp_path / "plan.json", tmp_path)
     try:
-        fab = start_fabric(plan, tmp_path, ctl.of_port, api_socket=ctl.api_socket)
+        fab = start_fabric(plan, tmp_path, ctl.of_port)
         try:
+            with ControllerClient(ctl.api_socket) as client:
+                client.wait_ready(60)
             apply_host_sysctls(fab.host(h).pid for h in plan.host_names())
             for h in plan.host_names():
                 for key, proc in procs.items():

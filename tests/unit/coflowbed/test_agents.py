@@ -15,7 +15,7 @@ import pytest
 
 from coflowbed.agents import AgentError, AgentEvent, AgentSet
 from workload import marking
-from workload.agent_proto import can_set_priority
+from workload.agent.proto import can_set_priority
 
 from tests.hosts import LocalHost
 

@@ -3,6 +3,7 @@ PID; it never signals itself or its ancestors (unit test: plain child processes)
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -24,7 +25,7 @@ def test_marked_processes_are_found_and_ended_unmarked_ones_are_not():
         assert other.pid not in runstate.marked_pids("unit-test-run")
         assert stranger.pid not in runstate.marked_pids()
         assert cleanup.end_pids(runstate.marked_pids("unit-test-run"), grace_s=5) == [ours.pid]
-        assert ours.wait(5) is not None
+        assert ours.wait(5) == -signal.SIGTERM  # ended by the polite signal, in time
         assert other.poll() is None and stranger.poll() is None
     finally:
         for p in (ours, other, stranger):

@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 
 from coflowbed.cli import main
-
-FB = Path("/work/shared/data/FB2010-1Hr-150-0.txt")
+from tests.data import FB_TRACE as FB
 
 
 def avg_cct(policy: str, limit: int, out: Path) -> float:
@@ -40,7 +39,6 @@ def avg_cct(policy: str, limit: int, out: Path) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not FB.exists(), reason=f"{FB} not present")
 @pytest.mark.parametrize("limit", [10, 30])
 def test_fb_trace_ranks_policies_as_literature(tmp_path, limit):
     """SEBF < D-CLAS < fair < FIFO in average CCT (strictly)."""

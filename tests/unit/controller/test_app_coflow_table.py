@@ -101,3 +101,11 @@ def test_parse_entries_accepts_nulls_and_flow_rates():
     assert ct.parse_tags([1, 55]) == [1, 55]
     with pytest.raises(ValueError, match="tags: tag must be"):
         ct.parse_tags([56])
+
+
+def test_rule_cookie_keeps_tag_and_epoch_apart():
+    cookie = ct.rule_cookie(55, 1234)
+    assert cookie == (1234 << 8) | 55
+    assert (ct.cookie_tag(cookie), ct.cookie_epoch(cookie)) == (55, 1234)
+    with pytest.raises(ValueError, match="tag"):
+        ct.rule_cookie(56, 1)  # a level code is not a tag: it would overlap the layout

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import pytest
 
@@ -67,8 +68,11 @@ def test_ready_only_after_every_switch_is_installed():
 
 def test_set_writes_only_changes_and_reports_applied_time():
     plane, drv = _ready_plane()
-    r1 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 5}]})
-    assert r1["ok"] and r1["written"] == 8 and r1["applied_s"] >= 0  # 2 leaves x (2 meters + 2 rules)
+    received = time.monotonic() - 0.25  # the request waited 0.25 s before it was handled
+    r1 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 5}]},
+                      received)
+    assert r1["ok"] and r1["written"] == 8  # 2 leaves x (2 meters + 2 rules)
+    assert 0.25 <= r1["applied_s"] < 5.25  # from receipt to applied, not from handling
     r2 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 2, "rate_mbps": 5}]})
     assert r2["written"] == 4  # only the rules' level changed
     assert all(len(d.rules_mod) == 2 and not d.meters_mod for d in drv.applied[-1].values())

@@ -47,3 +47,20 @@ def test_bad_plan_file_is_a_one_line_error_exit_2(tmp_path):
     assert res.returncode == 2
     assert res.stderr.strip().startswith(f"{bad}: not a fabric plan:")
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_both_launchers_default_to_the_control_plane_defaults():
+    from controller import launcher
+    from controller.control_plane import ControlConfig
+    from controller.p4runtime import launcher as p4_launcher
+    from workload.marking import MAX_LEVELS
+
+    of = launcher.parse_args(["--plan", "p", "--of-port", "1", "--api", "a", "--log", "l"])
+    p4 = p4_launcher.parse_args(["--plan", "p", "--api", "a", "--log", "l",
+                                 "--grpc-ports", "l1=1"])
+    for args in (of, p4):
+        assert launcher.control_config(args) == ControlConfig()
+        assert args.levels == MAX_LEVELS
+        args.levels = MAX_LEVELS + 1
+        with pytest.raises(ValueError, match=f"--levels: must be 1..{MAX_LEVELS}"):
+            launcher.control_config(args)

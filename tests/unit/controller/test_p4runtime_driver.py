@@ -4,6 +4,7 @@ the written entities so reads answer like a switch."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -355,3 +356,19 @@ def test_missing_grpc_port_is_rejected(plan):
         pytest.skip("p4src/compiled/ missing")
     with pytest.raises(ValueError, match="no port for switch 's2'"):
         P4RuntimeDriver(plan, ART, {"l1": 1, "l2": 2, "s1": 3})
+
+
+@needs_p4info
+def test_apply_gives_up_at_its_bound_without_waiting_for_a_stuck_switch(driver, monkeypatch):
+    from controller.p4runtime import driver as drv_mod
+    release = threading.Event()
+    monkeypatch.setattr(drv_mod, "apply_bound_s", lambda timeout: 0.3)
+    monkeypatch.setattr(driver, "_apply_one", lambda *a: release.wait(30))  # never confirms
+    diff, _ = LeafTable().diff(*leaf_state(driver.plan, 1, [TagEntry(3, 0)], {3: 1}))
+    started = time.monotonic()
+    try:
+        with pytest.raises(SouthboundError, match="not confirmed within"):
+            driver.apply({"l1": diff}, timeout=5)
+        assert time.monotonic() - started < 5  # the bound, not the stuck write, ended it
+    finally:
+        release.set()

@@ -40,3 +40,12 @@ def test_port_schedulers_on_every_egress_at_link_rate():
     assert rates["l1-eth1"] == 50 and rates["l1-eth3"] == 80 and rates["s1-eth3"] == 80
     assert len(root) + len(hosts) == 2 * len(plan.links)
     assert {ps.levels for ps in root} == {4} and {ps.queue_packets for ps in root} == {60}
+
+
+def test_address_plan_helpers_spell_the_10_0_l_n_plan():
+    from topo.plan import FABRIC_PREFIX_LEN, LEAF_PREFIX_LEN, host_ip, leaf_subnet, prefix_mask
+
+    assert [h.ip for h in _plan().hosts if h.leaf == 3] == [host_ip(3, 1), host_ip(3, 2)]
+    assert (host_ip(3, 2), leaf_subnet(3)) == ("10.0.3.2", "10.0.3.0")
+    assert prefix_mask(FABRIC_PREFIX_LEN) == "255.255.0.0"
+    assert prefix_mask(LEAF_PREFIX_LEN) == "255.255.255.0"

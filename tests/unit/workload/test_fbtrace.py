@@ -5,10 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.data import FB_TRACE as FB
 from workload.fbtrace import MB, TraceError, read_trace, to_dag
-
-FB = Path("/work/shared/data/FB2010-1Hr-150-0.txt")
-needs_fb = pytest.mark.skipif(not FB.exists(), reason="FB2010 trace not present")
 
 
 def _raw_totals(path: Path) -> tuple[int, float, int]:
@@ -25,7 +23,6 @@ def _raw_totals(path: Path) -> tuple[int, float, int]:
     return n, mb, pairs
 
 
-@needs_fb
 def test_reads_526_coflows_with_right_totals():
     trace = read_trace(FB)
     n, mb, pairs = _raw_totals(FB)
@@ -36,7 +33,6 @@ def test_reads_526_coflows_with_right_totals():
     assert (first.coflow_id, first.arrival_ms, first.mappers, first.reducers) == ("1", 0, (22,), ((65, 1.0),))
 
 
-@needs_fb
 def test_to_dag_full_form_keeps_every_byte_accounted():
     trace = read_trace(FB)
     dag = to_dag(trace[:60], None)

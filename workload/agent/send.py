@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from workload import marking
-from workload.agent_proto import (ConnectRequest, ProtocolError, SendRequest, encode_header,
+from workload.agent.proto import (ConnectRequest, ProtocolError, SendRequest, encode_header,
                                   mark_flow_socket, open_flow_socket, pacing_rate, set_pacing,
                                   unacked_bytes)
-from workload.agent_wire import MESSAGE_ACK
+from workload.agent.wire import MESSAGE_ACK
 
-if TYPE_CHECKING:  # only for the annotation: workload.agent imports this module
-    from workload.agent import AgentOptions
+if TYPE_CHECKING:  # only for the annotation: workload.agent.daemon imports this module
+    from workload.agent.daemon import AgentOptions
 
 TX_CHUNK = 256 << 10  # bytes offered per send(): small enough to keep the loop responsive
 
@@ -80,7 +80,7 @@ class SendFlow:
 
 class FlowSender:
     """The outgoing flows and connection pools of an agent; a mixin of
-    ``workload.agent.Agent``, which owns the state annotated here."""
+    ``workload.agent.daemon.Agent``, which owns the state annotated here."""
 
     opts: AgentOptions
     log: logging.Logger

@@ -18,7 +18,7 @@ import pytest
 
 from workload import marking
 
-from workload import agent as agent_mod
+from workload.agent import daemon as agent_mod
 
 REPO = Path(__file__).resolve().parents[3]
 TIMEOUT = 10.0

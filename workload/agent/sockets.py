@@ -1,4 +1,4 @@
-"""Flow sockets of the agent protocol (documented in ``workload.agent_proto``): how a
+"""Flow sockets of the agent protocol (documented in ``workload.agent.proto``): how a
 flow's socket is marked on the wire (tag -> IP_TOS, level -> SO_PRIORITY) and paced
 (SO_MAX_PACING_RATE), and what the agent reads back from the kernel."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import termios
 from typing import Any
 
 from workload import marking
-from workload.agent_wire import ProtocolError
+from workload.agent.wire import ProtocolError
 
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # Python 3.11 lacks the name
 _ULONG = struct.Struct("@L")  # given this size the kernel reads/writes the full unsigned long

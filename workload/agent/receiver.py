@@ -1,4 +1,4 @@
-"""The receiving end of the agent's data protocol (documented in ``workload.agent_proto``):
+"""The receiving end of the agent's data protocol (documented in ``workload.agent.proto``):
 one ``FlowReceiver`` per incoming connection, which carries one message (flow) after
 another; each complete message is answered with ``MESSAGE_ACK`` on the same connection."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from workload.agent_wire import MESSAGE_ACK, ProtocolError, decode_header
+from workload.agent.wire import MESSAGE_ACK, ProtocolError, decode_header
 
 
 @dataclass

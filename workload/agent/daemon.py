@@ -5,14 +5,14 @@ Run inside each Mininet host (its network namespace) by ``coflowbed.agents``::
     python -m workload.agent --host h11 --control /abs/run/agents/h11.sock --data-port 5001 --ip 10.0.1.1
 
 It accepts flows on TCP ``--data-port`` and takes orders over one JSON-lines connection
-on the Unix socket ``--control`` (protocol in ``workload.agent_proto``).  When both
+on the Unix socket ``--control`` (protocol in ``workload.agent.proto``).  When both
 listeners are up it prints ``READY <host>`` on stdout — the only thing it ever prints
 there.  It exits when told to (``shutdown``), on SIGTERM/SIGINT, when its controlling
 connection closes (the orchestrator died), or when nobody attaches within
 ``--attach-timeout``: an agent never outlives its orchestrator for long.
 
 All times are ``time.monotonic_ns()``: one kernel clock shared by every namespace.
-The hot paths (``_on_writable`` in ``workload.agent_send``, ``FlowReceiver.buffer_updated``)
+The hot paths (``_on_writable`` in ``workload.agent.send``, ``FlowReceiver.buffer_updated``)
 do one syscall per call into/out of shared preallocated buffers and nothing per byte.
 
 A flow ends at both sides together: the receiver closes its end once the last byte
@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload.agent_proto import (MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest, ConnectRequest,
-                                  FlowReceiver,
+from workload.agent.proto import (DATA_PORT, MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest,
+                                  ConnectRequest, FlowReceiver,
                                   HelloRequest, ProtocolError, RecvRecord, Request, SendRequest,
                                   SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
                                   can_set_priority, encode_line, pacing_rate, parse_request)
-from workload.agent_send import TX_CHUNK, Dest, FlowSender, Pool, SendFlow
+from workload.agent.send import TX_CHUNK, Dest, FlowSender, Pool, SendFlow
 
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
 WATCHDOG_TICK_S = 0.5
@@ -52,7 +52,7 @@ class AgentOptions:
 
     host: str
     control: Path
-    data_port: int = 5001
+    data_port: int = DATA_PORT
     ip: str = "0.0.0.0"
     connect_timeout_s: float = 5.0
     stall_timeout_s: float = 60.0  # 0 disables; strict priority may starve a flow a while
@@ -310,7 +310,7 @@ def parse_args(argv: list[str] | None = None) -> AgentOptions:
     p = argparse.ArgumentParser(prog="python -m workload.agent", description=__doc__.splitlines()[0])
     p.add_argument("--host", required=True, help="host name (h11, ...)")
     p.add_argument("--control", required=True, type=Path, help="absolute path of the control Unix socket")
-    p.add_argument("--data-port", type=int, default=5001, help="TCP port for incoming flows (0: any)")
+    p.add_argument("--data-port", type=int, default=DATA_PORT, help="TCP port for incoming flows (0: any)")
     p.add_argument("--ip", default="0.0.0.0", help="address to accept flows on")
     p.add_argument("--connect-timeout", type=float, default=5.0, help="seconds per TCP connect")
     p.add_argument("--stall-timeout", type=float, default=60.0, help="fail flows idle this long (0: never)")
@@ -335,6 +335,3 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
     return asyncio.run(Agent(opts).run())
 
-
-if __name__ == "__main__":
-    sys.exit(main())

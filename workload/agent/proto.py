@@ -49,8 +49,8 @@ pooled connection: one was opened for it);
 ``flow_failed`` flow_id (None if unknown), side, error (and src on the receiver side).
 
 This module holds the control requests; the header, line encoding and errors live in
-``workload.agent_wire``, the flow sockets in ``workload.agent_sockets`` and the receiving
-end in ``workload.agent_receiver``, all re-exported here.
+``workload.agent.wire``, the flow sockets in ``workload.agent.sockets`` and the receiving
+end in ``workload.agent.receiver``, all re-exported here.
 """
 from __future__ import annotations
 
@@ -60,25 +60,25 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, Union
 
 from workload import marking
-from workload.agent_receiver import FlowReceiver, ReceiverSink, RecvRecord
-from workload.agent_sockets import (MIN_RATE_MBPS, PACING_UNLIMITED, SO_MAX_PACING_RATE,
+from workload.agent.receiver import FlowReceiver, ReceiverSink, RecvRecord
+from workload.agent.sockets import (MIN_RATE_MBPS, PACING_UNLIMITED, SO_MAX_PACING_RATE,
                                     can_set_priority, check_rate, mark_flow_socket,
                                     open_flow_socket, pacing_bytes, pacing_rate, set_pacing,
                                     unacked_bytes)
-from workload.agent_wire import (EVENTS, HEADER, HEADER_MAGIC, MAX_FLOW_ID_BYTES, MAX_LINE_BYTES,
+from workload.agent.wire import (EVENTS, HEADER, HEADER_MAGIC, MAX_FLOW_ID_BYTES, MAX_LINE_BYTES,
                                  MESSAGE_ACK, UNIX_PATH_MAX, ProtocolError, RequestError, decode_header,
                                  encode_header, encode_line)
 
 __all__ = [
-    # re-exported from workload.agent_wire
+    # re-exported from workload.agent.wire
     "EVENTS", "HEADER", "HEADER_MAGIC", "MAX_FLOW_ID_BYTES", "MAX_LINE_BYTES", "MESSAGE_ACK",
     "UNIX_PATH_MAX",
     "ProtocolError", "RequestError", "decode_header", "encode_header", "encode_line",
-    # re-exported from workload.agent_sockets
+    # re-exported from workload.agent.sockets
     "MIN_RATE_MBPS", "PACING_UNLIMITED", "SO_MAX_PACING_RATE", "can_set_priority", "check_rate",
     "mark_flow_socket", "open_flow_socket", "pacing_bytes", "pacing_rate", "set_pacing",
     "unacked_bytes",
-    # re-exported from workload.agent_receiver
+    # re-exported from workload.agent.receiver
     "FlowReceiver", "ReceiverSink", "RecvRecord",
     # defined here: the control requests
     "ConnectRequest", "SendRequest", "CancelRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest",
@@ -117,6 +117,7 @@ def _check_port(port: Any) -> int:
 
 
 MAX_POOL = 64  # connections one agent holds to one destination
+DATA_PORT = 5001  # TCP port every agent listens on for incoming flows (data messages)
 
 
 @dataclass(frozen=True)

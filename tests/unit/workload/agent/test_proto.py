@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from workload import marking
-from workload.agent_proto import (HEADER, MESSAGE_ACK, PACING_UNLIMITED, SO_MAX_PACING_RATE, FlowReceiver,
+from workload.agent.proto import (HEADER, MESSAGE_ACK, PACING_UNLIMITED, SO_MAX_PACING_RATE, FlowReceiver,
                                   ProtocolError, RequestError, SendRequest, SetLevelRequest,
                                   SetRateRequest, StatsRequest, can_set_priority, decode_header,
                                   encode_header, mark_flow_socket, open_flow_socket, pacing_rate,

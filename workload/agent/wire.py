@@ -1,4 +1,4 @@
-"""Basics of the agent's wire protocol (documented in ``workload.agent_proto``): the data
+"""Basics of the agent's wire protocol (documented in ``workload.agent.proto``): the data
 header that opens every flow, the control-line encoding and the protocol's errors."""
 from __future__ import annotations
 

@@ -1,0 +1,7 @@
+"""Paths of the data shipped in the repository's ``data/`` (shared test helper)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FB_TRACE = REPO / "data" / "FB2010-1Hr-150-0.txt"
