@@ -70,6 +70,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
     """Start everything, execute, write results (partial on any failure), then (the
     fabric down) the fidelity figure."""
     executor, backend, controller, error, info = None, None, None, None, {}
+    ports_before: dict = {}
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
@@ -77,6 +78,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             backend = _backend(scen, controller, agents)
             info["connections"] = _prepare_iteration(scen, agents, backend)
             info["calibration"] = _calibrate(scen, agents)
+            ports_before = _ports_now(controller)  # bring-up and calibration traffic
             executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress(backend))
             executor.run(deadline_s=scen.timeout_s)
         except (RunFailed, PolicyError, Interrupted, KeyboardInterrupt, RuntimeError,
@@ -89,7 +91,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
         if backend is not None:
             backend.close()
         if controller is not None:
-            _save_counters(controller, out_dir)
+            _save_counters(controller, out_dir, ports_before)
         info["wall_s"] = round(time.monotonic() - t_start, 3)
         summary = _write(scen, out_dir, executor, backend, error, info)
     summary = _check(out_dir, summary, check)
@@ -147,18 +149,32 @@ def _start_bmv2_fabric(*args):
     return start_bmv2_fabric(*args, ready_timeout=START_TIMEOUT_S)
 
 
-def _save_counters(controller, out_dir: Path) -> None:
-    """Switch counters at the end of the run (ports, meters, tags) -> counters.json;
-    tests cross-check host timings and bytes against them."""
+def _save_counters(controller, out_dir: Path, ports_before: dict) -> None:
+    """Switch counters at the end of the run -> counters.json: ``ports`` counts the
+    iteration's own traffic (the counters at the first release, bring-up and calibration
+    burst, are subtracted and kept as ``ports_before_iteration``), ``meters`` and ``tags``
+    are the coflows' own; tests cross-check host timings and bytes against them."""
     import json
 
     try:
-        counters = {"ports": controller.port_stats(), "meters": controller.meter_stats(),
-                    "tags": controller.tag_stats()}
+        ports = controller.port_stats()
+        counters = {"ports": subtract_ports(ports, ports_before), "ports_before_iteration": ports_before,
+                    "meters": controller.meter_stats(), "tags": controller.tag_stats()}
     except (OSError, RuntimeError) as exc:
         log.warning("could not read switch counters: %s", exc)
         return
     (out_dir / "counters.json").write_text(json.dumps(counters, indent=1, sort_keys=True) + "\n")
+
+
+def _ports_now(controller) -> dict:
+    """The switches' port counters now."""
+    return controller.port_stats()
+
+
+def subtract_ports(after: dict, before: dict) -> dict:
+    """Per switch and port: counters of ``after`` less those of ``before`` (0 if absent)."""
+    return {sw: {port: {k: v - before.get(sw, {}).get(port, {}).get(k, 0) for k, v in c.items()}
+                 for port, c in ports.items()} for sw, ports in after.items()}
 
 
 def _backend(scen: Scenario, controller, agents) -> EmulationBackend:

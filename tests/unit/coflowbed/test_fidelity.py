@@ -272,6 +272,7 @@ def test_every_run_gets_its_figure_unless_no_check(tmp_path, monkeypatch, check)
     monkeypatch.setattr(runner, "_backend", lambda *a: InstantBackend({"hi": 0, "lo": 3}))
     monkeypatch.setattr(runner, "_prepare_iteration", lambda *a: None)  # no agents here
     monkeypatch.setattr(runner, "_calibrate", lambda *a: None)
+    monkeypatch.setattr(runner, "_ports_now", lambda *a: {})
     if not check:
         monkeypatch.setattr("coflowbed.sim.simulate", _must_not_simulate)
     got = runner._run(scen, out, tmp_path / "rt", check).summary
