@@ -147,8 +147,9 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
         agents.cancel_many([(flows[fid][0], fid) for fid in stragglers])
     _consume(agents, ends, time.monotonic() + DRAIN_TIMEOUT_S)
     _forget_unseen(agents, flows, ends)
-    if ends:
-        raise RuntimeError(f"calibration: no end reported for {sorted(ends)[:3]}")
+    if ends:  # the run's backend ignores calibration events that come later
+        log.warning("calibration: %d flow ends not reported within %.0f s (e.g. %s); going on",
+                    len(ends), DRAIN_TIMEOUT_S, sorted(ends)[0])
     log.debug("calibration: %d of %d flows cancelled", len(stragglers), len(flows))
     per_host = {dst: round((after[dst][1] - before[dst][1]) * 8 / ((after[dst][0] - before[dst][0]) / 1e9) / 1e6, 2)
                 for dst in after}

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import os
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -136,7 +137,13 @@ class FlowSender:
         self.pools[dest].idle.append(conn)
 
     def _drop(self, dest: Dest, conn: Connection) -> None:
-        """A message failed: its connection is closed and leaves the pool."""
+        """A message failed or was cancelled: its connection is reset (SO_LINGER 0: the
+        unsent rest of the message is discarded, not drained behind a FIN) and leaves
+        the pool."""
+        try:
+            conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError as exc:  # already closed by the peer: a plain close does
+            self.log.debug("SO_LINGER on a failed connection: %s", exc)
         conn.sock.close()
         self.pools[dest].total -= 1
 
