@@ -120,15 +120,9 @@ def recorded_names(run_dir: Path) -> dict:
 
 
 def run_ip_batch(lines: list[str], what: str, netns_pid: int | None = None) -> None:
-    """``ip -batch -`` with ``lines`` on stdin, in the namespace of ``netns_pid`` (a
-    Mininet host's shell) or the root one; RuntimeError naming ``what`` on failure."""
-    argv = ["ip", "-batch", "-"]
-    if netns_pid is not None:
-        argv = ["mnexec", "-a", str(netns_pid)] + argv
-    res = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True,
-                         text=True, timeout=CMD_TIMEOUT_S)
-    if res.returncode != 0:
-        raise RuntimeError(f"{what} failed: {res.stderr.strip()}")
+    """``ip -batch -`` with ``lines``, in the namespace of ``netns_pid`` or the root one
+    (see :func:`topo.qos.run_batch`)."""
+    qos.run_batch("ip", lines, what, netns_pid)
 
 
 def static_arp(net: Mininet, plan: FabricPlan) -> None:

@@ -181,17 +181,24 @@ def _filter_lines(dev: str, levels: int) -> list[str]:
     return out
 
 
-def run_tc_batch(lines: Sequence[str], netns_pid: int | None = None) -> None:
-    """Run ``tc -batch -`` with ``lines`` on stdin, inside the network namespace of
-    ``netns_pid`` (a Mininet host's shell, via mnexec) or in the root namespace."""
-    argv = ["tc", "-batch", "-"]
+def run_batch(tool: str, lines: Sequence[str], what: str,
+              netns_pid: int | None = None) -> None:
+    """Run ``<tool> -batch -`` (``tc`` or ``ip``) with ``lines`` on stdin, inside the
+    network namespace of ``netns_pid`` (a Mininet host's shell, via mnexec) or in the root
+    namespace; RuntimeError naming ``what`` on failure."""
+    argv = [tool, "-batch", "-"]
     if netns_pid is not None:
         argv = ["mnexec", "-a", str(netns_pid)] + argv
     res = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True,
                          text=True, timeout=TC_TIMEOUT_S)
     if res.returncode != 0:
-        raise RuntimeError(f"tc -batch failed (exit {res.returncode}): "
+        raise RuntimeError(f"{what} failed (exit {res.returncode}): "
                            f"{(res.stderr or res.stdout).strip()}")
+
+
+def run_tc_batch(lines: Sequence[str], netns_pid: int | None = None) -> None:
+    """Run ``tc -batch -`` with ``lines`` (see :func:`run_batch`)."""
+    run_batch("tc", lines, "tc -batch", netns_pid)
 
 
 def apply_schedulers(scheds: Sequence[PortScheduler], netns_pid: int | None = None) -> None:
