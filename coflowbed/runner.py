@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# imported before Mininet is: a logger made after that import gets Mininet's own handler
+# (topo.mininet_log keeps loggers made after a Mininet import plain)
 from coflowbed import calibrate, results, runstate
 from coflowbed.cleanup import delete_interfaces, end_pids
 from coflowbed.emulation import EmulationBackend

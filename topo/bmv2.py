@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
 from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Switch

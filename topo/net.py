@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
 from mininet.link import Link
 from mininet.net import Mininet
 

@@ -17,6 +17,7 @@ import socket
 import subprocess
 from typing import Sequence
 
+import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
 from mininet.node import OVSSwitch, RemoteController
 
 log = logging.getLogger("topo.switch")
