@@ -20,11 +20,14 @@ HOST_SYSCTLS: Mapping[str, str] = {"net.ipv4.tcp_slow_start_after_idle": "0"}
 RTO_CAP_SYSCTLS: Mapping[str, str] = {"net.ipv4.tcp_rto_max_ms": "1000",
                                       "net.ipv4.tcp_retries2": "80"}
 PROC_SYS = Path("/proc/sys")
+# Off: with it, fb-slice-busy under FIFO once ran past its deadline in a clean-clone test run
+# (a flow that never finished); not understood yet, so the kernel's default back-off stays.
+RTO_CAP = False
 
 
 def host_sysctls(proc_sys: Path = PROC_SYS) -> dict[str, str]:
     """``HOST_SYSCTLS``, and ``RTO_CAP_SYSCTLS`` where this kernel has tcp_rto_max_ms."""
-    if Path(proc_sys, "net", "ipv4", "tcp_rto_max_ms").exists():
+    if RTO_CAP and Path(proc_sys, "net", "ipv4", "tcp_rto_max_ms").exists():
         return {**HOST_SYSCTLS, **RTO_CAP_SYSCTLS}
     return dict(HOST_SYSCTLS)
 CMD_TIMEOUT_S = 30.0

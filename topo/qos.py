@@ -13,7 +13,7 @@ Per interface (both ends of every link: switch ports and host NICs):
   the link's burst, their ``burst`` (tokens of the tiny rate) stays tc's default, so a
   low level never saves up a burst of its own to send ahead of a higher one;
 - a ``bfifo`` under each leaf class bounded to ``queue_packets`` full-size frames in
-  bytes (frame = mtu + 14 B; default 100 x 9014 B): with TSO/GSO a queued "packet" may
+  bytes (queue_packets x 1514 B, at least 4 frames of the MTU): with TSO/GSO a queued "packet" may
   be a 64 KB segment, so a packet-counted queue would hold seconds of traffic at
   emulated rates;
 - u32 filters on the DSCP bits (see workload/marking.py): level code ``56+L`` -> level
@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from topo.plan import DEFAULT_MTU, ETH_HEADER_BYTES, check_mtu
+
+LEGACY_FRAME_BYTES = 1514  # the unit of queue_packets: a full frame at MTU 1500
+MIN_QUEUE_FRAMES = 4  # a bucket holds at least this many frames of the port's MTU
 from workload.marking import (DSCP_UNTAGGED, HTB_MAJOR, HTB_ROOT_MINOR, MAX_LEVELS,
                               htb_classid, level_dscp, tos_byte)
 
@@ -100,8 +103,13 @@ class PortScheduler:
 
     @property
     def queue_bytes(self) -> int:
-        """Byte limit of each bucket's FIFO."""
-        return self.queue_packets * self.frame_bytes
+        """Byte limit of each bucket's FIFO: ``queue_packets`` frames of 1514 B (the bytes a
+        queue held at MTU 1500), but at least ``MIN_QUEUE_FRAMES`` frames of this MTU.
+        Counting jumbo frames would hold 6x the bytes: at 12.5 Mbit/s a starved level's
+        16 buckets then held seconds of data, its flows' timers fired while their packets
+        sat queued, and the duplicates kept the link busy after the starvation ended
+        (fb-slice-busy under FIFO stalled)."""
+        return max(self.queue_packets * LEGACY_FRAME_BYTES, MIN_QUEUE_FRAMES * self.frame_bytes)
 
     @property
     def burst_bytes(self) -> int:

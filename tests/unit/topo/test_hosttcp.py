@@ -10,7 +10,8 @@ def test_slow_start_after_idle_is_switched_off_inside_the_namespace_only():
     assert "net.ipv4.tcp_slow_start_after_idle=0" in argv
 
 
-def test_the_rto_cap_is_set_only_where_the_kernel_has_it(tmp_path):
+def test_the_rto_cap_is_set_only_where_the_kernel_has_it(tmp_path, monkeypatch):
+    monkeypatch.setattr("topo.hosttcp.RTO_CAP", True)
     assert host_sysctls(tmp_path) == dict(HOST_SYSCTLS)  # an old kernel: no such file
     (tmp_path / "net" / "ipv4").mkdir(parents=True)
     (tmp_path / "net" / "ipv4" / "tcp_rto_max_ms").write_text("120000\n")

@@ -90,12 +90,13 @@ def test_port_schedulers_carry_the_plan_mtu():
     assert {ps.mtu for ps in root} | {ps.mtu for ps in hosts.values()} == {4000}
 
 
-@pytest.mark.parametrize("mtu", [1500, 9000])
-def test_queues_are_bounded_in_mtu_sized_frames(mtu):
-    ps = qos.PortScheduler("l1-eth1", 100, 2, 77, mtu=mtu)
+@pytest.mark.parametrize("mtu, packets, limit", [(1500, 77, 77 * 1514), (9000, 77, 77 * 1514),
+                                                 (9000, 2, 4 * 9014)])
+def test_queues_hold_the_bytes_of_1500_byte_frames_but_at_least_four_of_the_mtu(mtu, packets, limit):
+    ps = qos.PortScheduler("l1-eth1", 100, 2, packets, mtu=mtu)
     fifos = [ln for ln in qos.tc_batch_lines(ps) if " bfifo " in ln]
     assert len(fifos) == 2 * qos.BUCKETS
-    assert all(ln.endswith(f"bfifo limit {77 * (mtu + 14)}") for ln in fifos)
+    assert all(ln.endswith(f"bfifo limit {limit}") for ln in fifos)
 
 
 def test_htb_burst_is_explicit_covers_a_frame_and_scales_with_rate():
