@@ -6,8 +6,8 @@ would restart slow start on a connection idle for longer than its RTO
 every coflow.  Strict priority may starve a low level's flow for seconds; TCP backs its
 retransmission timer off exponentially meanwhile (up to 120 s), so once the link frees
 the flow would sit idle until its next timeout, where the fluid model resumes it at once:
-``tcp_rto_max_ms`` (Linux 6.15 and later; skipped where the kernel lacks it) bounds that
-back-off to 1 s.  The settings are per network namespace, so they change only the hosts."""
+``tcp_rto_max_ms`` (Linux 6.15 and later) could bound that back-off to 1 s; it is
+switched off (``RTO_CAP``) until a stalled run seen with it is understood.  The settings are per network namespace, so they change only the hosts."""
 from __future__ import annotations
 
 import subprocess
