@@ -6,23 +6,39 @@ would restart slow start on a connection idle for longer than its RTO
 every coflow.  Strict priority may starve a low level's flow for seconds; TCP backs its
 retransmission timer off exponentially meanwhile (up to 120 s), so once the link frees
 the flow would sit idle until its next timeout, where the fluid model resumes it at once:
-``tcp_rto_max_ms`` (Linux 6.15 and later) could bound that back-off to 1 s; it is
-switched off (``RTO_CAP``) until a stalled run seen with it is understood.  The settings are per network namespace, so they change only the hosts."""
+``tcp_rto_max_ms`` (Linux 6.15 and later) bounds that back-off to 1 s (``RTO_CAP``).
+Without it, fb-slice-busy under SEBF failed a run: a 45 KB flow starved by higher levels
+from 6 s to 36 s of the run had backed off so far that it sent nothing for the next
+30 s on an idle fabric, and the receiver's 60 s stall watchdog ended the run.
+
+Congestion control is Reno, not this machine's default (BBR): at emulated rates BBR's
+model of the path (its minimum RTT is a fraction of a millisecond, the 2 cores add
+milliseconds of jitter) fires spurious retransmission timeouts (nstat in a host:
+TCPSpuriousRtxHostQueues, DSACKs for every retransmission, no queue drop anywhere), and
+the calibration burst measured 0.73-0.96 of nominal against 0.90-0.98 with Reno (5 runs
+each, alternated).  Non-init namespaces may choose only ``reno`` and ``bbr`` here.
+``tcp_limit_output_bytes`` (TCP small queues) keeps a socket's bytes in the host's own
+qdisc to about two jumbo frames: the backlog waits in the socket instead of in the
+emulated NIC's FIFOs, where a new flow's first packets would queue behind it
+(fb-slice-busy under fair: average CCT 1.35-1.36x the fluid model's against 1.49-1.55x,
+3 runs each).  The settings are per network namespace, so they change only the hosts."""
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 from typing import Iterable, Mapping
 
-HOST_SYSCTLS: Mapping[str, str] = {"net.ipv4.tcp_slow_start_after_idle": "0"}
+CONGESTION_CONTROL = "reno"
+TSQ_LIMIT_BYTES = 16384  # per socket in the qdisc: the kernel's default is 4 MiB
+HOST_SYSCTLS: Mapping[str, str] = {"net.ipv4.tcp_slow_start_after_idle": "0",
+                                   "net.ipv4.tcp_congestion_control": CONGESTION_CONTROL,
+                                   "net.ipv4.tcp_limit_output_bytes": str(TSQ_LIMIT_BYTES)}
 # With the back-off capped at 1 s, the default 15 retries would give a starved connection
 # up after ~15 s (ETIMEDOUT); 80 keep it alive past the agents' 60 s stall timeout.
 RTO_CAP_SYSCTLS: Mapping[str, str] = {"net.ipv4.tcp_rto_max_ms": "1000",
                                       "net.ipv4.tcp_retries2": "80"}
 PROC_SYS = Path("/proc/sys")
-# Off: with it, fb-slice-busy under FIFO once ran past its deadline in a clean-clone test run
-# (a flow that never finished); not understood yet, so the kernel's default back-off stays.
-RTO_CAP = False
+RTO_CAP = True
 
 
 def host_sysctls(proc_sys: Path = PROC_SYS) -> dict[str, str]:
