@@ -30,7 +30,7 @@ def recorded_levels(scen) -> dict[str, int]:
     if scen.policy == "static":
         return dict(scen.static_levels)
     policy = policies.get(scen.policy, **scen.policy_params)
-    if not policy.static:
+    if not policy.ranks_by_identity:
         return {}
     view = FabricView.uniform(scen.plan.host_names(), scen.plan.host_bw_mbps * 1e6, scen.levels)
     return LiveScheduler(policy, view, scen.levels, all_coflows=scen.dag.coflows).fixed

@@ -5,7 +5,7 @@ fabric, and the measured / simulated ratios (``summary.json`` ``fidelity``, ``fi
 Which simulation is the reference (``reference``):
 
 - ``levels``: policies whose levels are fixed for the whole DAG (``static`` and every
-  policy with ``static = True``: fair, Hermod, Lina, ByteScheduler, the X-first rules).
+  policy with ``ranks_by_identity = True``: fair, Hermod, Lina, ByteScheduler, the X-first rules).
   The run's levels are the levels, so each coflow is simulated at the level ``coflows.csv``
   recorded (``StaticPolicy``), with the scenario's ``rate_mbps`` meters under ``static``.
   Re-running such a policy in the simulator would compress the ranks of the *active*
@@ -236,7 +236,8 @@ def used_levels(measured: Mapping[str, dict]) -> dict[str, int]:
 # --- the reference simulation ------------------------------------------------------------
 
 def run_policy(inputs: RunInputs) -> Policy | None:
-    """The run's policy object (None: the scenario's own levels, ``static``)."""
+    """The run's registered policy object (None under ``static``: the replay takes the
+    recorded levels and the scenario's meters, ``levels_policy``)."""
     from coflowbed.commands.simulate import make_policy
 
     if inputs.policy == "static":
@@ -255,7 +256,7 @@ def levels_policy(inputs: RunInputs, used: Mapping[str, int]) -> Policy:
 
 def reference_of(policy: Policy | None) -> str:
     """``levels`` for static-level policies, ``policy`` for dynamic ones."""
-    return LEVELS if policy is None or getattr(policy, "static", False) else POLICY
+    return LEVELS if policy is None or policy.ranks_by_identity else POLICY
 
 
 def reference_policy(inputs: RunInputs, used: Mapping[str, int],

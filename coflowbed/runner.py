@@ -179,12 +179,11 @@ def subtract_ports(after: dict, before: dict) -> dict:
 
 def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
     """The scheduler (policy or static levels) wired to controller and agents."""
-    from controller import policies
+    from coflowbed.commands.simulate import scenario_policy
 
-    policy = None if scen.policy == "static" else policies.get(scen.policy, **scen.policy_params)
     view = FabricView.uniform(scen.plan.host_names(), scen.plan.host_bw_mbps * 1e6, scen.levels)
-    sched = LiveScheduler(policy, view, scen.levels, scen.static_levels, scen.static_rates_mbps,
-                          all_coflows=scen.dag.coflows, pacing=scen.policy_rates == "pacing")
+    sched = LiveScheduler(scenario_policy(scen), view, scen.levels, all_coflows=scen.dag.coflows,
+                          pacing=scen.policy_rates == "pacing")
     from controller.client import ControllerClient
 
     writer_client = ControllerClient(controller.path, timeout=30.0)  # one per thread

@@ -6,8 +6,8 @@ Two modes:
   own tag (DSCP 1..55, recycled).  On every arrival, completion or byte-threshold
   crossing the scheduler asks the policy, compresses ranks onto the K levels and returns
   only what changed: controller entries to set, tags to clear, host socket priorities.
-- **static** (policies with ``static = True``: fair, Hermod, Lina, ByteScheduler, the
-  X-first rules): ranks depend only on coflow identity, so levels are assigned once for
+- **static** (policies with ``ranks_by_identity = True``: fair, Hermod, Lina,
+  ByteScheduler, the X-first rules): ranks depend only on coflow identity, so levels are assigned once for
   the whole DAG (compressed over every rank in it, e.g. Hermod's MID buckets first) and
   the tag of a coflow is its level's tag ``1 + level``.  The tag table is written once per
   level used; nothing is written while coflows come and go, as with the static
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
+from controller.policies.static import StaticPolicy
 from workload.dag import Coflow
 from workload.marking import TAG_MAX, TAG_MIN, check_level
 
@@ -86,15 +87,13 @@ class TagPool:
 class LiveScheduler:
     """Policy -> levels/rates for the active coflows; emits minimal ``Changes``."""
 
-    def __init__(self, policy: Policy | None, fabric: FabricView, levels: int,
-                 static_levels: dict[str, int] | None = None,
-                 static_rates_mbps: dict[str, float] | None = None,
+    def __init__(self, policy: Policy, fabric: FabricView, levels: int,
                  all_coflows: list[Coflow] | None = None, pacing: bool = False) -> None:
+        """``policy`` decides (the scenario's ``static`` levels too: ``StaticPolicy``);
+        ``all_coflows`` lets identity-ranked policies fix levels for the whole DAG."""
         self.policy, self.fabric, self.levels = policy, fabric, levels
         # policy (MADD) rates: switch meters, or (pacing) paced at the sending host
         self.pacing = pacing
-        self.static_levels = static_levels or {}
-        self.static_rates = static_rates_mbps or {}
         self.states: dict[str, CoflowState] = {}
         self.tags: dict[str, int] = {}
         self.installed: dict[str, Installed] = {}
@@ -104,7 +103,7 @@ class LiveScheduler:
         self._seq = 0
         self.fixed: dict[str, int] | None = None  # static mode: coflow -> level
         self._fixed_written: set[int] = set()
-        if policy is not None and getattr(policy, "static", False) and all_coflows:
+        if policy.ranks_by_identity and all_coflows:
             self.fixed = self._levels_for_dag(all_coflows)
 
     @property
@@ -134,7 +133,7 @@ class LiveScheduler:
         states = [CoflowState(cf, cf.release_s, i, 0, {f.flow_id: f.bytes for f in cf.flows})
                   for i, cf in enumerate(coflows)]
         decisions = self._call_policy(states, 0.0)
-        how = getattr(self.policy, "static_compression", None) or self.policy.compression
+        how = self.policy.dag_compression or self.policy.compression
         return self._compress({cid: d.rank for cid, d in decisions.items()}, how)
 
     def preinstall(self) -> Changes:
@@ -182,7 +181,7 @@ class LiveScheduler:
     def bytes_sent(self, sent_by_tag: dict[int, int], now: float) -> Changes:
         """Counter update; re-decide only if a coflow crossed a policy threshold."""
         crossed = False
-        thresholds = getattr(self.policy, "byte_thresholds", ()) or ()
+        thresholds = self.policy.byte_thresholds
         for cid, tag in self.tags.items():
             st = self.states[cid]
             new = max(st.bytes_sent, int(sent_by_tag.get(tag, 0)))
@@ -192,7 +191,7 @@ class LiveScheduler:
 
     def wants_progress(self) -> bool:
         """Whether a clairvoyant policy decides here live (it should see bytes left)."""
-        return self.fixed is None and bool(getattr(self.policy, "clairvoyant", False))
+        return self.fixed is None and self.policy.clairvoyant
 
     def active_senders(self) -> list[str]:
         """Hosts sending flows of the active coflows."""
@@ -251,9 +250,9 @@ class LiveScheduler:
     def _wanted(self, now: float) -> dict[str, Installed]:
         """Installed state every active coflow should have now."""
         states = list(self.states.values())
-        if self.policy is None:
-            return {s.coflow_id: Installed(self.static_levels.get(s.coflow_id, self.levels - 1),
-                                           self.static_rates.get(s.coflow_id), ())
+        if isinstance(self.policy, StaticPolicy):  # levels and per-host meters as given
+            return {s.coflow_id: Installed(self.policy.level_of(s.coflow_id),
+                                           _mbps(self.policy.host_rate_bps(s.coflow_id)), ())
                     for s in states}
         decisions = self._call_policy(states, now)
         levels = self._compress({cid: d.rank for cid, d in decisions.items()})
@@ -261,7 +260,7 @@ class LiveScheduler:
                 for cid in decisions}
 
     def _call_policy(self, states: list[CoflowState], now: float) -> dict[str, Decision]:
-        name = getattr(self.policy, "name", type(self.policy).__name__)
+        name = self.policy.name or type(self.policy).__name__
         try:
             decisions = self.policy.decide(states, self.fabric, now)
         except Exception as exc:  # a user policy may raise anything: report, stop the run
@@ -278,7 +277,7 @@ class LiveScheduler:
     def _compress(self, ranks: dict[str, tuple], how: str | None = None) -> dict[str, int]:
         from controller.compress import compress
 
-        how = how or getattr(self.policy, "compression", "top")
+        how = how or self.policy.compression
         levels = compress(ranks, self.levels, how=how)
         for cid, lv in levels.items():
             try:
@@ -286,6 +285,11 @@ class LiveScheduler:
             except ValueError as exc:
                 raise PolicyError(f"invalid level for {cid}: {exc}") from None
         return levels
+
+
+def _mbps(bps: float | None) -> float | None:
+    """bit/s -> Mbit/s (None stays None)."""
+    return None if bps is None else bps / 1e6
 
 
 def _flow_rates(state: CoflowState, d: Decision) -> tuple[tuple[str, str, float], ...]:

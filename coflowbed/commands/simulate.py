@@ -105,14 +105,18 @@ def _scenario_job(args: argparse.Namespace):
     scen = load_scenario(args.scenario, overrides)
     fabric = scenario_fabric(scen.plan, args.fabric)
     levels = _levels(args, scen.levels)
-    if scen.policy == "static":
-        from coflowbed.sim import StaticPolicy
+    return scen.dag, fabric, scenario_policy(scen), levels, scen.name
 
-        policy = StaticPolicy(scen.static_levels, scen.levels - 1,
-                              {k: v * 1e6 for k, v in scen.static_rates_mbps.items()})
-    else:
-        policy = make_policy(scen.policy, scen.policy_params, scen.source)
-    return scen.dag, fabric, policy, levels, scen.name
+
+def scenario_policy(scen):
+    """The policy object of a scenario, for the emulator and the simulator alike: its own
+    levels and meters under ``static``, the registered policy otherwise."""
+    if scen.policy == "static":
+        from controller.policies.static import StaticPolicy
+
+        return StaticPolicy(scen.static_levels, scen.levels - 1,
+                            {k: v * 1e6 for k, v in scen.static_rates_mbps.items()})
+    return make_policy(scen.policy, scen.policy_params, scen.source)
 
 
 def scenario_fabric(plan, spec: str | None):

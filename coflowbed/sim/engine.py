@@ -31,7 +31,7 @@ from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel
 from coflowbed.sim.flowtable import FlowTable
-from coflowbed.sim.levels import StaticPolicy, assign_levels
+from coflowbed.sim.levels import assign_levels
 from controller.policies.base import CoflowState, Decision, Policy
 from controller.policies.bigswitch import FlowTable as BsFlowTable, port_capacity
 from workload.dag import Dag
@@ -218,7 +218,7 @@ class Simulator:
         fl = self.flows
         self.rates = allocate(self.act_paths, self.act_level,
                               self.fabric.capacity_bps, caps,
-                              getattr(self.policy, "rates_are_limits", False), self.act_pid)
+                              self.policy.rates_are_limits, self.act_pid)
         starting = stepkernel.starting(self.active, self.rates, fl.start_s, self.now)
         for c in (np.unique(self.act_cof[starting]).tolist() if starting.size else ()):
             if math.isnan(self.outcomes[c].start_s):
@@ -293,11 +293,11 @@ class Simulator:
 
     def _levels(self, cs: np.ndarray, ranks: list) -> list[int]:
         """Levels of the decided coflows (a static policy's ranks are its levels)."""
-        if isinstance(self.policy, StaticPolicy):
+        if self.policy.levels_given:
             return [int(r[0]) for r in ranks]
         ids = [self.dag.coflows[c].coflow_id for c in cs.tolist()]
         levels = assign_levels({cid: Decision(r) for cid, r in zip(ids, ranks)}, self.levels,
-                               getattr(self.policy, "compression", "top"))
+                               self.policy.compression)
         return [levels[cid] for cid in ids]
 
     def _record_first(self, cs: np.ndarray, ranks: list, levels: list[int]) -> None:

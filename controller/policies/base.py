@@ -92,8 +92,14 @@ class Policy(ABC):
     # True when a coflow's rank depends only on its identity (type, MID, LID, phase), as
     # in the LLM schedulers whose switches hold a static tag -> priority table: the
     # testbed then assigns levels once for the whole DAG and writes nothing while running.
-    static: bool = False
-    static_compression: str | None = None  # scheme for the whole-DAG compression (default: compression)
+    ranks_by_identity: bool = False
+    dag_compression: str | None = None  # scheme for the whole-DAG compression (default: compression)
+    # True when the ranks are the levels themselves (the scenario's ``static`` policy):
+    # no compression, rank (L,) is level L.
+    levels_given: bool = False
+    # True when a decision's flow rates are limits (meters police them); False: the
+    # simulator tops flows up, work-conserving, beyond their rates.
+    rates_are_limits: bool = False
     # Thresholds on bytes_sent at which decisions may change without an arrival or a
     # completion (D-CLAS); the controller re-decides when a coflow crosses one.
     byte_thresholds: Sequence[int] = ()

@@ -38,8 +38,8 @@ class Hermod(Policy):
     # Over a whole DAG, equal-size buckets of consecutive tags ("quantile") keep MID, CType
     # and LID apart where lexicographic filling runs out of levels after the MIDs
     # (flow-level simulation of small-moe: 10.2 s vs 12.6 s per iteration).
-    static = True
-    static_compression = "quantile"
+    ranks_by_identity = True
+    dag_compression = "quantile"
 
     def __init__(self, interleaved: bool = False) -> None:
         """Check the parameter and pick the CType order."""

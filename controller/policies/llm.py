@@ -22,7 +22,7 @@ class Lina(Policy):
 
     name = "lina"
     compression = "lexicographic"
-    static = True
+    ranks_by_identity = True
 
     def __init__(self, backward_only: bool = True) -> None:
         """Check and keep the parameter."""
@@ -53,7 +53,7 @@ class ByteScheduler(Policy):
 
     name = "bytescheduler"
     compression = "lexicographic"
-    static = True
+    ranks_by_identity = True
 
     def decide(self, states: Sequence[CoflowState], fabric: FabricView,
                now: float) -> dict[str, Decision]:

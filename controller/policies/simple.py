@@ -19,7 +19,7 @@ class Fair(Policy):
 
     name = "fair"
     aliases = ("megatron",)
-    static = True
+    ranks_by_identity = True
 
     def decide(self, states: Sequence[CoflowState], fabric: FabricView,
                now: float) -> dict[str, Decision]:
@@ -49,7 +49,7 @@ class TypeFirst(Policy):
 
     first: tuple[CoflowType, ...] = ()
     compression = "lexicographic"
-    static = True
+    ranks_by_identity = True
 
     def decide(self, states: Sequence[CoflowState], fabric: FabricView,
                now: float) -> dict[str, Decision]:

@@ -371,4 +371,4 @@ def test_check_replays_levels_even_for_dynamic_runs(tmp_path):
     write_run(run, TWO, {"a": 1.0, "b": 1.5}, {"a": 0, "b": 0}, 2.0)
     rows = {r["coflow_id"]: r for r in compare_run(run)}
     assert rows["a"]["simulated_cct_s"] == pytest.approx(1.5)  # both at level 0: fair
-    assert policies.get("fifo").static is False
+    assert policies.get("fifo").ranks_by_identity is False

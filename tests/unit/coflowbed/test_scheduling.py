@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.policies.base import Decision, FabricView, Policy
+from controller.policies.static import StaticPolicy
 from coflowbed.scheduling import LiveScheduler, PolicyError, TagPool
 from workload.dag import Coflow, CoflowIdentity, Flow
 
@@ -79,7 +80,7 @@ def test_finish_writes_nothing_when_nothing_else_changes():
 
 
 def test_static_levels_and_rates_pass_through():
-    s = LiveScheduler(None, VIEW, levels=8, static_levels={"x": 5}, static_rates_mbps={"x": 20.0})
+    s = LiveScheduler(StaticPolicy({"x": 5}, 7, {"x": 20e6}), VIEW, levels=8)
     ch = s.arrive(cf("x"), 0.0)
     assert ch.entries == [{"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None,
                           "senders": ["a"]}]  # rules on the sender's port only
@@ -133,7 +134,7 @@ def test_flow_rates_are_summed_per_host_pair_in_mbps():
 class ByType(Policy):
     """A static policy: DP below everything else."""
     name = "by-type"
-    static = True
+    ranks_by_identity = True
     compression = "lexicographic"
 
     def decide(self, states, fabric, now):
@@ -279,3 +280,10 @@ def test_a_rate_that_rounds_to_zero_waits_instead_of_writing_zero():
     s = LiveScheduler(Tiny(), VIEW, 8, pacing=True)
     s.arrive(cf("x"), 0.0)
     assert s.installed["x"].flow_rates == () and s.pair_rate("x", "a", "b") is None
+
+
+def test_a_static_coflow_without_a_level_gets_the_default_and_no_meter():
+    s = LiveScheduler(StaticPolicy({"x": 5}, 7), VIEW, levels=8)
+    ch = s.arrive(cf("y"), 0.0)
+    assert (ch.entries[0]["level"], ch.entries[0]["rate_mbps"]) == (7, None)
+    assert not s.is_static  # each coflow has a tag of its own: its meter is its own
