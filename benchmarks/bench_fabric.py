@@ -12,7 +12,8 @@ Levers, to alternate before/after in one sitting: ``--mtu`` (every interface),
 ``--no-tso`` (OVS ``userspace-tso-enable=false``, veth offloads off), ``--pin``
 (ovs-vswitchd on the first CPU, the traffic processes on the others), ``--send-size``
 (bytes per send() of each source), ``--burst-ms`` (HTB burst of the port schedulers),
-``--host-sysctl`` (e.g. TCP settings inside every host).
+``--kernel-tcp`` (the hosts keep the kernel's TCP defaults instead of the runs' own,
+``topo.hosttcp``), ``--host-sysctl`` (more TCP settings inside every host).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller.client import ControllerClient  # noqa: E402
 from controller.launcher import start_controller  # noqa: E402
-from topo import probe, qos  # noqa: E402
+from topo import hosttcp, probe, qos  # noqa: E402
 from topo.bmv2 import disable_offloads  # noqa: E402
 from topo.leafspine import intf_name  # noqa: E402
 from topo.net import start_fabric, switch_interfaces  # noqa: E402
@@ -61,8 +62,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--burst-ms", type=float, default=qos.BURST_S * 1e3,
                    help="HTB burst of every port in ms of its rate (0: one frame)")
     p.add_argument("--host-sysctl", action="append", default=[], metavar="KEY=VALUE",
-                   help="sysctl set in every host's namespace (repeatable), e.g. "
-                        "net.ipv4.tcp_congestion_control=cubic")
+                   help="sysctl set in every host's namespace after the runs' own "
+                        "(topo.hosttcp; repeatable), e.g. net.ipv4.tcp_congestion_control=bbr")
+    p.add_argument("--kernel-tcp", action="store_true",
+                   help="leave the hosts' TCP at the kernel's defaults (not the runs' settings)")
     return p.parse_args()
 
 
@@ -90,6 +93,13 @@ def level_changes(client: ControllerClient, n: int) -> list[float]:
         out.append(client.set([{"tag": 1, "level": i % 2}])["applied_s"])
     client.clear([1])
     return out
+
+
+def tcp_settings(a: argparse.Namespace) -> list[str]:
+    """KEY=VALUE for the hosts: the runs' own (topo.hosttcp) unless --kernel-tcp, then
+    the --host-sysctl ones (later wins)."""
+    runs = [] if a.kernel_tcp else [f"{k}={v}" for k, v in hosttcp.host_sysctls().items()]
+    return runs + list(a.host_sysctl)
 
 
 def host_sysctls(fab, plan: FabricPlan, settings: list[str]) -> None:
@@ -201,7 +211,7 @@ def run(a: argparse.Namespace, plan: FabricPlan) -> tuple[float, float, list[flo
                     fabric_s = time.monotonic() - t_fabric
                     bringup = time.monotonic() - t0
                     applied = level_changes(client, a.changes)
-                host_sysctls(fab, plan, a.host_sysctl)
+                host_sysctls(fab, plan, tcp_settings(a))
                 if a.no_tso:
                     offloads_off(fab, plan)
                 ovs_cpus, traffic_cpus = cpu_split() if a.pin else (None, None)
@@ -223,6 +233,7 @@ def report(a: argparse.Namespace, plan: FabricPlan, bringup: float, fabric_s: fl
     print(f"fabric {a.spines} spines x {a.leaves} leaves x {a.hosts} hosts, {a.mbps:g} Mbit/s "
           f"links; mtu {plan.mtu}, tso {'off' if a.no_tso else 'on'}, "
           f"pin {'on' if a.pin else 'off'}, send {a.send_size} B, burst {a.burst_ms:g} ms"
+          + (", kernel TCP" if a.kernel_tcp else ", runs' host TCP")
           + "".join(f", {kv}" for kv in a.host_sysctl))
     print(f"bring-up (controller + OVS + Mininet + tc + routing ready): {bringup:.2f} s "
           f"(fabric alone {fabric_s:.2f} s)")
