@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coflowbed.agents import AgentEvent, AgentSet  # noqa: E402
+from coflowbed.agents import AgentEvent, AgentSet, SendOrder  # noqa: E402
 
 TIMEOUT_S = 60.0
 
@@ -66,7 +66,7 @@ class Result:
 
 def release(ags: AgentSet, flows: list[tuple[str, str, str, int]]) -> Result:
     """Send ``flows`` (id, src, dst, bytes) at once and measure them."""
-    orders = [(src, fid, *ags.address(dst), n, 1, 0) for fid, src, dst, n in flows]
+    orders = [SendOrder(src, fid, *ags.address(dst), n, 1, 0) for fid, src, dst, n in flows]
     t0 = time.monotonic_ns()
     ags.send_many(orders)
     events = wait_all(ags, {f[0] for f in flows})

@@ -8,11 +8,22 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol, Union
+from typing import Any, Iterator, Mapping, Protocol
 
-# (host, flow_id, dst_ip, dst_port, nbytes, tag, level[, rate_mbps]): one order of send_many
-SendOrder = Union[tuple[str, str, str, int, int, int, int],
-                  tuple[str, str, str, int, int, int, int, Union[float, None]]]
+@dataclass(frozen=True)
+class SendOrder:
+    """One flow for ``host``'s agent to send (``AgentSet.send_many``): ``nbytes`` to
+    ``dst_ip:dst_port`` marked with ``tag``/``level``, paced at ``rate_mbps`` if given.
+    Checked when sent (the agent protocol's SendRequest)."""
+
+    host: str
+    flow_id: str
+    dst_ip: str
+    dst_port: int
+    nbytes: int
+    tag: int
+    level: int
+    rate_mbps: float | None = None
 
 
 @dataclass(frozen=True)

@@ -253,18 +253,15 @@ class AgentSet:
         self._request(host, SendRequest(flow_id, dst_ip, dst_port, nbytes, tag, level, rate_mbps))
 
     def send_many(self, orders: Iterable[SendOrder]) -> None:
-        """Several ``send`` s at once: ``(host, flow_id, dst_ip, dst_port, nbytes, tag, level)``
-        each, optionally with ``rate_mbps`` as an 8th element.  Every agent gets its orders
-        in one write and all are written before any reply is awaited, so flows released
-        together start together; raises on the first order an agent refused (the others
-        still run)."""
+        """Several ``send`` s at once.  Every agent gets its orders in one write and all
+        are written before any reply is awaited, so flows released together start
+        together; raises on the first order an agent refused (the others still run)."""
         by_host: dict[str, list[SendRequest]] = {}
-        for order in orders:  # validate every order before sending any
-            if len(order) not in (7, 8):
-                raise ValueError(f"send_many: order {order!r}: needs 7 or 8 elements "
-                                 "(host, flow_id, dst_ip, dst_port, nbytes, tag, level[, rate_mbps])")
-            host, *args = order
-            by_host.setdefault(host, []).append(SendRequest(*args))
+        for o in orders:  # validate every order before sending any
+            if not isinstance(o, SendOrder):
+                raise TypeError(f"send_many: {o!r} is not a SendOrder")
+            by_host.setdefault(o.host, []).append(SendRequest(
+                o.flow_id, o.dst_ip, o.dst_port, o.nbytes, o.tag, o.level, o.rate_mbps))
         for host in by_host:
             self._agent(host)
         submitted = [(host, reqs, self._submit(host, *reqs)) for host, reqs in by_host.items()]

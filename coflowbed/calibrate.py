@@ -23,6 +23,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
+from coflowbed.agent_types import SendOrder
 from topo.plan import FabricPlan, HostPlan
 from workload.dag import Dag
 
@@ -135,7 +136,8 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
     nbytes = int(share * (WARMUP_S + WINDOW_S) * OVERSIZE)
     flows = {f"{PREFIX}{s.name}/{k}": (s.name, d.name) for s, d in pairs for k in range(FLOWS_PER_HOST)}
     ends = {(fid, side) for fid in flows for side in ("sender", "receiver")}
-    agents.send_many([(s, fid, *agents.address(d), nbytes, 0, 0) for fid, (s, d) in flows.items()])
+    agents.send_many([SendOrder(s, fid, *agents.address(d), nbytes, 0, 0)
+                      for fid, (s, d) in flows.items()])
     opened = time.monotonic()
     _pause_until(opened + WARMUP_S)
     before = _received(agents, flows)

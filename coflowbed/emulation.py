@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from coflowbed.agent_types import SendOrder
 from coflowbed.calibrate import PREFIX as CALIBRATION_PREFIX
 from coflowbed.results import percentile
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
@@ -206,8 +207,9 @@ class EmulationBackend:
             self.times.released[f.flow_id] = t_release
         # one write per sending agent, so a coflow's flows start together
         rate = self.scheduler.pair_rate
-        self.agents.send_many([(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, tag,
-                                level, rate(coflow.coflow_id, f.src, f.dst)) for f in coflow.flows])
+        self.agents.send_many([SendOrder(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes,
+                                         tag, level, rate(coflow.coflow_id, f.src, f.dst))
+                               for f in coflow.flows])
 
     def finished(self, coflow: Coflow, now: float) -> None:
         """Re-decide the others; applied behind, without waiting."""

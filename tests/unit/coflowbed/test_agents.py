@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from coflowbed.agents import AgentError, AgentEvent, AgentSet
+from coflowbed.agents import AgentError, AgentEvent, AgentSet, SendOrder
 from workload import marking
 from workload.agent.proto import can_set_priority
 
@@ -197,8 +197,9 @@ def test_unsafe_host_names_are_refused(tmp_path):
 
 def test_send_many_batches_and_events_read_as_wire_messages(agents, tmp_path):
     dst = agents.address("h12")
-    agents.send_many([("h11", "m1", *dst, 1000, 2, 1), ("h21", "m2", *dst, 2000, 2, 1),
-                      ("h11", "m3", *dst, 3000, 2, 1)])
+    agents.send_many([SendOrder("h11", "m1", *dst, 1000, 2, 1),
+                      SendOrder("h21", "m2", *dst, 2000, 2, 1),
+                      SendOrder("h11", "m3", *dst, 3000, 2, 1)])
     got: list[AgentEvent] = []
     while sum(e["event"] in ("flow_sent", "flow_received") for e in got) < 6:
         batch = agents.events(TIMEOUT)
@@ -217,7 +218,8 @@ def test_send_many_batches_and_events_read_as_wire_messages(agents, tmp_path):
 def test_send_many_validates_every_order_before_sending_any(agents):
     dst = agents.address("h12")
     with pytest.raises(ValueError, match="level"):
-        agents.send_many([("h11", "ok", *dst, 1000, 2, 1), ("h11", "bad", *dst, 1000, 2, 9)])
+        agents.send_many([SendOrder("h11", "ok", *dst, 1000, 2, 1),
+                          SendOrder("h11", "bad", *dst, 1000, 2, 9)])
     assert agents.stats("h11").sent == {}
 
 
@@ -254,10 +256,10 @@ def duration_s(seen: dict[str, dict[str, AgentEvent]], fid: str) -> float:
 
 def test_paced_flows_take_their_rate_and_unpaced_ones_are_much_faster(agents):
     dst = agents.address("h12")
-    agents.send_many([("h11", "p2M", *dst, 2_000_000, 1, 0, 16.0),  # 8-tuples: paced
-                      ("h21", "p1M", *dst, 1_000_000, 2, 0, 16.0),
-                      ("h11", "free", *dst, 2_000_000, 3, 0),  # 7-tuple: unpaced
-                      ("h21", "none", *dst, 2_000_000, 4, 0, None)])
+    agents.send_many([SendOrder("h11", "p2M", *dst, 2_000_000, 1, 0, 16.0),  # with a rate: paced
+                      SendOrder("h21", "p1M", *dst, 1_000_000, 2, 0, 16.0),
+                      SendOrder("h11", "free", *dst, 2_000_000, 3, 0),  # no rate: unpaced
+                      SendOrder("h21", "none", *dst, 2_000_000, 4, 0, None)])
     seen = collect(agents, {"p2M", "p1M", "free", "none"})
     assert [seen[f]["flow_started"]["pacing_bps"] for f in ("p2M", "p1M", "free", "none")] == \
         [2_000_000, 2_000_000, None, None]
@@ -273,9 +275,9 @@ def test_set_rate_changes_live_sockets_of_tag_and_destination_and_lifts(agents):
         sink.bind(("127.0.0.2", 0))
         sink.listen()
         h12 = agents.address("h12")
-        agents.send_many([("h11", "target", *h12, 4_000_000, 6, 0, 8.0),  # ~4 s at 8 Mbit/s
-                          ("h11", "other-tag", *h12, 4_000_000, 7, 0, 8.0),
-                          ("h11", "other-dst", *sink.getsockname(), 4_000_000, 6, 0, 8.0)])
+        agents.send_many([SendOrder("h11", "target", *h12, 4_000_000, 6, 0, 8.0),  # ~4 s at 8 Mbit/s
+                          SendOrder("h11", "other-tag", *h12, 4_000_000, 7, 0, 8.0),
+                          SendOrder("h11", "other-dst", *sink.getsockname(), 4_000_000, 6, 0, 8.0)])
         seen = collect_started(agents, {"target", "other-tag", "other-dst"})
         assert agents.set_rate("h11", 6, "127.0.0.1", 80.0) == 1
         assert agents.stats("h11").pacing == {"target": 10_000_000, "other-tag": 1_000_000,
@@ -304,11 +306,12 @@ def test_bad_rates_raise_before_anything_is_sent(agents, rate):
     with pytest.raises(ValueError, match="rate_mbps: must be null or a finite number"):
         agents.send("h11", "f", *dst, 10, 1, 0, rate_mbps=rate)
     with pytest.raises(ValueError, match="rate_mbps"):
-        agents.send_many([("h11", "ok", *dst, 10, 1, 0), ("h11", "bad", *dst, 10, 1, 0, rate)])
+        agents.send_many([SendOrder("h11", "ok", *dst, 10, 1, 0),
+                          SendOrder("h11", "bad", *dst, 10, 1, 0, rate)])
     with pytest.raises(ValueError, match="rate_mbps"):
         agents.set_rate("h11", 1, "127.0.0.1", rate)
-    with pytest.raises(ValueError, match="7 or 8 elements"):
-        agents.send_many([("h11", "long", *dst, 10, 1, 0, 8.0, "extra")])
+    with pytest.raises(TypeError, match="not a SendOrder"):  # no positional tuples
+        agents.send_many([("h11", "tuple", *dst, 10, 1, 0)])
     assert agents.stats("h11").sent == {}
 
 
@@ -322,7 +325,7 @@ def test_connect_opens_the_pool_and_flows_reuse_it(agents):
     report = agents.connect([PoolOrder("h11", ip, port, 3), PoolOrder("h21", ip, port, 2)])
     assert (report.pairs, report.connections) == (2, 5) and report.setup_s < TIMEOUT
     assert agents.stats("h11").connections == {f"{ip}:{port}": {"total": 3, "idle": 3, "on_demand": 0}}
-    agents.send_many([("h11", f"r{i}", ip, port, 100_000, 1 + i, 0) for i in range(3)])
+    agents.send_many([SendOrder("h11", f"r{i}", ip, port, 100_000, 1 + i, 0) for i in range(3)])
     seen = collect(agents, {"r0", "r1", "r2"})
     assert [seen[f"r{i}"]["flow_started"]["new_connection"] for i in range(3)] == [False] * 3
     assert agents.stats("h11").connections[f"{ip}:{port}"] == {"total": 3, "idle": 3, "on_demand": 0}

@@ -2,6 +2,7 @@
 the warning, and the burst itself through real agents on loopback (no root)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_pat
         # both agents listen on 127.0.0.1: pace the burst so the figure is a known rate
         orig = agents.send_many
         monkeypatch.setattr(agents, "send_many",
-                            lambda orders: orig([(*o, pace_mbps) for o in orders]))
+                            lambda orders: orig([replace(o, rate_mbps=pace_mbps) for o in orders]))
         cal = calibrate(agents, plan, dag)
         assert agents.events(0.3) == []  # every calibration event was consumed
         # flows that ended by themselves leave their connections in the pool; cancelled
