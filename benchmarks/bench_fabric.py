@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller.client import ControllerClient  # noqa: E402
+from controller.coflow_table import TagEntry  # noqa: E402
 from controller.launcher import start_controller  # noqa: E402
 from topo import hosttcp, probe, qos  # noqa: E402
 from topo.bmv2 import disable_offloads  # noqa: E402
@@ -90,7 +91,7 @@ def level_changes(client: ControllerClient, n: int) -> list[float]:
     """applied_s of ``n`` level changes of one tag (every leaf rewrites its rules)."""
     out = []
     for i in range(n):
-        out.append(client.set([{"tag": 1, "level": i % 2}])["applied_s"])
+        out.append(client.set([TagEntry(1, i % 2)])["applied_s"])
     client.clear([1])
     return out
 

@@ -21,6 +21,7 @@ from coflowbed.calibrate import PREFIX as CALIBRATION_PREFIX
 from coflowbed.results import percentile
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
 from coflowbed.scheduling import Changes, LiveScheduler
+from controller.coflow_table import TagEntry
 from topo.plan import FabricPlan
 from workload.dag import Coflow
 
@@ -264,12 +265,12 @@ def merge_changes(items: list[Changes]) -> Changes:
     queued for tags about to be set again), then the last entry per tag, the last host
     priority per (host, tag) and the last paced rate per (sender, tag, receiver)."""
     clears: list[int] = []
-    entries: dict[int, dict] = {}
+    entries: dict[int, TagEntry] = {}
     levels: dict[tuple[str, int], int] = {}
     rates: dict[tuple[str, int, str], float | None] = {}
     for ch in items:
         clears.extend(t for t in ch.clear_tags if t not in clears)
-        entries.update((e["tag"], e) for e in ch.entries)
+        entries.update((e.tag, e) for e in ch.entries)
         levels.update(((h, t), lv) for h, t, lv in ch.host_levels)
         rates.update(((s, t, d), r) for s, t, d, r in ch.host_rates)
     return Changes(list(entries.values()), clears, [(h, t, lv) for (h, t), lv in levels.items()],
@@ -278,7 +279,7 @@ def merge_changes(items: list[Changes]) -> Changes:
 
 def _split(changes: Changes, tag: int) -> tuple[Changes, Changes]:
     """(what the new coflow's packets need now: clears and its own entry; the rest)."""
-    own = [e for e in changes.entries if e["tag"] == tag]
-    others = [e for e in changes.entries if e["tag"] != tag]
+    own = [e for e in changes.entries if e.tag == tag]
+    others = [e for e in changes.entries if e.tag != tag]
     return (Changes(entries=own, clear_tags=changes.clear_tags),
             Changes(entries=others, host_levels=changes.host_levels, host_rates=changes.host_rates))

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from controller.coflow_table import FlowRate, TagEntry
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
 from workload.dag import Coflow
@@ -35,7 +36,7 @@ class PolicyError(Exception):
 class Changes:
     """What the fabric must apply after one scheduling decision."""
 
-    entries: list[dict] = field(default_factory=list)  # controller 'set' entries
+    entries: list[TagEntry] = field(default_factory=list)  # controller 'set' entries
     clear_tags: list[int] = field(default_factory=list)
     host_levels: list[tuple[str, int, int]] = field(default_factory=list)  # (host, tag, level)
     # pacing mode: (sender, tag, receiver, Mbit/s or None = unpaced) for changed pairs
@@ -324,13 +325,12 @@ def _keep_close_rates(old: Installed, new: Installed) -> Installed:
 
 
 def _entry(tag: int, inst: Installed, with_flow_rates: bool = True,
-           senders: list[str] | None = None) -> dict:
+           senders: list[str] | None = None) -> TagEntry:
     """A controller 'set' entry (per-pair meters only when rates are not paced; rules
     only on ``senders``' ports when given, else on every host port)."""
     pairs = inst.flow_rates if with_flow_rates else ()
-    return {"tag": tag, "level": inst.level, "rate_mbps": inst.rate_mbps,
-            "flow_rates": [{"src": s, "dst": d, "rate_mbps": r} for s, d, r in pairs] or None,
-            "senders": senders}
+    return TagEntry(tag, inst.level, inst.rate_mbps, tuple(FlowRate(s, d, r) for s, d, r in pairs),
+                    None if senders is None else frozenset(senders))
 
 
 def _rate_changes(tag: int, old: Installed, new: Installed) -> list[tuple]:

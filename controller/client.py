@@ -7,6 +7,8 @@ import socket
 from pathlib import Path
 from typing import Any, Sequence
 
+from controller.coflow_table import TagEntry
+
 
 class ControllerError(RuntimeError):
     """The controller answered ``ok: false`` (the message is its error)."""
@@ -83,9 +85,9 @@ class ControllerClient:
                                f"(connected: {st['switches']})")
         return st
 
-    def set(self, entries: Sequence[dict], timeout: float | None = None) -> dict:
+    def set(self, entries: Sequence[TagEntry], timeout: float | None = None) -> dict:
         """Install/replace tag entries; ``{"applied_s": s, "written": n}``."""
-        return self.call({"op": "set", "entries": list(entries)}, timeout)
+        return self.call({"op": "set", "entries": [e.to_wire() for e in entries]}, timeout)
 
     def clear(self, tags: Sequence[int], timeout: float | None = None) -> dict:
         """Remove the entries and meters of ``tags``."""

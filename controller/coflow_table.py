@@ -47,6 +47,13 @@ class TagEntry:
     flow_rates: tuple[FlowRate, ...] = ()
     senders: frozenset[str] | None = None  # hosts that send with this tag (None: all)
 
+    def to_wire(self) -> dict:
+        """The entry as the control API's ``set`` carries it (``parse_entry`` reads it back)."""
+        pairs = [{"src": p.src, "dst": p.dst, "rate_mbps": p.rate_mbps} for p in self.flow_rates]
+        return {"tag": self.tag, "level": self.level, "rate_mbps": self.rate_mbps,
+                "flow_rates": pairs or None,
+                "senders": None if self.senders is None else sorted(self.senders)}
+
 
 MeterKey = tuple  # ("host", tag, host) or ("pair", tag, src, dst)
 RuleKey = tuple  # (tag, in_port, dst_ip or None)

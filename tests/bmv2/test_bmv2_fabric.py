@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from controller.client import ControllerClient
+from controller.coflow_table import TagEntry
 from controller.p4runtime.launcher import launcher_argv
 from topo.plan import FabricPlan
 from workload.marking import tos_byte
@@ -129,7 +130,7 @@ def test_ecmp_uses_every_spine(fabric):
 
 def test_two_coflows_high_priority_wins_the_bottleneck(fabric):
     fab, client = fabric
-    client.set([{"tag": 1, "level": 0}, {"tag": 2, "level": 3}])
+    client.set([TagEntry(1, 0), TagEntry(2, 3)])
     try:
         h21 = fab.host("h21")
         recv_hi, recv_lo = _recv(h21, 5001, MEASURE_S), _recv(h21, 5002, MEASURE_S)
@@ -148,7 +149,7 @@ def test_two_coflows_high_priority_wins_the_bottleneck(fabric):
 def test_meter_limits_a_sender_and_counts_drops(fabric):
     fab, client = fabric
     rate = 2.0
-    client.set([{"tag": 3, "level": 1, "rate_mbps": rate}])
+    client.set([TagEntry(3, 1, rate)])
     try:
         recv = _recv(fab.host("h22"), 5003, MEASURE_S)
         send = _run(fab.host("h11"), "send", "10.0.2.2", "5003", str(MEASURE_S + 1),

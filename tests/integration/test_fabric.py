@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from controller.client import ControllerClient
+from controller.coflow_table import TagEntry
 from controller.launcher import start_controller
 from topo import probe, qos
 from topo.net import host_interfaces, start_fabric, switch_interfaces
@@ -118,7 +119,7 @@ def test_inter_leaf_traffic_uses_every_spine(fabric):
 
 def test_high_level_takes_the_bottleneck_from_low_level(fabric):
     fab, client = fabric
-    client.set([{"tag": 10, "level": 0}, {"tag": 20, "level": LEVELS - 1}])
+    client.set([TagEntry(10, 0), TagEntry(20, LEVELS - 1)])
     tc_before = qos.class_stats("l2-eth1")
     sink = probe.start_sink(fab.host("h21"), 5002, conns=2, warmup=1.5, window=4.0)
     lo = probe.start_source(fab.host("h12"), "10.0.2.1", 5002, 20, seconds=6.5)
@@ -138,7 +139,7 @@ def test_high_level_takes_the_bottleneck_from_low_level(fabric):
 def test_meter_limits_a_tcp_transfer_and_counts_drops(fabric):
     fab, client = fabric
     rate = 10.0
-    client.set([{"tag": 30, "level": 1, "rate_mbps": rate}])
+    client.set([TagEntry(30, 1, rate)])
     sink = probe.start_sink(fab.host("h22"), 5003, conns=1, warmup=2.0, window=5.0)
     src = probe.start_source(fab.host("h12"), "10.0.2.2", 5003, 30, seconds=7.5)
     probe.finish(src, 30)
@@ -153,8 +154,8 @@ def test_meter_limits_a_tcp_transfer_and_counts_drops(fabric):
 
 def test_level_change_reports_applied_time_and_reaches_the_wire(fabric):
     fab, client = fabric
-    first = client.set([{"tag": 40, "level": 0}])
-    change = client.set([{"tag": 40, "level": 5}])
+    first = client.set([TagEntry(40, 0)])
+    change = client.set([TagEntry(40, 5)])
     assert first["written"] == len(PLAN.hosts)  # one rule per sender host port
     assert change["written"] == len(PLAN.hosts) and 0 < change["applied_s"] < 1.0
     before = qos.class_stats("l2-eth2")

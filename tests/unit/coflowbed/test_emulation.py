@@ -8,6 +8,7 @@ import pytest
 
 from coflowbed.emulation import ChangeWriter, merge_changes
 from coflowbed.scheduling import Changes
+from controller.coflow_table import TagEntry
 
 
 class FakeController:
@@ -21,7 +22,7 @@ class FakeController:
             self.gate.wait(5)
         if self.fail:
             raise OSError("controller gone")
-        self.calls.append(("set", [e["tag"] for e in entries]))
+        self.calls.append(("set", [e.tag for e in entries]))
         return {"written": len(entries), "applied_s": 0.001}
 
     def clear(self, tags):
@@ -37,14 +38,14 @@ class FakeAgents:
 
 
 def entry(tag, level):
-    return {"tag": tag, "level": level, "rate_mbps": None, "flow_rates": None}
+    return TagEntry(tag, level)
 
 
 def test_merge_keeps_clears_first_and_the_last_value_per_key():
     m = merge_changes([Changes([entry(1, 0), entry(2, 3)], [], [("h1", 2, 3)]),
                        Changes([entry(2, 5)], [7], [("h1", 2, 5)])])
     assert m.clear_tags == [7]
-    assert [(e["tag"], e["level"]) for e in m.entries] == [(1, 0), (2, 5)]
+    assert [(e.tag, e.level) for e in m.entries] == [(1, 0), (2, 5)]
     assert m.host_levels == [("h1", 2, 5)]
 
 

@@ -54,17 +54,17 @@ def test_full_pool_clears_dirty_tags_before_the_new_entry():
     s.finish(cf("c0"), 1.0)
     ch = s.arrive(cf("new"), 1.0)
     assert ch.clear_tags == [1] and s.tags["new"] == 1
-    assert any(e["tag"] == 1 for e in ch.entries)
+    assert any(e.tag == 1 for e in ch.entries)
 
 
 def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
     s = LiveScheduler(BySize(), VIEW, levels=8)
     ch1 = s.arrive(cf("big", 5000), 0.0)
-    assert [e["level"] for e in ch1.entries] == [0]
+    assert [e.level for e in ch1.entries] == [0]
     ch2 = s.arrive(cf("small", 100), 0.1)
     # small is more urgent: it takes level 0 and big is pushed to level 1
     assert s.level_of("small") < s.level_of("big")
-    assert {e["tag"] for e in ch2.entries} == {s.tags["small"], s.tags["big"]}
+    assert {e.tag for e in ch2.entries} == {s.tags["small"], s.tags["big"]}
     assert ch2.host_levels == [("a", s.tags["big"], s.level_of("big"))]
     ch3 = s.finish(cf("small", 100), 0.2)
     assert ch3.clear_tags == []  # cleared lazily, when the tag is needed again
@@ -82,7 +82,7 @@ def test_finish_writes_nothing_when_nothing_else_changes():
 def test_static_levels_and_rates_pass_through():
     s = LiveScheduler(StaticPolicy({"x": 5}, 7, {"x": 20e6}), VIEW, levels=8)
     ch = s.arrive(cf("x"), 0.0)
-    assert ch.entries == [{"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None,
+    assert [e.to_wire() for e in ch.entries] == [{"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None,
                           "senders": ["a"]}]  # rules on the sender's port only
 
 
@@ -127,7 +127,7 @@ def test_flow_rates_are_summed_per_host_pair_in_mbps():
 
     c = Coflow("m", (Flow("m.0", "a", "b", 10), Flow("m.1", "a", "c", 10)), CoflowIdentity())
     ch = LiveScheduler(Madd(), VIEW, 8).arrive(c, 0.0)
-    assert ch.entries[0]["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 20.0},
+    assert ch.entries[0].to_wire()["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 20.0},
                                            {"src": "a", "dst": "c", "rate_mbps": 20.0}]
 
 
@@ -151,9 +151,9 @@ def test_static_policy_levels_are_fixed_for_the_dag_and_written_once_per_level()
     s = LiveScheduler(ByType(), VIEW, levels=8, all_coflows=dag)
     assert s.is_static and s.fixed == {"ep1": 0, "dp1": 1, "ep2": 0}
     first = s.arrive(dag[0], 0.0)
-    assert first.entries == [{"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None,
+    assert [e.to_wire() for e in first.entries] == [{"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None,
                               "senders": None}]  # a shared tag: every host port
-    assert s.arrive(dag[1], 0.1).entries[0]["tag"] == 2
+    assert s.arrive(dag[1], 0.1).entries[0].tag == 2
     assert not s.arrive(dag[2], 0.2)  # level 0's tag is already installed: no write
     assert s.tags["ep2"] == s.tags["ep1"] == 1
     assert not s.finish(dag[0], 0.3)  # tags are shared: nothing to clear
@@ -164,7 +164,7 @@ def test_static_levels_are_written_before_the_iteration_and_releases_write_nothi
     dag = [typed("ep1", "EP"), typed("dp1", "DP"), typed("ep2", "EP")]
     s = LiveScheduler(ByType(), VIEW, levels=8, all_coflows=dag)
     pre = s.preinstall()
-    assert [(e["tag"], e["level"]) for e in pre.entries] == [(1, 0), (2, 1)]
+    assert [(e.tag, e.level) for e in pre.entries] == [(1, 0), (2, 1)]
     assert not any(s.arrive(c, 0.1 * i) for i, c in enumerate(dag))  # no release writes
     assert not s.preinstall()  # already written
     assert not LiveScheduler(BySize(), VIEW, 8, all_coflows=dag).preinstall()  # dynamic: nothing
@@ -183,7 +183,7 @@ def test_zero_rate_means_uncapped_and_negative_rate_is_an_error():
             return {s.coflow_id: Decision((0,), {f.flow_id: self.rate for f in s.coflow.flows})
                     for s in states}
 
-    assert LiveScheduler(Waits(), VIEW, 8).arrive(cf("w"), 0.0).entries[0]["flow_rates"] is None
+    assert LiveScheduler(Waits(), VIEW, 8).arrive(cf("w"), 0.0).entries[0].to_wire()["flow_rates"] is None
     neg = Waits()
     neg.rate = -1.0
     with pytest.raises(PolicyError, match="rate must be >= 0"):
@@ -203,18 +203,18 @@ class Halving(Policy):
 def test_pacing_mode_moves_policy_rates_to_the_senders():
     s = LiveScheduler(Halving(), VIEW, 8, pacing=True)
     first = s.arrive(cf("x"), 0.0)
-    assert first.entries[0]["flow_rates"] is None and not first.host_rates
+    assert first.entries[0].to_wire()["flow_rates"] is None and not first.host_rates
     assert s.pair_rate("x", "a", "b") == 40.0  # the new flow starts paced at this rate
     second = s.arrive(cf("y", src="c"), 0.1)
     assert ("a", s.tags["x"], "b", 20.0) in second.host_rates
-    assert all(e["flow_rates"] is None for e in second.entries)
+    assert all(e.to_wire()["flow_rates"] is None for e in second.entries)
     assert s.pair_rate("y", "c", "b") == 20.0
 
 
 def test_meter_mode_keeps_rates_in_the_switch_entries():
     s = LiveScheduler(Halving(), VIEW, 8)
     ch = s.arrive(cf("x"), 0.0)
-    assert ch.entries[0]["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 40.0}]
+    assert ch.entries[0].to_wire()["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 40.0}]
     assert s.pair_rate("x", "a", "b") is None
 
 
@@ -230,7 +230,7 @@ def test_sebf_installs_madd_meters_and_sebf_levels_only_its_order():
         s.arrive(big, 0.0)
         ch = s.arrive(small, 0.1)
         assert s.level_of("small") < s.level_of("big"), name
-        rates = [e["flow_rates"] for e in ch.entries]
+        rates = [e.to_wire()["flow_rates"] for e in ch.entries]
         assert any(rates) is metered and s.pair_rate("small", "a", "b") is None, (name, rates)
 
 
@@ -285,5 +285,5 @@ def test_a_rate_that_rounds_to_zero_waits_instead_of_writing_zero():
 def test_a_static_coflow_without_a_level_gets_the_default_and_no_meter():
     s = LiveScheduler(StaticPolicy({"x": 5}, 7), VIEW, levels=8)
     ch = s.arrive(cf("y"), 0.0)
-    assert (ch.entries[0]["level"], ch.entries[0]["rate_mbps"]) == (7, None)
+    assert (ch.entries[0].level, ch.entries[0].rate_mbps) == (7, None)
     assert not s.is_static  # each coflow has a tag of its own: its meter is its own

@@ -109,3 +109,12 @@ def test_rule_cookie_keeps_tag_and_epoch_apart():
     assert (ct.cookie_tag(cookie), ct.cookie_epoch(cookie)) == (55, 1234)
     with pytest.raises(ValueError, match="tag"):
         ct.rule_cookie(56, 1)  # a level code is not a tag: it would overlap the layout
+
+
+@pytest.mark.parametrize("entry", [
+    ct.TagEntry(3, 1),
+    ct.TagEntry(4, 2, 20.0, (ct.FlowRate("h11", "h21", 5.0),), frozenset({"h11", "h12"})),
+])
+def test_an_entry_crosses_the_control_api_unchanged(entry):
+    """What the orchestrator's client writes is what the controller parses back."""
+    assert ct.parse_entry(entry.to_wire(), PLAN, 8, "entries[0]") == entry

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from controller.client import ControllerClient, ControllerError
+from controller.coflow_table import TagEntry
 from controller.launcher import REPO, start_controller
 from topo.plan import FabricPlan
 from topo.switch import tcp_port_open
@@ -32,7 +33,7 @@ def test_controller_starts_answers_and_stops(controller):
         with pytest.raises(TimeoutError):
             c.wait_ready(0.2)
         with pytest.raises(ControllerError, match="l1: not connected"):
-            c.set([{"tag": 1, "level": 0}])
+            c.set([TagEntry(1, 0)])
     ctl.stop()
     assert ctl.proc.returncode == 0 and not ctl.api_socket.exists()
 

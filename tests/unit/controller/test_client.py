@@ -7,6 +7,7 @@ import pytest
 
 from controller.api_server import ApiServer
 from controller.client import ControllerClient, ControllerError
+from controller.coflow_table import TagEntry
 
 
 @pytest.fixture
@@ -35,7 +36,8 @@ def server(tmp_path):
 def test_requests_and_replies_round_trip_in_order(server):
     srv, calls, _ = server
     with ControllerClient(srv.path, timeout=5) as c:
-        assert c.set([{"tag": 1, "level": 0}])["echo"] == {"op": "set", "entries": [{"tag": 1, "level": 0}]}
+        wire = {"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None, "senders": None}
+        assert c.set([TagEntry(1, 0)])["echo"] == {"op": "set", "entries": [wire]}
         assert c.clear([1])["echo"] == {"op": "clear", "tags": [1]}
         assert c.tag_stats() == {3: {"bytes": 5, "packets": 1}}
         assert c.port_stats() == {"l1": {2: {"rx_bytes": 1}}}

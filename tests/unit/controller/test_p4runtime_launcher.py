@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from controller.client import ControllerClient, ControllerError
+from controller.coflow_table import TagEntry
 from controller.p4runtime.launcher import launcher_argv, parse_grpc_ports
 from tests.unit.controller.test_p4runtime_driver import ART, FakeSwitch, _entries_of
 from topo.plan import FabricPlan
@@ -56,7 +57,7 @@ def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
         st = c.wait_ready(20)
         assert st["switches"] == sorted(sw.name for sw in plan.switches)
         assert len(sws["s1"].fake.pipelines) == 1
-        reply = c.set([{"tag": 12, "level": 3, "rate_mbps": 5.0}])
+        reply = c.set([TagEntry(12, 3, 5.0)])
         assert reply["written"] == 8  # 2 leaves x (2 host rules + 2 meters)
         for leaf in ("l1", "l2"):
             coflow = _entries_of(sws[leaf].fake, "CoflowIngress.coflow")
@@ -64,7 +65,7 @@ def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
             assert all(e.action.action.params[0].value == b"\x03" for e in coflow)
         assert not _entries_of(sws["s1"].fake, "CoflowIngress.coflow")
         with pytest.raises(ControllerError, match="level"):
-            c.set([{"tag": 12, "level": 4}])  # K = 4
+            c.set([TagEntry(12, 4)])  # K = 4
         assert {m["tag"] for m in c.meter_stats()} == {12}
         assert c.tag_stats() == {12: {"bytes": 0, "packets": 0}}
         assert set(c.port_stats()) == {"l1", "l2", "s1", "s2"}
