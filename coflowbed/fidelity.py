@@ -5,7 +5,8 @@ fabric, and the measured / simulated ratios (``summary.json`` ``fidelity``, ``fi
 Which simulation is the reference (``reference``):
 
 - ``levels``: policies whose levels are fixed for the whole DAG (``static`` and every
-  policy with ``ranks_by_identity = True``: fair, Hermod, Lina, ByteScheduler, the X-first rules).
+  policy with ``ranks_by_identity = True``: fair, Hermod, Lina, ByteScheduler, the
+  X-first rules).
   The run's levels are the levels, so each coflow is simulated at the level ``coflows.csv``
   recorded (``StaticPolicy``), with the scenario's ``rate_mbps`` meters under ``static``.
   Re-running such a policy in the simulator would compress the ranks of the *active*

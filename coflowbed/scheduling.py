@@ -7,11 +7,11 @@ Two modes:
   crossing the scheduler asks the policy, compresses ranks onto the K levels and returns
   only what changed: controller entries to set, tags to clear, host socket priorities.
 - **static** (policies with ``ranks_by_identity = True``: fair, Hermod, Lina,
-  ByteScheduler, the X-first rules): ranks depend only on coflow identity, so levels are assigned once for
-  the whole DAG (compressed over every rank in it, e.g. Hermod's MID buckets first) and
-  the tag of a coflow is its level's tag ``1 + level``.  The tag table is written once per
-  level used; nothing is written while coflows come and go, as with the static
-  tag -> priority tables of the published LLM schedulers.
+  ByteScheduler, the X-first rules): ranks depend only on coflow identity, so levels are
+  assigned once for the whole DAG (compressed over every rank in it, e.g. Hermod's MID
+  buckets first) and the tag of a coflow is its level's tag ``1 + level``.  The tag table
+  is written once per level used; nothing is written while coflows come and go, as with
+  the static tag -> priority tables of the published LLM schedulers.
 """
 from __future__ import annotations
 
