@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 def recorded_levels(scen) -> dict[str, int]:
     """The level per coflow a run of ``scen`` records for a static-level policy
     ({} for dynamic ones: their reference is the policy, not the levels)."""
-    from coflowbed.scheduling import LiveScheduler
+    from controller.scheduler import LiveScheduler
     from controller import policies
     from controller.policies.base import FabricView
 

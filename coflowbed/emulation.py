@@ -1,27 +1,30 @@
-"""The executor's backend on the emulated fabric: schedules coflows through the
-controller's API and sends their flows through the host agents.
+"""The executor's backend on the emulated fabric: coflows are scheduled by the
+controller (its coflow scheduler, ``controller.scheduler_service``) and their flows sent
+through the host agents.
 
-Controller writes go through one writer thread, in order, and host socket updates
-through another.  A release waits only until its own coflow's entry is applied (its
-packets must find their level); re-ranking of the other coflows and host priority and
-rate updates are applied behind it without holding up the DAG executor.
+Scheduling requests go to the controller in order on one lane with its own connection:
+a release waits for its ``register`` answer (its own entry is then in the switches and
+its level known), completions and polls do not wait.  Host socket priorities and paced
+rates the answers carry are applied on a second lane, so a release never waits behind
+agent round trips.  With an identity-ranked policy the controller answered the whole
+DAG's levels at ``open_job``, and releases make no round trip at all.
 """
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from coflowbed.agent_types import SendOrder
 from coflowbed.calibrate import PREFIX as CALIBRATION_PREFIX
-from coflowbed.results import percentile
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
-from coflowbed.scheduling import Changes, LiveScheduler
-from controller.coflow_table import TagEntry
+from coflowbed.results import percentile
+from controller.lane import Lane
+from controller.messages import (POLL_COUNTERS, POLL_PROGRESS, Assignment, CloseJob, HostUpdates,
+                                 JobOpened, JobReport, OpenJob, Progress, Register,
+                                 Registered, Unregister)
 from topo.plan import FabricPlan
 from workload.dag import Coflow
 
@@ -29,104 +32,76 @@ log = logging.getLogger("emulation")
 
 COUNTER_POLL_S = 0.1  # D-CLAS learns bytes sent from switch counters this often
 PROGRESS_POLL_S = 0.5  # clairvoyant policies learn bytes left from the agents this often
-WRITE_TIMEOUT_S = 30.0
+REQUEST_TIMEOUT_S = 30.0
 
 
-class _Lane:
-    """One worker thread applying queued ``Changes`` in order; what queued up while it
-    was busy is merged and applied as one."""
-
-    def __init__(self, name: str, apply) -> None:
-        self.apply, self.error = apply, None
-        self._queue: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
-
-    def put(self, changes: Changes) -> Future:
-        """Queue ``changes``; the future settles once they are applied."""
-        done: Future = Future()
-        self._queue.put((changes, done))
-        return done
-
-    def close(self) -> None:
-        """Finish what is queued and stop."""
-        self._queue.put(None)
-        self._thread.join(WRITE_TIMEOUT_S)
-
-    def _loop(self) -> None:
-        while (item := self._queue.get()) is not None:
-            batch, stop = [item], False
-            while not self._queue.empty():
-                nxt = self._queue.get()
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-            self._apply_batch(batch)
-            if stop:
-                return
-
-    def _apply_batch(self, batch: list) -> None:
-        try:
-            self.apply(merge_changes([changes for changes, _ in batch]))
-        except Exception as exc:  # reported to the executor thread via ``error``
-            self.error = exc
-            for _, done in batch:
-                done.set_exception(exc)
-            return
-        for _, done in batch:
-            done.set_result(None)
+def merge_host_updates(items: Sequence[HostUpdates]) -> HostUpdates:
+    """Host updates queued one after another as one: the last priority per (host, tag),
+    the last paced rate per (sender, tag, receiver)."""
+    levels = {(u.host, u.tag): u for h in items for u in h.levels}
+    rates = {(u.src, u.tag, u.dst): u for h in items for u in h.rates}
+    return HostUpdates(tuple(levels.values()), tuple(rates.values()))
 
 
-class ChangeWriter:
-    """Applies ``Changes`` off the executor's thread: switch writes (clears, entries) in
-    order on one lane with its own controller connection (the client is not
-    thread-safe); host socket updates (priorities, paced rates) on a second lane, so a
-    release never waits behind agent round trips."""
+class HostWriter:
+    """Applies host updates (socket priorities, paced rates) on the sending agents, on a
+    lane of its own; what queued up while it was busy is merged."""
 
-    def __init__(self, controller, agents, ip: dict[str, str] | None = None) -> None:
-        self.controller, self.agents, self.ip = controller, agents, ip or {}
-        self.latency_s: list[float] = []
-        self._switches = _Lane("switch-writer", self._apply_switches)
-        self._hosts = _Lane("host-writer", self._apply_hosts)
+    def __init__(self, agents, ip: dict[str, str]) -> None:
+        """Writer to ``agents``; ``ip`` maps host names to addresses (paced pairs)."""
+        self.agents, self.ip = agents, ip
+        self.lane: Lane[HostUpdates] = Lane("host-writer", self._apply, merge_host_updates)
+
+    def put(self, updates: HostUpdates) -> None:
+        """Queue ``updates`` (nothing when empty)."""
+        if updates:
+            self.lane.put(updates)
+
+    def _apply(self, updates: HostUpdates) -> None:
+        """Socket priorities and paced rates on the sending hosts."""
+        for u in updates.levels:
+            self.agents.set_level(u.host, u.tag, u.level)
+        for r in updates.rates:
+            self.agents.set_rate(r.src, r.tag, self.ip[r.dst], r.rate_mbps)
+
+
+class SchedulerLink:
+    """The orchestrator's end of the coflow scheduler: requests in order on one lane
+    (with its own controller connection: a client is not thread-safe); the host
+    updates of every answer go to ``hosts``."""
+
+    def __init__(self, client, hosts: HostWriter) -> None:
+        """Link over ``client`` (a ControllerClient used by the lane thread only)."""
+        self.client, self.hosts = client, hosts
+        self.lane: Lane = Lane("scheduler", self._send)
 
     @property
     def error(self) -> BaseException | None:
-        """The first failure of either lane."""
-        return self._switches.error or self._hosts.error
+        """The first failed request or host update."""
+        return self.lane.error or self.hosts.lane.error
 
-    def submit(self, changes: Changes, wait: bool) -> None:
-        """Queue ``changes``; with ``wait``, return once their switch writes (and all
-        switch writes before) are applied."""
+    def send(self, msg) -> Future:
+        """Queue ``msg``; the future settles with the controller's answer."""
         if self.error is not None:
-            raise RuntimeError(f"controller write failed: {self.error}")
-        if changes.host_levels or changes.host_rates:
-            self._hosts.put(Changes(host_levels=changes.host_levels, host_rates=changes.host_rates))
-        if changes.entries or changes.clear_tags:
-            done = self._switches.put(Changes(entries=changes.entries, clear_tags=changes.clear_tags))
-            if wait:
-                done.result(WRITE_TIMEOUT_S)
+            raise RuntimeError(f"controller request failed: {self.error}")
+        return self.lane.put(msg)
 
-    def close(self) -> None:
-        """Finish queued writes and stop both lanes."""
-        self._switches.close()
-        self._hosts.close()
+    def _send(self, msg):
+        """One request; forward the host updates of its answer."""
+        call = {OpenJob: self.client.open_job, Register: self.client.register,
+                Unregister: self.client.unregister, Progress: self.client.progress,
+                CloseJob: lambda _msg: self.client.close_job()}[type(msg)]
+        reply = call(msg)
+        self.hosts.put(reply.hosts if isinstance(reply, Registered) else
+                       reply if isinstance(reply, HostUpdates) else HostUpdates())
+        return reply
 
-    def _apply_switches(self, changes: Changes) -> None:
-        """Clear freed tags, then set entries (one request each)."""
-        t = time.monotonic()
-        if changes.clear_tags:
-            self.controller.clear(changes.clear_tags)
-        if changes.entries:
-            reply = self.controller.set(changes.entries)
-            self.latency_s.append(float(reply.get("applied_s", time.monotonic() - t)))
-
-    def _apply_hosts(self, changes: Changes) -> None:
-        """Socket priorities and paced rates on the sending hosts."""
-        for host, tag, level in changes.host_levels:
-            self.agents.set_level(host, tag, level)
-        for src, tag, dst, rate in changes.host_rates:
-            self.agents.set_rate(src, tag, self.ip[dst], rate)
+    def close(self) -> JobReport:
+        """Finish queued requests, then close the job (its report)."""
+        report = self.lane.put(CloseJob())
+        self.lane.close()
+        self.hosts.lane.close()
+        return report.result(0)
 
 
 @dataclass
@@ -172,54 +147,68 @@ def _ms_stats(values: list[float]) -> dict | None:
 class EmulationBackend:
     """Backend of ``DagExecutor`` for a running fabric (controller + agents)."""
 
-    def __init__(self, scheduler: LiveScheduler, controller, agents, plan: FabricPlan,
-                 data_port: int, writer_controller=None) -> None:
-        self.scheduler, self.controller, self.agents = scheduler, controller, agents
+    def __init__(self, job: OpenJob, controller, agents, plan: FabricPlan, data_port: int,
+                 scheduler_client) -> None:
+        """Backend for ``job``; ``scheduler_client`` is a second controller connection,
+        used only by the scheduling lane."""
+        self.job, self.controller, self.agents = job, controller, agents
         self.plan, self.data_port = plan, data_port
         self.ip = {h.name: h.ip for h in plan.hosts}
-        self.flow_coflow: dict[str, str] = {}
-        self.writer = ChangeWriter(writer_controller or controller, agents, self.ip)
+        self.link = SchedulerLink(scheduler_client, HostWriter(agents, self.ip))
+        self.opened: JobOpened | None = None
+        self.report: JobReport | None = None
+        self.active: dict[str, Coflow] = {}
+        self.levels: dict[str, int] = {}  # level each coflow was released at
+        self._done_flows: list[str] = []
         self.times = ReleaseTimes()
 
     def preinstall(self) -> None:
-        """Before the iteration: write what the static levels need (nothing for dynamic
-        policies), so that releases make no controller round trip."""
-        self.writer.submit(self.scheduler.preinstall(), wait=True)
+        """Before the iteration: open the job (identity-ranked policies' entries are
+        written now, so that releases make no controller round trip)."""
+        self.opened = self.link.send(self.job).result(REQUEST_TIMEOUT_S)
 
     @property
-    def apply_latency_s(self) -> list[float]:
-        """Time from each controller write request to its last barrier reply."""
-        return self.writer.latency_s
+    def fixed(self) -> Mapping[str, Assignment] | None:
+        """Every coflow's assignment when the controller fixed them for the DAG."""
+        return None if self.opened is None else self.opened.fixed
 
     def release(self, coflow: Coflow, now: float) -> None:
-        """Schedule ``coflow`` (its own entry applied first), then start its flows."""
+        """Have ``coflow`` scheduled (its own entry applied first), then start its flows."""
         t_release = time.monotonic()
-        changes = self.scheduler.arrive(coflow, now)
-        tag = self.scheduler.tags[coflow.coflow_id]
-        urgent, rest = _split(changes, tag)
-        if urgent:
-            self.writer.submit(urgent, wait=True)
+        cid = coflow.coflow_id
+        fixed = self.fixed
+        if fixed is not None:
+            assigned, reply = fixed[cid], None
+        else:
+            reply = self.link.send(Register(coflow, now, self._drain())).result(REQUEST_TIMEOUT_S)
+            assigned = reply.assignment
             self.times.write_s.append(time.monotonic() - t_release)
-        self.writer.submit(rest, wait=False)
-        level = self.scheduler.level_of(coflow.coflow_id)
+        self.active[cid] = coflow
+        self.levels[cid] = assigned.level
         self.times.releases += 1
         for f in coflow.flows:
-            self.flow_coflow[f.flow_id] = coflow.coflow_id
             self.times.released[f.flow_id] = t_release
         # one write per sending agent, so a coflow's flows start together
-        rate = self.scheduler.pair_rate
-        self.agents.send_many([SendOrder(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes,
-                                         tag, level, rate(coflow.coflow_id, f.src, f.dst))
-                               for f in coflow.flows])
+        self.agents.send_many([
+            SendOrder(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, assigned.tag,
+                      assigned.level, None if reply is None else reply.pair_rate(f.src, f.dst))
+            for f in coflow.flows])
 
     def finished(self, coflow: Coflow, now: float) -> None:
-        """Re-decide the others; applied behind, without waiting."""
-        self.writer.submit(self.scheduler.finish(coflow, now), wait=False)
+        """Tell the scheduler; the re-decision is applied behind, without waiting."""
+        self.active.pop(coflow.coflow_id, None)
+        if self.fixed is None:
+            self.link.send(Unregister(coflow.coflow_id, now, self._drain()))
+
+    def _drain(self) -> tuple[str, ...]:
+        """Flows that delivered everything since the last request."""
+        done, self._done_flows = tuple(self._done_flows), []
+        return done
 
     def wait_events(self, timeout: float) -> Sequence[Event]:
         """Translate agent events into executor events."""
-        if self.writer.error is not None:
-            return [FlowFailed("(controller)", f"controller write failed: {self.writer.error}")]
+        if self.link.error is not None:
+            return [FlowFailed("(controller)", f"controller request failed: {self.link.error}")]
         out: list[Event] = []
         for ev in self.agents.events(timeout):
             kind = ev.get("event")
@@ -232,7 +221,7 @@ class EmulationBackend:
                 out.append(FlowStarted(fid, ev["t_ns"] / 1e9))
             elif kind == "flow_received":
                 self.times.first_byte(fid, int(ev.get("first_ns") or 0))
-                self.scheduler.flow_done(self.flow_coflow.get(fid, ""), fid)
+                self._done_flows.append(fid)
                 out.append(FlowDone(fid, ev["last_ns"] / 1e9, int(ev["bytes"])))
             elif kind == "flow_failed":
                 out.append(FlowFailed(fid or "(unknown)", f"{ev.host}: {ev.get('error', 'unknown error')}"))
@@ -241,45 +230,25 @@ class EmulationBackend:
         return out
 
     def tick(self, now: float) -> float | None:
-        """Poll per-tag byte counters when the policy has byte thresholds (D-CLAS), or
-        the agents' per-flow progress when a clairvoyant policy decides live (SEBF)."""
-        if getattr(self.scheduler.policy, "byte_thresholds", ()):
-            sent = {t: int(v["bytes"]) for t, v in self.controller.tag_stats().items()}
-            self.writer.submit(self.scheduler.bytes_sent(sent, now), wait=False)
+        """Poll for policies that decide on progress: the controller reads its own tag
+        counters (byte thresholds, D-CLAS), or gets the active senders' acknowledged
+        bytes from their agents (clairvoyant policies deciding live, SEBF)."""
+        poll = None if self.opened is None else self.opened.poll
+        if poll == POLL_COUNTERS:
+            self.link.send(Progress(now, {}, self._drain()))
             return now + COUNTER_POLL_S
-        if self.scheduler.wants_progress():
+        if poll == POLL_PROGRESS:
             acked: dict[str, int] = {}
-            for host in self.scheduler.active_senders():
+            for host in sorted({f.src for cf in self.active.values() for f in cf.flows}):
                 acked.update(self.agents.stats(host).sent)
-            self.writer.submit(self.scheduler.progress(acked, now), wait=False)
+            self.link.send(Progress(now, acked, self._drain()))
             return now + PROGRESS_POLL_S
         return None
 
     def close(self) -> None:
-        """Let queued writes finish."""
-        self.writer.close()
-
-
-def merge_changes(items: list[Changes]) -> Changes:
-    """Changes queued one after another as one: every clear first (a clear is only ever
-    queued for tags about to be set again), then the last entry per tag, the last host
-    priority per (host, tag) and the last paced rate per (sender, tag, receiver)."""
-    clears: list[int] = []
-    entries: dict[int, TagEntry] = {}
-    levels: dict[tuple[str, int], int] = {}
-    rates: dict[tuple[str, int, str], float | None] = {}
-    for ch in items:
-        clears.extend(t for t in ch.clear_tags if t not in clears)
-        entries.update((e.tag, e) for e in ch.entries)
-        levels.update(((h, t), lv) for h, t, lv in ch.host_levels)
-        rates.update(((s, t, d), r) for s, t, d, r in ch.host_rates)
-    return Changes(list(entries.values()), clears, [(h, t, lv) for (h, t), lv in levels.items()],
-                   [(s, t, d, r) for (s, t, d), r in rates.items()])
-
-
-def _split(changes: Changes, tag: int) -> tuple[Changes, Changes]:
-    """(what the new coflow's packets need now: clears and its own entry; the rest)."""
-    own = [e for e in changes.entries if e.tag == tag]
-    others = [e for e in changes.entries if e.tag != tag]
-    return (Changes(entries=own, clear_tags=changes.clear_tags),
-            Changes(entries=others, host_levels=changes.host_levels, host_rates=changes.host_rates))
+        """Let queued requests finish and close the job (its report, or None when the
+        controller could not give it)."""
+        try:
+            self.report = self.link.close()
+        except Exception as exc:  # the run's own error, if any, is reported already
+            log.warning("scheduler report unavailable: %s", exc)

@@ -22,8 +22,7 @@ from coflowbed.emulation import EmulationBackend
 from coflowbed.executor import DagExecutor, RunFailed
 from coflowbed.rundir import write_inputs
 from coflowbed.scenario import Scenario
-from coflowbed.scheduling import LiveScheduler, PolicyError
-from controller.policies.base import FabricView
+from controller.messages import OpenJob
 from workload.agent.proto import DATA_PORT
 
 log = logging.getLogger("runner")
@@ -49,6 +48,9 @@ def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcom
     OVS state live in a short runtime folder under the registry (Unix socket paths are
     limited to 107 bytes); logs and results in ``out_dir``.  ``check``: simulate the run
     afterwards for its fidelity figure (``coflowbed.fidelity``)."""
+    from coflowbed.commands.simulate import scenario_policy
+
+    scenario_policy(scen)  # a bad policy name or parameter stops the run before it starts
     run_id = f"{time.strftime('%H%M%S')}-{os.getpid()}"  # short: socket paths are limited
     state = runstate.RunState(run_id, os.getpid(), str(out_dir),
                               interfaces=_interface_names(scen), ovs_dir="")
@@ -81,7 +83,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             ports_before = _ports_now(controller)  # bring-up and calibration traffic
             executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress(backend))
             executor.run(deadline_s=scen.timeout_s)
-        except (RunFailed, PolicyError, Interrupted, KeyboardInterrupt, RuntimeError,
+        except (RunFailed, Interrupted, KeyboardInterrupt, RuntimeError,
                 TimeoutError, OSError) as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             log.error("run stopped: %s", error)
@@ -178,22 +180,21 @@ def subtract_ports(after: dict, before: dict) -> dict:
 
 
 def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
-    """The scheduler (policy or static levels) wired to controller and agents."""
-    from coflowbed.commands.simulate import scenario_policy
-
-    view = FabricView.uniform(scen.plan.host_names(), scen.plan.host_bw_mbps * 1e6, scen.levels)
-    sched = LiveScheduler(scenario_policy(scen), view, scen.levels, all_coflows=scen.dag.coflows,
-                          pacing=scen.policy_rates == "pacing")
+    """The backend of the run: the scenario's job for the controller's scheduler, and
+    controller and agents to run it on."""
     from controller.client import ControllerClient
 
-    writer_client = ControllerClient(controller.path, timeout=30.0)  # one per thread
-    return EmulationBackend(sched, controller, agents, scen.plan, DATA_PORT, writer_client)
+    from coflowbed.commands.simulate import policy_spec
+
+    job = OpenJob(policy_spec(scen), scen.policy_rates == "pacing", tuple(scen.dag.coflows))
+    scheduler_client = ControllerClient(controller.path, timeout=30.0)  # one per thread
+    return EmulationBackend(job, controller, agents, scen.plan, DATA_PORT, scheduler_client)
 
 
 def _progress(backend: EmulationBackend):
     """Callback: one line per finished coflow, with the count done / total."""
     def report(rec: results.CoflowRecord, done: int, total: int) -> None:
-        rec.level = backend.scheduler.last_level.get(rec.coflow_id)
+        rec.level = backend.levels.get(rec.coflow_id)
         log.info("[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
                  done, total, rec.coflow_id, rec.ctype, rec.cct_s, rec.bytes, rec.level)
     return report
@@ -211,11 +212,12 @@ def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
     extra = {"scenario": scen.name, "policy": scen.policy, "levels": scen.levels,
              "switch": scen.switch, "byte_scale": scen.byte_scale, **info, "error": error, "fabric": {k: v for k, v in scen.plan.to_dict().items()
                                         if k not in ("hosts", "switches", "links")}}
-    if backend is not None and backend.apply_latency_s:
-        lat = backend.apply_latency_s
+    report = None if backend is None else backend.report
+    if report is not None and report.write_s:
+        lat = list(report.write_s)
         extra["level_change_s"] = {"count": len(lat), "median": results.percentile(lat, 50),
                                    "p95": results.percentile(lat, 95), "max": max(lat),
-                                   "static_levels": backend.scheduler.is_static}
+                                   "static_levels": report.static}
     if backend is not None:
         extra["release"] = backend.times.summary()
     summary = results.write_results(out_dir, flows, coflows, its, partial, extra)
@@ -235,11 +237,14 @@ def _check(out_dir: Path, summary: dict, check: bool) -> dict:
 
 
 def _annotate_levels(coflows: list[results.CoflowRecord], backend: EmulationBackend) -> None:
-    """Record the last level (and rank) each coflow ran at."""
+    """Record the last level (and rank) each coflow ran at, as the controller reports
+    them (the levels at release when it could not)."""
+    report = backend.report
+    levels = backend.levels if report is None else report.levels
     for rec in coflows:
-        rec.level = backend.scheduler.last_level.get(rec.coflow_id)
-        rank = backend.scheduler.last_rank.get(rec.coflow_id)
-        rec.rank = "" if rank is None else str(rank)
+        rec.level = levels.get(rec.coflow_id)
+        rank = None if report is None else report.ranks.get(rec.coflow_id)
+        rec.rank = "" if rank is None else rank
 
 
 def _fmt(v: float | None) -> str:

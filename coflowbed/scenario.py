@@ -88,6 +88,8 @@ def _parse(top: Section, path: Path) -> Scenario:
 def _load_plugins(top: Section, path: Path) -> list[str]:
     """Import the scenario's ``plugins`` (Python files, relative to the scenario) so the
     policies they register with ``@controller.policies.register`` can be named."""
+    from controller.policies.plugins import import_plugin  # late: loads every policy
+
     items = top.get("plugins", [])
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         raise top.fail("plugins", "must be a list of Python file paths")
@@ -95,32 +97,12 @@ def _load_plugins(top: Section, path: Path) -> list[str]:
     for i, item in enumerate(items):
         file = (path.parent / item).resolve()
         try:
-            _import_file(file)
+            import_plugin(file)
         except Exception as exc:  # any error in user code: report it as bad input
             raise UserError(str(path), f"plugins[{i}]",
                             f"cannot import {file}: {type(exc).__name__}: {exc}") from None
         loaded.append(str(file))
     return loaded
-
-
-def _import_file(file: Path) -> None:
-    """Execute a Python file as module ``coflowbed_plugin_<stem>``."""
-    import importlib.util
-    import sys
-
-    name = f"coflowbed_plugin_{file.stem}"
-    if name in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise ImportError("not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
 
 
 def _parse_fabric(sec: Section) -> FabricPlan:

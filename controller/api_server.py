@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 log = logging.getLogger("controller.api")
-MAX_LINE = 1 << 20
+MAX_LINE = 64 << 20  # an open_job carries the whole DAG (0.7 MB for mixtral-8x7b)
 
 Handler = Callable[[object, float], dict]
 

@@ -1,6 +1,8 @@
 """The control plane behind the control API: validates requests, keeps the desired tag
-table, computes per-leaf diffs and has a SwitchDriver write them.  Backend-neutral:
-the same object serves the OpenFlow (os-ken) and a P4Runtime driver.
+table, computes per-leaf diffs and has a SwitchDriver write them; the scheduling ops
+(``controller.messages``) go to its coflow scheduler (``controller.scheduler_service``),
+which writes through the same table.  Backend-neutral: the same object serves the
+OpenFlow (os-ken) and a P4Runtime driver.
 
 Threads: API requests come from server threads, switch (re)connections from the
 driver's event thread (which must never block: installs run in their own thread).
@@ -13,16 +15,21 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Sequence
 
 from controller.coflow_table import (DEFAULT_BURST_S, LeafTable, TagEntry, cookie_epoch,
                                      cookie_tag, leaf_state, parse_entries, parse_tags)
+from controller.messages import REQUESTS
+from controller.scheduler import PolicyError
+from controller.scheduler_service import EventLog, SchedulerService
 from controller.southbound.base import SouthboundError, SwitchDriver
 from topo.plan import FabricPlan
 from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("controller.control")
 OPS = ("status", "wait_ready", "set", "clear", "tag_stats", "port_stats", "meter_stats")
+SCHEDULER_OPS = tuple(REQUESTS)  # open_job, register, unregister, progress, close_job
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,7 @@ class ControlConfig:
     levels: int = MAX_LEVELS
     burst_s: float = DEFAULT_BURST_S
     op_timeout_s: float = 10.0
+    events_path: Path | None = None  # the scheduler's event log (JSON lines)
 
 
 def _spawn_thread(fn: Callable, *args) -> None:
@@ -57,6 +65,8 @@ class ControlPlane:
         self._write = threading.Lock()
         self._stats = threading.Lock()
         self._ready_changed = threading.Condition()
+        record = None if config.events_path is None else EventLog(config.events_path)
+        self.scheduler = SchedulerService(plan, config.levels, self, record)
 
     # --- switch lifecycle ------------------------------------------------------------
     def switch_connected(self, name: str) -> None:
@@ -118,16 +128,18 @@ class ControlPlane:
         """Answer one decoded API request; errors become ``{"ok": false, ...}``."""
         received = time.monotonic() if received is None else received
         try:
-            if not isinstance(request, dict) or request.get("op") not in OPS:
-                raise ValueError(f"op: must be one of {list(OPS)}")
+            if not isinstance(request, dict) or request.get("op") not in OPS + SCHEDULER_OPS:
+                raise ValueError(f"op: must be one of {list(OPS + SCHEDULER_OPS)}")
             op = request["op"]
+            if op in SCHEDULER_OPS:
+                return {"ok": True, **self.scheduler.handle(op, request)}
             allowed = {"op", {"set": "entries", "clear": "tags",
                               "wait_ready": "timeout_s"}.get(op, "op")}
             unknown = sorted(set(request) - allowed)
             if unknown:
                 raise ValueError(f"{unknown[0]}: unknown key for op {op!r}")
             return {"ok": True, **getattr(self, f"op_{op}")(request, received)}
-        except (ValueError, SouthboundError) as e:
+        except (ValueError, SouthboundError, PolicyError, RuntimeError) as e:
             log.warning("request failed: %s", e)
             return {"ok": False, "error": str(e)}
 
@@ -154,7 +166,11 @@ class ControlPlane:
 
     def op_set(self, req: dict, received: float) -> dict:
         """Replace the entries of the given tags; reply after every barrier."""
-        entries = parse_entries(req.get("entries"), self.plan, self.cfg.levels)
+        written = self.set_entries(parse_entries(req.get("entries"), self.plan, self.cfg.levels))
+        return {"applied_s": time.monotonic() - received, "written": written}
+
+    def set_entries(self, entries: Sequence[TagEntry]) -> int:
+        """Replace the entries of their tags on every leaf; the number of writes."""
         with self._write:
             self._require_ready()
             old = dict(self.entries), dict(self.epochs), self._next_epoch
@@ -163,15 +179,18 @@ class ControlPlane:
                     self.epochs[e.tag], self._next_epoch = self._next_epoch, self._next_epoch + 1
                 self.entries[e.tag] = e
             try:
-                written = self._apply_leaves(self.leaves)
+                return self._apply_leaves(self.leaves)
             except SouthboundError:
                 self.entries, self.epochs, self._next_epoch = old
                 raise
-        return {"applied_s": time.monotonic() - received, "written": written}
 
     def op_clear(self, req: dict, received: float) -> dict:
         """Remove the entries (and meters) of the given tags."""
-        tags = parse_tags(req.get("tags"))
+        written = self.clear_tags(parse_tags(req.get("tags")))
+        return {"applied_s": time.monotonic() - received, "written": written}
+
+    def clear_tags(self, tags: Sequence[int]) -> int:
+        """Remove the entries (and meters) of ``tags``; the number of writes."""
         with self._write:
             self._require_ready()
             last_counters = self._meter_rows(set(tags))  # meters vanish with their rules
@@ -183,7 +202,7 @@ class ControlPlane:
             for cookie in [c for c in self.retired if cookie_tag(c) in tags]:
                 del self.retired[cookie]
             self.retired_meters.extend({**row, "retired": True} for row in last_counters)
-        return {"applied_s": time.monotonic() - received, "written": written}
+        return written
 
     def on_removed(self, switch: str, cookie: int, nbytes: int, packets: int) -> None:
         """Keep the counters of a removed rule if its tag incarnation is still active."""
@@ -197,6 +216,15 @@ class ControlPlane:
 
     def op_tag_stats(self, _req: dict, _received: float) -> dict:
         """Bytes/packets per active tag, summed over leaves (removed rules included)."""
+        return {"tags": {str(t): {"bytes": b, "packets": p}
+                         for t, (b, p) in self._tag_totals().items()}}
+
+    def tag_bytes(self) -> dict[int, int]:
+        """Bytes per active tag (what byte-threshold policies read)."""
+        return {t: b for t, (b, _p) in self._tag_totals().items()}
+
+    def _tag_totals(self) -> dict[int, list[int]]:
+        """[bytes, packets] per active tag, summed over leaves and removed rules."""
         epochs = dict(self.epochs)
         totals = {t: [0, 0] for t in epochs}
         for name in self.leaves:
@@ -205,7 +233,7 @@ class ControlPlane:
         with self._stats:
             for cookie, (nbytes, packets) in self.retired.items():
                 self._credit(totals, epochs, cookie, nbytes, packets)
-        return {"tags": {str(t): {"bytes": b, "packets": p} for t, (b, p) in totals.items()}}
+        return totals
 
     @staticmethod
     def _credit(totals: dict, epochs: dict, cookie: int, nbytes: int, packets: int) -> None:

@@ -32,6 +32,7 @@ OF_LISTEN_HOST = "127.0.0.1"
 READY_LINE = "READY"
 LISTEN_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
+EVENTS_FILE = "scheduler-events.jsonl"  # beside the log: every scheduling request and its writes
 
 log = logging.getLogger("controller.launcher")
 
@@ -65,7 +66,8 @@ def control_config(args: argparse.Namespace) -> ControlConfig:
     if not 1 <= args.levels <= MAX_LEVELS:
         raise ValueError(f"--levels: must be 1..{MAX_LEVELS}, got {args.levels}")
     return ControlConfig(levels=args.levels, burst_s=args.burst_s,
-                         op_timeout_s=args.op_timeout_s)
+                         op_timeout_s=args.op_timeout_s,
+                         events_path=Path(args.log).parent / EVENTS_FILE)
 
 
 def setup_logging(path: Path) -> None:

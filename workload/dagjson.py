@@ -24,12 +24,13 @@ def to_dict(dag: Dag) -> dict:
         "computes": [{"id": c.node_id, "host": c.host, "duration_s": c.duration_s,
                       "deps": list(c.deps), "label": c.label, "iteration": c.iteration}
                      for c in dag.computes],
-        "coflows": [_coflow_dict(cf) for cf in dag.coflows],
+        "coflows": [coflow_to_dict(cf) for cf in dag.coflows],
     }
 
 
-def _coflow_dict(cf: Coflow) -> dict:
-    """One coflow: identity fields written out in full, flows as objects."""
+def coflow_to_dict(cf: Coflow) -> dict:
+    """One coflow as the format writes it (identity in full, flows as objects); also the
+    wire form of a coflow in the controller's scheduling messages."""
     ident = {f.name: getattr(cf.identity, f.name) for f in fields(CoflowIdentity)}
     ident["ctype"] = cf.identity.ctype.value
     return {"id": cf.coflow_id, "identity": ident, "deps": list(cf.deps),
@@ -103,6 +104,11 @@ def _deps(s: Section) -> tuple[str, ...]:
         if not isinstance(d, str) or not d:
             raise s.error(f"deps[{i}]", f"must be a node id string, got {d!r}")
     return tuple(deps)
+
+
+def coflow_from_dict(data: Any, source: str, path: str = "") -> Coflow:
+    """A coflow from its ``coflow_to_dict`` form; SpecError naming ``source`` and ``path``."""
+    return _coflow(Section(data, source, path))
 
 
 def _coflow(s: Section) -> Coflow:

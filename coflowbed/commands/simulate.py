@@ -109,14 +109,23 @@ def _scenario_job(args: argparse.Namespace):
 
 
 def scenario_policy(scen):
-    """The policy object of a scenario, for the emulator and the simulator alike: its own
-    levels and meters under ``static``, the registered policy otherwise."""
-    if scen.policy == "static":
-        from controller.policies.static import StaticPolicy
+    """The policy object of a scenario, for the emulator and the simulator alike (the
+    controller builds the same one from the same ``PolicySpec``): its own levels and
+    meters under ``static``, the registered policy otherwise."""
+    from controller.scheduler_service import build_policy
 
-        return StaticPolicy(scen.static_levels, scen.levels - 1,
-                            {k: v * 1e6 for k, v in scen.static_rates_mbps.items()})
-    return make_policy(scen.policy, scen.policy_params, scen.source)
+    try:
+        return build_policy(policy_spec(scen), scen.levels)
+    except ValueError as exc:
+        raise UserError(scen.source, "policy", str(exc)) from None
+
+
+def policy_spec(scen):
+    """What the controller needs to build the scenario's policy."""
+    from controller.messages import PolicySpec
+
+    return PolicySpec(scen.policy, scen.policy_params, scen.static_levels,
+                      scen.static_rates_mbps, tuple(scen.plugins))
 
 
 def scenario_fabric(plan, spec: str | None):

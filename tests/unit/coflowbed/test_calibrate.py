@@ -104,5 +104,5 @@ def test_the_run_ignores_late_calibration_events():
 
     backend = emulation.EmulationBackend.__new__(emulation.EmulationBackend)
     backend.agents, backend.times = Agents(), emulation.ReleaseTimes()
-    backend.writer = type("W", (), {"error": None})()
+    backend.link = type("L", (), {"error": None})()
     assert backend.wait_events(0.1) == []

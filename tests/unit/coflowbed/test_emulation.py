@@ -1,146 +1,152 @@
-"""The emulation backend's change writer: order, coalescing and error reporting, against
-fake controller and agents (unit test; the real ones are in tests/integration)."""
+"""The emulation backend: scheduling requests in order through the controller's
+scheduler (a real ControlPlane over a fake switch driver, reached through the JSON wire
+form), host updates on their own lane, errors reported (unit test; the real fabric is
+in tests/integration)."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
-from coflowbed.emulation import ChangeWriter, merge_changes
-from coflowbed.scheduling import Changes
-from controller.coflow_table import TagEntry
+from coflowbed import emulation
+from coflowbed.emulation import HostWriter, ReleaseTimes, merge_host_updates
+from controller.messages import HostLevel, HostRate, HostUpdates, OpenJob, PolicySpec
+from tests.fakes import PLAN, LoopbackClient, ready_plane
+from workload.dag import Coflow, Flow
 
-
-class FakeController:
-    def __init__(self, gate: threading.Event | None = None, fail: bool = False):
-        self.calls, self.gate, self.fail = [], gate, fail
-        self.entered = threading.Event()
-
-    def set(self, entries):
-        self.entered.set()
-        if self.gate:
-            self.gate.wait(5)
-        if self.fail:
-            raise OSError("controller gone")
-        self.calls.append(("set", [e.tag for e in entries]))
-        return {"written": len(entries), "applied_s": 0.001}
-
-    def clear(self, tags):
-        self.calls.append(("clear", list(tags)))
+X = Coflow("x", (Flow("x.0", "h11", "h21", 1_000_000), Flow("x.1", "h12", "h21", 1_000_000)))
+Y = Coflow("y", (Flow("y.0", "h11", "h22", 1000),))
 
 
 class FakeAgents:
-    def __init__(self):
-        self.levels = []
+    def __init__(self, gate: threading.Event | None = None):
+        self.levels, self.rates, self.orders, self.asked = [], [], [], []
+        self.gate = gate
 
     def set_level(self, host, tag, level):
+        if self.gate is not None:
+            self.gate.wait(5)
         self.levels.append((host, tag, level))
 
+    def set_rate(self, host, tag, dst_ip, rate):
+        self.rates.append((host, tag, dst_ip, rate))
 
-def entry(tag, level):
-    return TagEntry(tag, level)
+    def send_many(self, orders):
+        self.orders.extend(orders)
+
+    def stats(self, host):
+        self.asked.append(host)
+        return SimpleNamespace(sent={"x.0": 600_000} if host == "h11" else {})
+
+    def events(self, timeout):
+        return []
 
 
-def test_merge_keeps_clears_first_and_the_last_value_per_key():
-    m = merge_changes([Changes([entry(1, 0), entry(2, 3)], [], [("h1", 2, 3)]),
-                       Changes([entry(2, 5)], [7], [("h1", 2, 5)])])
-    assert m.clear_tags == [7]
-    assert [(e.tag, e.level) for e in m.entries] == [(1, 0), (2, 5)]
-    assert m.host_levels == [("h1", 2, 5)]
+def writes(drv):
+    """The switch writes that changed something (installs apply empty diffs)."""
+    return [a for a in drv.applied if a]
 
 
-def test_writes_queued_behind_a_slow_one_are_coalesced_into_one():
+def backend_for(policy: str, coflows, pacing=False, agents=None, levels=8):
+    plane, drv = ready_plane(PLAN, levels=levels)
+    client = LoopbackClient(plane)
+    job = OpenJob(PolicySpec(policy), pacing, tuple(coflows))
+    be = emulation.EmulationBackend(job, client, agents or FakeAgents(), PLAN, 5001, client)
+    return be, plane, drv, client
+
+
+def test_merge_keeps_the_last_host_priority_and_paced_rate_per_key():
+    m = merge_host_updates([HostUpdates((HostLevel("h1", 2, 3),), (HostRate("h1", 3, "h2", 40.0),)),
+                            HostUpdates((HostLevel("h1", 2, 5), HostLevel("h2", 2, 1)),
+                                        (HostRate("h1", 3, "h2", 20.0), HostRate("h1", 4, "h2", None)))])
+    assert m.levels == (HostLevel("h1", 2, 5), HostLevel("h2", 2, 1))
+    assert m.rates == (HostRate("h1", 3, "h2", 20.0), HostRate("h1", 4, "h2", None))
+
+
+def test_host_updates_queued_behind_a_slow_one_are_coalesced():
     gate = threading.Event()
-    ctl, agents = FakeController(gate), FakeAgents()
-    w = ChangeWriter(ctl, agents)
-    w.submit(Changes([entry(1, 0)]), wait=False)  # blocks in the fake until the gate opens
-    assert ctl.entered.wait(5)
-    for tag in (2, 3, 4):
-        w.submit(Changes([entry(tag, 1)], host_levels=[("h1", tag, 1)]), wait=False)
+    agents = FakeAgents(gate)
+    w = HostWriter(agents, {"h2": "10.0.2.1"})
+    w.put(HostUpdates((HostLevel("h1", 2, 1),)))  # stuck in the fake until the gate opens
+    for level in (2, 3, 4):
+        w.put(HostUpdates((HostLevel("h1", 3, level),)))
     gate.set()
-    w.submit(Changes([entry(5, 0)]), wait=True)
-    w.close()
-    assert ctl.calls[0] == ("set", [1])
-    assert sorted(t for _, tags in ctl.calls[1:] for t in tags) == [2, 3, 4, 5]
-    assert len(ctl.calls) <= 3 and agents.levels == [("h1", 2, 1), ("h1", 3, 1), ("h1", 4, 1)]
+    w.lane.close()
+    assert agents.levels == [("h1", 2, 1), ("h1", 3, 4)]  # the three behind became one
 
 
-def test_a_failed_write_is_reported_to_waiters_and_later_submitters():
-    w = ChangeWriter(FakeController(fail=True), FakeAgents())
-    with pytest.raises(OSError, match="controller gone"):
-        w.submit(Changes([entry(1, 0)]), wait=True)
-    with pytest.raises(RuntimeError, match="controller write failed"):
-        w.submit(Changes([entry(2, 0)]), wait=False)
-    w.close()
-
-
-def test_merge_keeps_the_last_paced_rate_per_pair():
-    m = merge_changes([Changes(host_rates=[("h1", 3, "h2", 40.0)]),
-                       Changes(host_rates=[("h1", 3, "h2", 20.0), ("h1", 4, "h2", None)])])
-    assert m.host_rates == [("h1", 3, "h2", 20.0), ("h1", 4, "h2", None)]
+def test_a_dynamic_release_registers_and_starts_its_flows_at_the_answered_level():
+    be, plane, drv, client = backend_for("fifo", [X, Y])
+    be.preinstall()
+    assert be.fixed is None and writes(drv) == []  # nothing written before a release
+    be.release(X, 0.0)
+    assert client.ops == ["open_job", "register"] and len(writes(drv)) == 1
+    assert {(o.flow_id, o.tag, o.level) for o in be.agents.orders} == {("x.0", 1, 0), ("x.1", 1, 0)}
+    be.finished(X, 1.0)
+    be.close()
+    assert client.ops[-2:] == ["unregister", "close_job"]
+    assert be.report.levels == {"x": 0} and be.report.static is False
+    assert be.times.summary()["writes_waited"] == 1
 
 
 def test_a_release_does_not_wait_behind_host_updates():
     gate = threading.Event()
-
-    class SlowAgents(FakeAgents):
-        def set_level(self, host, tag, level):
-            gate.wait(5)
-            super().set_level(host, tag, level)
-
-    ctl, agents = FakeController(), SlowAgents()
-    w = ChangeWriter(ctl, agents)
-    w.submit(Changes(host_levels=[("h1", 2, 4)]), wait=False)  # stuck until the gate opens
-    w.submit(Changes([entry(3, 0)]), wait=True)  # returns although the host update is stuck
-    assert ctl.calls == [("set", [3])] and agents.levels == []
+    agents = FakeAgents(gate)
+    be, plane, drv, client = backend_for("fifo", [X, Y], agents=agents)
+    be.preinstall()
+    be.link.hosts.put(HostUpdates((HostLevel("h11", 9, 1),)))  # stuck until the gate opens
+    be.release(Y, 0.0)  # returns although the host update is stuck
+    assert agents.levels == [] and len(agents.orders) == 1
     gate.set()
-    w.close()
-    assert agents.levels == [("h1", 2, 4)]
+    be.close()
+    assert agents.levels == [("h11", 9, 1)]
+
+
+def test_a_failed_request_is_reported_to_the_executor_and_later_releases():
+    be, plane, drv, client = backend_for("fifo", [X, Y])
+    be.preinstall()
+    drv.fail = "switch gone"
+    plane.spawn = lambda fn, *a: None  # the re-install after a failed write: not run here
+    with pytest.raises(Exception, match="switch gone"):
+        be.release(X, 0.0)
+    failed = be.wait_events(0)
+    assert len(failed) == 1 and "switch gone" in failed[0].reason
+    with pytest.raises(RuntimeError, match="controller request failed"):
+        be.release(Y, 0.1)
+    be.close()
 
 
 def test_tick_feeds_agent_progress_to_a_clairvoyant_policy():
     """Under SEBF the backend polls the active senders' agents every PROGRESS_POLL_S and
-    re-rates from what is really left; rank-free static runs poll nothing."""
-    from types import SimpleNamespace
-
-    from controller import policies
-    from controller.policies.base import FabricView
-    from coflowbed import emulation
-    from coflowbed.scheduling import LiveScheduler
-    from topo.plan import FabricPlan
-    from workload.dag import Coflow, Flow
-
-    class StatsAgents(FakeAgents):
-        def __init__(self):
-            super().__init__()
-            self.asked, self.rates = [], []
-
-        def stats(self, host):
-            self.asked.append(host)
-            return SimpleNamespace(sent={"x.0": 600_000} if host == "h11" else {})
-
-        def set_rate(self, host, tag, dst_ip, rate):
-            self.rates.append((host, tag, dst_ip, rate))
-
-    plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
-    hosts = [h.name for h in plan.hosts]
-    x = Coflow("x", (Flow("x.0", "h11", "h21", 1_000_000), Flow("x.1", "h12", "h21", 1_000_000)))
-    sched = LiveScheduler(policies.get("sebf"), FabricView.uniform(hosts, 1e8), 8, pacing=True)
-    sched.arrive(x, 0.0)
-    agents = StatsAgents()
-    backend = emulation.EmulationBackend(sched, FakeController(), agents, plan, 5001)
-    assert backend.tick(1.0) == pytest.approx(1.0 + emulation.PROGRESS_POLL_S)
-    backend.close()
+    the controller re-rates from what is really left; identity-ranked runs poll nothing."""
+    agents = FakeAgents()
+    be, plane, drv, client = backend_for("sebf", [X], pacing=True, agents=agents)
+    be.preinstall()
+    be.release(X, 0.0)
+    assert be.tick(1.0) == pytest.approx(1.0 + emulation.PROGRESS_POLL_S)
+    be.close()
     assert sorted(agents.asked) == ["h11", "h12"]
-    assert sched.states["x"].remaining["x.0"] == 400_000
     assert {r[0] for r in agents.rates} == {"h11", "h12"}  # both pairs re-rated
-    static = LiveScheduler(policies.get("fair"), FabricView.uniform(hosts, 1e8), 8, all_coflows=[x])
-    assert emulation.EmulationBackend(static, FakeController(), agents, plan, 5001).tick(1.0) is None
+    assert client.ops.count("progress") == 1
+    static, *_ = backend_for("fair", [X], agents=agents)
+    static.preinstall()
+    assert static.tick(1.0) is None
+    static.close()
+
+
+def test_a_static_release_makes_no_controller_round_trip_after_open():
+    be, plane, drv, client = backend_for("fair", [X])
+    be.preinstall()
+    assert be.fixed is not None and len(writes(drv)) == 1  # the level's entry, before
+    be.release(X, 0.0)
+    be.finished(X, 1.0)
+    be.close()
+    assert client.ops == ["open_job", "close_job"] and len(be.agents.orders) == 2
+    assert be.times.summary()["writes_waited"] == 0 and be.report.static is True
 
 
 def test_release_times_measure_start_and_first_byte_from_the_release():
-    from coflowbed.emulation import ReleaseTimes
-
     t = ReleaseTimes()
     t.released.update({"f1": 10.0, "f2": 10.0, "f3": 12.0})
     t.started("f1", int(10.0005e9))
@@ -154,33 +160,3 @@ def test_release_times_measure_start_and_first_byte_from_the_release():
     assert out["first_byte_ms"]["median"] == pytest.approx(2.0, abs=1e-3)
     assert out["first_byte_ms"]["max"] == pytest.approx(4.0, abs=1e-3)
     assert out["write_ms"] is None and out["writes_waited"] == 0
-
-
-def test_a_static_release_makes_no_controller_write_after_preinstall():
-    from controller import policies
-    from controller.policies.base import FabricView
-    from coflowbed import emulation
-    from coflowbed.scheduling import LiveScheduler
-    from topo.plan import FabricPlan
-    from workload.dag import Coflow, Flow
-
-    class SendAgents(FakeAgents):
-        def __init__(self):
-            super().__init__()
-            self.orders = []
-
-        def send_many(self, orders):
-            self.orders.extend(orders)
-
-    plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=1, host_bw_mbps=100, fabric_bw_mbps=100)
-    x = Coflow("x", (Flow("x.0", "h11", "h21", 1000),))
-    sched = LiveScheduler(policies.get("fair"), FabricView.uniform(["h11", "h21"], 1e8), 8,
-                          all_coflows=[x])
-    ctl, agents = FakeController(), SendAgents()
-    backend = emulation.EmulationBackend(sched, ctl, agents, plan, 5001)
-    backend.preinstall()
-    assert ctl.calls == [("set", [1])]
-    backend.release(x, 0.0)
-    backend.close()
-    assert ctl.calls == [("set", [1])] and len(agents.orders) == 1  # the release wrote nothing
-    assert backend.times.summary()["writes_waited"] == 0

@@ -234,10 +234,11 @@ class InstantBackend:
     at once, stamped bytes / 80 Mbit/s after its release, each on its own (no sharing)."""
 
     def __init__(self, levels: dict[str, int]) -> None:
-        self.scheduler = type("Sched", (), {"last_level": levels, "last_rank": {}})()
         from coflowbed.emulation import ReleaseTimes
+        from controller.messages import JobReport
 
-        self.apply_latency_s: list[float] = []
+        self.report = JobReport(False, levels, {})
+        self.levels = levels
         self.events: list = []
         self.times = ReleaseTimes()
 

@@ -8,48 +8,13 @@ import time
 import pytest
 
 from controller.control_plane import ControlConfig, ControlPlane
-from controller.southbound.base import (MeterCounter, RuleCounter, SouthboundError,
-                                        SwitchDriver)
-from topo.plan import FabricPlan
+from controller.southbound.base import SouthboundError
+from tests.fakes import PLAN, FakeDriver, ready_plane
 
-PLAN = FabricPlan(spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
-
-
-class FakeDriver(SwitchDriver):
-    """Records what would be written; holds per-switch rule counters by cookie."""
-
-    def __init__(self):
-        self.base, self.applied, self.counters, self.fail = [], [], {}, None
-
-    def connected(self):
-        return sorted(sw.name for sw in PLAN.switches)
-
-    def install_base(self, switch, timeout):
-        self.base.append(switch)
-
-    def apply(self, diffs, timeout):
-        if self.fail:
-            raise SouthboundError(self.fail)
-        self.applied.append({k: d for k, d in diffs.items() if d.count()})
-        return sum(d.count() for d in diffs.values())
-
-    def rule_counters(self, switch, timeout):
-        return [RuleCounter(c, b, p) for c, (b, p) in self.counters.get(switch, {}).items()]
-
-    def port_counters(self, switch, timeout):
-        return []
-
-    def meter_counters(self, switch, timeout):
-        return [MeterCounter(1, 10, 1000, 2, 200)]
 
 
 def _ready_plane():
-    drv = FakeDriver()
-    plane = ControlPlane(PLAN, drv, ControlConfig(levels=4),
-                         spawn=lambda fn, *a: fn(*a))  # installs run inline
-    for sw in PLAN.switches:
-        plane.switch_connected(sw.name)
-    return plane, drv
+    return ready_plane(PLAN)
 
 
 def test_ready_only_after_every_switch_is_installed():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +52,8 @@ def test_bad_plan_file_is_a_one_line_error_exit_2(tmp_path):
 
 
 def test_both_launchers_default_to_the_control_plane_defaults():
+    from dataclasses import replace
+
     from controller import launcher
     from controller.control_plane import ControlConfig
     from controller.p4runtime import launcher as p4_launcher
@@ -60,7 +63,9 @@ def test_both_launchers_default_to_the_control_plane_defaults():
     p4 = p4_launcher.parse_args(["--plan", "p", "--api", "a", "--log", "l",
                                  "--grpc-ports", "l1=1"])
     for args in (of, p4):
-        assert launcher.control_config(args) == ControlConfig()
+        config = launcher.control_config(args)
+        assert config.events_path == Path("l").parent / launcher.EVENTS_FILE
+        assert replace(config, events_path=None) == ControlConfig()
         assert args.levels == MAX_LEVELS
         args.levels = MAX_LEVELS + 1
         with pytest.raises(ValueError, match=f"--levels: must be 1..{MAX_LEVELS}"):

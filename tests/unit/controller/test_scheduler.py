@@ -6,7 +6,8 @@ import pytest
 
 from controller.policies.base import Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
-from coflowbed.scheduling import LiveScheduler, PolicyError, TagPool
+from controller.messages import HostLevel, HostRate
+from controller.scheduler import LiveScheduler, PolicyError, TagPool
 from workload.dag import Coflow, CoflowIdentity, Flow
 
 VIEW = FabricView.uniform(["a", "b", "c"], 1e8)
@@ -51,7 +52,7 @@ def test_full_pool_clears_dirty_tags_before_the_new_entry():
     s = LiveScheduler(BySize(), VIEW, levels=8)
     for i in range(55):
         s.arrive(cf(f"c{i}"), 0.0)
-    s.finish(cf("c0"), 1.0)
+    s.finish("c0", 1.0)
     ch = s.arrive(cf("new"), 1.0)
     assert ch.clear_tags == [1] and s.tags["new"] == 1
     assert any(e.tag == 1 for e in ch.entries)
@@ -65,8 +66,8 @@ def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
     # small is more urgent: it takes level 0 and big is pushed to level 1
     assert s.level_of("small") < s.level_of("big")
     assert {e.tag for e in ch2.entries} == {s.tags["small"], s.tags["big"]}
-    assert ch2.host_levels == [("a", s.tags["big"], s.level_of("big"))]
-    ch3 = s.finish(cf("small", 100), 0.2)
+    assert ch2.host_levels == [HostLevel("a", s.tags["big"], s.level_of("big"))]
+    ch3 = s.finish("small", 0.2)
     assert ch3.clear_tags == []  # cleared lazily, when the tag is needed again
     assert s.level_of("big") == 0 and len(ch3.entries) == 1
 
@@ -74,7 +75,7 @@ def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
 def test_finish_writes_nothing_when_nothing_else_changes():
     s = LiveScheduler(BySize(), VIEW, levels=8)
     s.arrive(cf("x"), 0.0)
-    ch = s.finish(cf("x"), 1.0)
+    ch = s.finish("x", 1.0)
     assert not ch
     assert s.last_level["x"] == 0
 
@@ -156,7 +157,7 @@ def test_static_policy_levels_are_fixed_for_the_dag_and_written_once_per_level()
     assert s.arrive(dag[1], 0.1).entries[0].tag == 2
     assert not s.arrive(dag[2], 0.2)  # level 0's tag is already installed: no write
     assert s.tags["ep2"] == s.tags["ep1"] == 1
-    assert not s.finish(dag[0], 0.3)  # tags are shared: nothing to clear
+    assert not s.finish(dag[0].coflow_id, 0.3)  # tags are shared: nothing to clear
     assert s.last_level == {"ep1": 0, "dp1": 1, "ep2": 0}
 
 
@@ -206,7 +207,7 @@ def test_pacing_mode_moves_policy_rates_to_the_senders():
     assert first.entries[0].to_wire()["flow_rates"] is None and not first.host_rates
     assert s.pair_rate("x", "a", "b") == 40.0  # the new flow starts paced at this rate
     second = s.arrive(cf("y", src="c"), 0.1)
-    assert ("a", s.tags["x"], "b", 20.0) in second.host_rates
+    assert HostRate("a", s.tags["x"], "b", 20.0) in second.host_rates
     assert all(e.to_wire()["flow_rates"] is None for e in second.entries)
     assert s.pair_rate("y", "c", "b") == 20.0
 
@@ -238,7 +239,7 @@ def test_progress_refreshes_bytes_left_and_re_rates_only_past_the_margin():
     """Agent progress updates what SEBF sees as left; MADD is recomputed, and a pair's
     paced rate is rewritten only when it moves by more than RATE_MARGIN."""
     from controller import policies
-    from coflowbed import scheduling
+    from controller import scheduler as scheduling
 
     two = Coflow("x", (Flow("x.0", "a", "b", 1_000_000), Flow("x.1", "c", "b", 1_000_000)),
                  CoflowIdentity())
@@ -249,7 +250,7 @@ def test_progress_refreshes_bytes_left_and_re_rates_only_past_the_margin():
     ch = s.progress({"x.0": 20_000}, 0.5)  # 2 % less left on a->b: within the margin
     assert s.states["x"].remaining["x.0"] == 980_000 and not ch.host_rates
     ch = s.progress({"x.0": 600_000}, 1.0)  # a->b has 40 % left of c->b: MADD shifts b
-    changed = {(a, d): r for a, _, d, r in ch.host_rates}
+    changed = {(u.src, u.dst): u.rate_mbps for u in ch.host_rates}
     assert changed[("a", "b")] < before[("a", "b")] < changed[("c", "b")]
     assert scheduling.RATE_MARGIN == 0.1
 

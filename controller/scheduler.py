@@ -1,4 +1,6 @@
-"""Live scheduling: turns policy decisions into controller writes, without doing I/O.
+"""The coflow scheduler's decisions: policy ranks -> levels, tags and the minimal writes,
+without doing I/O (``controller.scheduler_service`` runs it inside the controller; the
+simulator calls the same policy objects in-process).
 
 Two modes:
 
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from controller.coflow_table import FlowRate, TagEntry
+from controller.compress import compress
+from controller.messages import HostLevel, HostRate, HostUpdates
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
 from workload.dag import Coflow
@@ -38,12 +42,15 @@ class Changes:
 
     entries: list[TagEntry] = field(default_factory=list)  # controller 'set' entries
     clear_tags: list[int] = field(default_factory=list)
-    host_levels: list[tuple[str, int, int]] = field(default_factory=list)  # (host, tag, level)
-    # pacing mode: (sender, tag, receiver, Mbit/s or None = unpaced) for changed pairs
-    host_rates: list[tuple[str, int, str, float | None]] = field(default_factory=list)
+    host_levels: list[HostLevel] = field(default_factory=list)
+    host_rates: list[HostRate] = field(default_factory=list)  # pacing mode: changed pairs
 
     def __bool__(self) -> bool:
         return bool(self.entries or self.clear_tags or self.host_levels or self.host_rates)
+
+    def hosts(self) -> HostUpdates:
+        """The host part, as the control API answers it."""
+        return HostUpdates(tuple(self.host_levels), tuple(self.host_rates))
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,7 @@ class LiveScheduler:
         self.installed: dict[str, Installed] = {}
         self.last_level: dict[str, int] = {}  # kept after completion, for results
         self.last_rank: dict[str, tuple] = {}
+        self._flow_coflow: dict[str, str] = {}  # flow id -> its active coflow
         self._pool = TagPool()
         self._seq = 0
         self.fixed: dict[str, int] | None = None  # static mode: coflow -> level
@@ -117,6 +125,7 @@ class LiveScheduler:
         self.states[coflow.coflow_id] = CoflowState(
             coflow, now, self._seq, 0, {f.flow_id: f.bytes for f in coflow.flows})
         self._seq += 1
+        self._flow_coflow.update((f.flow_id, coflow.coflow_id) for f in coflow.flows)
         if self.fixed is not None:
             return self._arrive_static(coflow.coflow_id)
         tag = self._pool.take()
@@ -162,16 +171,17 @@ class LiveScheduler:
         self._fixed_written.add(tag)
         return Changes(entries=[_entry(tag, self.installed[cid])])
 
-    def flow_done(self, coflow_id: str, flow_id: str) -> None:
+    def flow_done(self, flow_id: str) -> None:
         """A flow delivered everything: clairvoyant policies see 0 remaining."""
-        st = self.states.get(coflow_id)
+        st = self.states.get(self._flow_coflow.get(flow_id, ""))
         if st is not None:
             st.remaining[flow_id] = 0
 
-    def finish(self, coflow: Coflow, now: float) -> Changes:
-        """``coflow`` completed: its tag becomes dirty; re-decide the rest."""
-        cid = coflow.coflow_id
-        self.states.pop(cid, None)
+    def finish(self, cid: str, now: float) -> Changes:
+        """Coflow ``cid`` completed: its tag becomes dirty; re-decide the rest."""
+        st = self.states.pop(cid, None)
+        for f in st.coflow.flows if st is not None else ():
+            self._flow_coflow.pop(f.flow_id, None)
         self.installed.pop(cid, None)
         tag = self.tags.pop(cid)
         if self.fixed is not None:
@@ -236,7 +246,7 @@ class LiveScheduler:
                 continue
             if old.level != inst.level:
                 senders = {f.src for f in self.states[cid].coflow.flows}
-                changes.host_levels.extend((h, tag, inst.level) for h in sorted(senders))
+                changes.host_levels.extend(HostLevel(h, tag, inst.level) for h in sorted(senders))
             if self.pacing and old.flow_rates != inst.flow_rates:
                 changes.host_rates.extend(_rate_changes(tag, old, inst))
         return changes
@@ -276,8 +286,6 @@ class LiveScheduler:
         return decisions
 
     def _compress(self, ranks: dict[str, tuple], how: str | None = None) -> dict[str, int]:
-        from controller.compress import compress
-
         how = how or self.policy.compression
         levels = compress(ranks, self.levels, how=how)
         for cid, lv in levels.items():
@@ -333,9 +341,9 @@ def _entry(tag: int, inst: Installed, with_flow_rates: bool = True,
                     None if senders is None else frozenset(senders))
 
 
-def _rate_changes(tag: int, old: Installed, new: Installed) -> list[tuple]:
-    """(src, tag, dst, Mbit/s or None) for every pair whose paced rate changed."""
+def _rate_changes(tag: int, old: Installed, new: Installed) -> list[HostRate]:
+    """The new paced rate (None: unpaced) of every pair whose rate changed."""
     before = {(s, d): r for s, d, r in old.flow_rates}
     after = {(s, d): r for s, d, r in new.flow_rates}
-    return [(s, tag, d, after.get((s, d))) for (s, d) in sorted(before.keys() | after.keys())
+    return [HostRate(s, tag, d, after.get((s, d))) for (s, d) in sorted(before.keys() | after.keys())
             if before.get((s, d)) != after.get((s, d))]

@@ -1,0 +1,67 @@
+"""An ordered work lane: one worker thread applying queued items in order, each item's
+``Future`` settled when it is done.  With a ``merge`` function, what queued up while the
+worker was busy is merged and applied as one (switch and host writes); without, items
+are applied one by one (requests whose order and answers matter)."""
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Generic, Sequence, TypeVar
+
+T = TypeVar("T")
+STOP_TIMEOUT_S = 30.0
+
+
+class Lane(Generic[T]):
+    """Applies ``apply(item)`` for queued items on its own thread; the first failure is
+    kept in ``error`` and fails that item's future (later items still run)."""
+
+    def __init__(self, name: str, apply: Callable[[T], Any],
+                 merge: Callable[[Sequence[T]], T] | None = None) -> None:
+        """Start the worker thread ``name``."""
+        self.apply, self.merge = apply, merge
+        self.error: BaseException | None = None
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, item: T) -> Future:
+        """Queue ``item``; the future settles with ``apply``'s result once it is applied."""
+        done: Future = Future()
+        self._queue.put((item, done))
+        return done
+
+    def close(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Finish what is queued and stop."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        """Take what is queued (everything waiting, when merging) until told to stop."""
+        while (item := self._queue.get()) is not None:
+            batch, stop = [item], False
+            while self.merge is not None and not self._queue.empty():
+                nxt = self._queue.get()
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            if self.merge is None:
+                self._run(item[0], [item[1]])
+            else:
+                self._run(self.merge([it for it, _ in batch]), [done for _, done in batch])
+            if stop:
+                return
+
+    def _run(self, item: T, futures: list[Future]) -> None:
+        """Apply one (merged) item and settle its futures."""
+        try:
+            result = self.apply(item)
+        except Exception as exc:  # handed to whoever waits, and kept for later submitters
+            self.error = self.error or exc
+            for done in futures:
+                done.set_exception(exc)
+            return
+        for done in futures:
+            done.set_result(result)

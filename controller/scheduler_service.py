@@ -1,0 +1,285 @@
+"""The controller as coflow scheduler: the control API's scheduling ops (see
+``controller.messages``) run the policy here, in the controller process, through a
+``LiveScheduler``; its switch writes go through one ordered lane.
+
+A ``register`` is answered once its own coflow's entry (and any clear before it) is in
+the switches, so its packets find their level; re-ranking of the other coflows is
+written behind it, and the host updates it implies go back in the answer for the
+orchestrator to forward to the agents.  Every request and what it changed is appended
+to an event log (JSON lines) that ``replay`` feeds back through a fresh scheduler.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+from controller.coflow_table import FlowRate, TagEntry
+from controller.lane import Lane
+from controller.messages import (POLL_COUNTERS, POLL_PROGRESS, REQUESTS, Assignment, CloseJob,
+                                 HostUpdates, JobOpened, JobReport, OpenJob, Progress, Register,
+                                 Registered, Unregister)
+from controller.policies.base import FabricView, Policy
+from controller.policies.plugins import import_plugin
+from controller.policies.static import StaticPolicy
+from controller.scheduler import Changes, LiveScheduler, PolicyError
+from topo.plan import FabricPlan
+from workload.marking import TAG_MIN
+
+log = logging.getLogger("controller.scheduler")
+WRITE_TIMEOUT_S = 30.0
+
+
+class SwitchWriter(Protocol):
+    """What the scheduler needs of the control plane."""
+
+    def clear_tags(self, tags: Sequence[int]) -> int: ...
+    def set_entries(self, entries: Sequence[TagEntry]) -> int: ...
+    def tag_bytes(self) -> dict[int, int]: ...
+
+
+def build_policy(spec, levels: int) -> Policy:
+    """The policy object of ``spec`` (plugins imported first); ValueError on a bad name,
+    parameter or plugin."""
+    from controller import policies
+
+    for path in spec.plugins:
+        try:
+            import_plugin(Path(path))
+        except Exception as exc:  # user code: report it as bad input
+            raise ValueError(f"plugin {path}: {type(exc).__name__}: {exc}") from None
+    if spec.name == "static":
+        return StaticPolicy(spec.static_levels, levels - 1,
+                            {k: v * 1e6 for k, v in spec.static_rates_mbps.items()})
+    return policies.get(spec.name, **spec.params)
+
+
+def merge_changes(items: Sequence[Changes]) -> Changes:
+    """Changes queued one after another as one: every clear first (a clear is only ever
+    queued for tags about to be set again), then the last entry per tag, the last host
+    priority per (host, tag) and the last paced rate per (sender, tag, receiver)."""
+    clears: list[int] = []
+    entries: dict[int, TagEntry] = {}
+    levels: dict[tuple[str, int], Any] = {}
+    rates: dict[tuple[str, int, str], Any] = {}
+    for ch in items:
+        clears.extend(t for t in ch.clear_tags if t not in clears)
+        entries.update((e.tag, e) for e in ch.entries)
+        levels.update(((u.host, u.tag), u) for u in ch.host_levels)
+        rates.update(((u.src, u.tag, u.dst), u) for u in ch.host_rates)
+    return Changes(list(entries.values()), clears, list(levels.values()), list(rates.values()))
+
+
+def split_own(changes: Changes, tag: int) -> tuple[Changes, Changes]:
+    """(what a new coflow's packets need now: clears and its own entry; the rest)."""
+    own = [e for e in changes.entries if e.tag == tag]
+    others = [e for e in changes.entries if e.tag != tag]
+    return (Changes(entries=own, clear_tags=changes.clear_tags),
+            Changes(entries=others, host_levels=changes.host_levels, host_rates=changes.host_rates))
+
+
+@dataclass
+class _Job:
+    """One open job: its scheduler, its write lane and what it polls."""
+
+    scheduler: LiveScheduler
+    lane: Lane
+    poll: str | None
+    write_s: list[float] = field(default_factory=list)
+
+
+class SchedulerService:
+    """Answers open_job / register / unregister / progress / close_job."""
+
+    def __init__(self, plan: FabricPlan, levels: int, writer: SwitchWriter,
+                 record: Callable[[dict], None] | None = None) -> None:
+        """Scheduler for ``plan`` with ``levels`` levels, writing through ``writer``;
+        ``record`` receives every event (request and resulting changes)."""
+        self.plan, self.levels, self.writer, self.record = plan, levels, writer, record
+        self.job: _Job | None = None
+        self._lock = threading.Lock()
+
+    def handle(self, op: str, request: dict) -> dict:
+        """Decode ``request`` for ``op``, answer it, encode the answer."""
+        msg = REQUESTS[op].from_wire(request, op)
+        return getattr(self, op)(msg).to_wire()
+
+    # --- ops ---------------------------------------------------------------------------
+    def open_job(self, msg: OpenJob) -> JobOpened:
+        """Build the policy and scheduler; identity-ranked policies get their levels for
+        the whole DAG now and their entries written before the answer."""
+        with self._lock:
+            if self.job is not None:
+                raise ValueError("open_job: a job is already open (close_job first)")
+            policy = build_policy(msg.policy, self.levels)
+            view = FabricView.uniform(self.plan.host_names(), self.plan.host_bw_mbps * 1e6,
+                                      self.levels)
+            sched = LiveScheduler(policy, view, self.levels, all_coflows=list(msg.coflows),
+                                  pacing=msg.pacing)
+            poll = POLL_COUNTERS if policy.byte_thresholds else (
+                POLL_PROGRESS if sched.wants_progress() else None)
+            write_s: list[float] = []
+            lane = Lane("switch-writer", lambda ch: self._write(write_s, ch), merge_changes)
+            job = _Job(sched, lane, poll, write_s)
+            pre = sched.preinstall()
+            self._log("open_job", msg, pre)
+            if pre:
+                job.lane.put(pre).result(WRITE_TIMEOUT_S)
+            self.job = job
+        fixed = None if sched.fixed is None else {
+            cid: Assignment(TAG_MIN + lv, lv) for cid, lv in sched.fixed.items()}
+        return JobOpened(fixed, poll)
+
+    def register(self, msg: Register) -> Registered:
+        """Decide with ``msg.coflow`` active; answer once its own entry is written."""
+        with self._lock:
+            job = self._open()
+            sched = job.scheduler
+            self._done(sched, msg.done_flows)
+            changes = sched.arrive(msg.coflow, msg.now)
+            cid = msg.coflow.coflow_id
+            tag = sched.tags[cid]
+            own, rest = split_own(changes, tag)
+            own_done = job.lane.put(own) if own else None
+            if rest.entries or rest.clear_tags:
+                job.lane.put(rest)
+            reply = Registered(Assignment(tag, sched.level_of(cid)),
+                               self._pair_rates(sched, msg.coflow), rest.hosts())
+            self._log("register", msg, changes)
+        if own_done is not None:
+            own_done.result(WRITE_TIMEOUT_S)
+        return reply
+
+    def unregister(self, msg: Unregister) -> HostUpdates:
+        """Decide without the completed coflow; its writes go behind the answer."""
+        with self._lock:
+            job = self._open()
+            self._done(job.scheduler, msg.done_flows)
+            changes = job.scheduler.finish(msg.coflow_id, msg.now)
+            return self._queue(job, "unregister", msg, changes)
+
+    def progress(self, msg: Progress) -> HostUpdates:
+        """Counter poll (the controller's own tag counters) or the agents' acknowledged
+        bytes; re-decide if the policy wants to."""
+        job = self._open()
+        sent = self.writer.tag_bytes() if job.poll == POLL_COUNTERS else None
+        with self._lock:
+            job = self._open()
+            self._done(job.scheduler, msg.done_flows)
+            if sent is not None:
+                changes = job.scheduler.bytes_sent(sent, msg.now)
+            else:
+                changes = job.scheduler.progress(msg.acked, msg.now)
+            return self._queue(job, "progress", msg, changes, {"tag_bytes": sent})
+
+    def close_job(self, msg: CloseJob) -> JobReport:
+        """Finish queued writes; report the levels and ranks the coflows ran at."""
+        with self._lock:
+            job = self._open(check_writes=False)
+            self.job = None
+        job.lane.close()
+        sched = job.scheduler
+        self._log("close_job", msg, Changes())
+        return JobReport(sched.is_static, dict(sched.last_level),
+                         {cid: str(r) for cid, r in sched.last_rank.items()}, tuple(job.write_s))
+
+    # --- helpers -----------------------------------------------------------------------
+    def _open(self, check_writes: bool = True) -> _Job:
+        """The open job; ValueError when none is, RuntimeError after a failed write."""
+        job = self.job
+        if job is None:
+            raise ValueError("no job is open (open_job first)")
+        if check_writes and job.lane.error is not None:
+            raise RuntimeError(f"an earlier scheduled switch write failed: {job.lane.error}")
+        return job
+
+    @staticmethod
+    def _done(sched: LiveScheduler, flows: Sequence[str]) -> None:
+        """Flows that delivered everything: 0 bytes left."""
+        for fid in flows:
+            sched.flow_done(fid)
+
+    def _queue(self, job: _Job, op: str, msg: Any, changes: Changes,
+               extra: dict | None = None) -> HostUpdates:
+        """Queue the switch part of ``changes``; the host part is the answer."""
+        if changes.entries or changes.clear_tags:
+            job.lane.put(changes)
+        self._log(op, msg, changes, extra)
+        return changes.hosts()
+
+    @staticmethod
+    def _pair_rates(sched: LiveScheduler, coflow) -> tuple[FlowRate, ...]:
+        """Pacing mode: the rate each (src, dst) pair of ``coflow`` starts at."""
+        pairs = sorted({(f.src, f.dst) for f in coflow.flows})
+        rates = ((s, d, sched.pair_rate(coflow.coflow_id, s, d)) for s, d in pairs)
+        return tuple(FlowRate(s, d, r) for s, d, r in rates if r is not None)
+
+    def _write(self, write_s: list[float], changes: Changes) -> None:
+        """Apply the switch part of (merged) ``changes``: clears, then entries."""
+        if changes.clear_tags:
+            self.writer.clear_tags(changes.clear_tags)
+        if changes.entries:
+            t = time.monotonic()
+            self.writer.set_entries(changes.entries)
+            write_s.append(time.monotonic() - t)
+
+    def _log(self, op: str, msg: Any, changes: Changes, extra: dict | None = None) -> None:
+        """Hand one event (request and resulting changes) to ``record``."""
+        if self.record is not None:
+            self.record({"op": op, "request": msg.to_wire(), "changes": changes_to_wire(changes),
+                         **(extra or {})})
+
+
+class EventLog:
+    """Appends events to a JSON-lines file (one line each, keys sorted)."""
+
+    def __init__(self, path: Path) -> None:
+        """Log to ``path`` (appended to)."""
+        self.path = Path(path)
+
+    def __call__(self, event: dict) -> None:
+        """Append ``event``."""
+        with self.path.open("a") as f:
+            f.write(json.dumps(event, separators=(",", ":"), sort_keys=True) + "\n")
+
+
+def changes_to_wire(changes: Changes) -> dict:
+    """``changes`` as JSON (the event log's form; compared by ``replay``)."""
+    return {"entries": [e.to_wire() for e in changes.entries], "clear_tags": list(changes.clear_tags),
+            **changes.hosts().to_wire()}
+
+
+class _NoSwitches:
+    """A writer that writes nothing (replay): counters come from the log."""
+
+    def __init__(self) -> None:
+        self.tag_counts: dict[int, int] = {}
+
+    def clear_tags(self, tags: Sequence[int]) -> int:
+        return 0
+
+    def set_entries(self, entries: Sequence[TagEntry]) -> int:
+        return 0
+
+    def tag_bytes(self) -> dict[int, int]:
+        return dict(self.tag_counts)
+
+
+def replay(plan: FabricPlan, levels: int, events: Sequence[dict],
+           on_event: Callable[[dict, dict], None]) -> None:
+    """Feed a recorded event log through a fresh scheduler (no switches; counter polls
+    read the counters the log recorded), calling ``on_event(recorded, replayed)`` with
+    each recorded event and the one the replay produced."""
+    writer = _NoSwitches()
+    seen: list[dict] = []
+    service = SchedulerService(plan, levels, writer, seen.append)
+    for ev in events:
+        if ev.get("tag_bytes") is not None:
+            writer.tag_counts = {int(k): v for k, v in ev["tag_bytes"].items()}
+        seen.clear()
+        service.handle(ev["op"], ev["request"])
+        on_event(ev, seen[-1])
