@@ -54,8 +54,8 @@ def run_one(trace, policy: str, limit: int | None, wall_limit: float = math.inf)
     return {"policy": policy, "coflows": len(dag.coflows), "flows": len(res.sim.flows),
             "dag_build_s": build, "sim_s": s.wall_s, "events": s.events,
             "policy_calls": s.policy_calls, "flow_visits": s.flow_visits,
-            "avg_cct_s": summ["avg_cct_s"],
-            "p95_cct_s": summ["p95_cct_s"], "partial": res.partial}
+            "avg_cct_s": summ.avg_cct_s,
+            "p95_cct_s": summ.p95_cct_s, "partial": res.partial}
 
 
 def run_gpu(case: str, policy: str) -> dict:

@@ -10,11 +10,12 @@ import logging
 from pathlib import Path
 from typing import Callable
 
+from coflowbed.results import RunSummary
 from coflowbed.scenario import Scenario
 
 log = logging.getLogger("compare")
 
-RunOne = Callable[[Scenario, Path], dict]  # (scenario with policy set, out dir) -> summary
+RunOne = Callable[[Scenario, Path], RunSummary]  # (scenario with policy set, out dir) -> summary
 
 
 def with_policy(scen: Scenario, policy: str) -> Scenario:
@@ -41,12 +42,13 @@ def compare(scen: Scenario, policies: list[str], out_dir: Path, run_one: RunOne)
     return rows
 
 
-def _row(policy: str, s: dict) -> dict:
-    row = {"policy": policy, "partial": s.get("partial"), "coflows": s.get("coflows"),
-           "avg_cct_s": s.get("avg_cct_s"), "p95_cct_s": s.get("p95_cct_s"),
-           "iteration_time_s": s.get("iteration_time_s")}
-    for ctype, st in sorted((s.get("cct_by_type") or {}).items()):
-        row[f"avg_cct_{ctype}_s"] = st.get("avg_s")
+def _row(policy: str, s: RunSummary) -> dict:
+    """One table row: the run's CCT and iteration figures."""
+    row = {"policy": policy, "partial": s.partial, "coflows": s.coflows,
+           "avg_cct_s": s.avg_cct_s, "p95_cct_s": s.p95_cct_s,
+           "iteration_time_s": s.iteration_time_s}
+    for ctype, st in sorted(s.cct_by_type.items()):
+        row[f"avg_cct_{ctype}_s"] = st.avg_s
     return row
 
 
@@ -59,9 +61,9 @@ def _add_speedups(rows: list[dict]) -> None:
             r[f"speedup_{key.removesuffix('_s')}"] = (base / val) if base and val else None
 
 
-def fidelity_columns(summary: dict) -> dict:
+def fidelity_columns(summary: RunSummary) -> dict:
     """``fidelity_iter`` and ``fidelity_cct_p50`` of a run's summary (None without a figure)."""
-    block = summary.get("fidelity") or {}
+    block = summary.fidelity or {}
     return {"fidelity_iter": block.get("iteration_ratio"),
             "fidelity_cct_p50": block.get("cct_ratio_p50")}
 

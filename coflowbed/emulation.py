@@ -82,9 +82,20 @@ class SchedulerLink:
 
     def send(self, msg) -> Future:
         """Queue ``msg``; the future settles with the controller's answer."""
+        self._check()
+        return self.lane.put(msg)
+
+    def ask(self, msg, timeout: float = REQUEST_TIMEOUT_S):
+        """The controller's answer to ``msg``, in order after everything queued (sent from
+        this thread when nothing is: no hand-over on a release's path)."""
+        self._check()
+        ran, reply = self.lane.apply_if_idle(msg)
+        return reply if ran else self.lane.put(msg).result(timeout)
+
+    def _check(self) -> None:
+        """RuntimeError once a request or host update failed."""
         if self.error is not None:
             raise RuntimeError(f"controller request failed: {self.error}")
-        return self.lane.put(msg)
 
     def _send(self, msg):
         """One request; forward the host updates of its answer."""
@@ -165,7 +176,7 @@ class EmulationBackend:
     def preinstall(self) -> None:
         """Before the iteration: open the job (identity-ranked policies' entries are
         written now, so that releases make no controller round trip)."""
-        self.opened = self.link.send(self.job).result(REQUEST_TIMEOUT_S)
+        self.opened = self.link.ask(self.job)
 
     @property
     def fixed(self) -> Mapping[str, Assignment] | None:
@@ -180,7 +191,7 @@ class EmulationBackend:
         if fixed is not None:
             assigned, reply = fixed[cid], None
         else:
-            reply = self.link.send(Register(coflow, now, self._drain())).result(REQUEST_TIMEOUT_S)
+            reply = self.link.ask(Register(coflow, now, self._drain()))
             assigned = reply.assignment
             self.times.write_s.append(time.monotonic() - t_release)
         self.active[cid] = coflow

@@ -24,14 +24,14 @@ import json
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
 from coflowbed.errors import UserError
-from coflowbed.results import mean, percentile, read_csv_rows, write_summary
+from coflowbed.results import RunSummary, mean, percentile, read_csv_rows
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
 from workload.marking import MAX_LEVELS
 
@@ -353,13 +353,13 @@ def _rate_caps(rp: Replay, inputs: RunInputs) -> str:
     return "meters" if rp.policy.rates_bps else "none"
 
 
-def attach(run_dir: Path, summary: dict, skip: str | None = None) -> dict:
+def attach(run_dir: Path, summary: RunSummary, skip: str | None = None) -> RunSummary:
     """``summary`` with its ``fidelity`` block (measured unless ``skip`` gives a reason),
     rewritten to ``run_dir/summary.json``.  A failing simulation is logged and recorded
     as ``{"error": ...}``: the run's results stay as written."""
-    block = FidelitySkipped(skip) if skip else _measure_or_error(run_dir, bool(summary["partial"]))
-    summary = {**summary, "fidelity": block.to_json()}
-    write_summary(run_dir, summary)
+    block = FidelitySkipped(skip) if skip else _measure_or_error(run_dir, summary.partial)
+    summary = replace(summary, fidelity=block.to_json())
+    summary.write(run_dir)
     return summary
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from workload.dag import Coflow
 
@@ -94,34 +94,120 @@ def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def cct_stats(records: Iterable[CoflowRecord]) -> dict:
-    """count, avg_s, p95_s, max_s of the finished coflows among ``records``."""
+@dataclass(frozen=True)
+class CctStats:
+    """count, average, p95 and maximum CCT of the finished coflows of a set."""
+
+    count: int
+    avg_s: float | None
+    p95_s: float | None
+    max_s: float | None
+
+
+def cct_stats(records: Iterable[CoflowRecord]) -> CctStats:
+    """CCT figures of the finished coflows among ``records``."""
     ccts = [r.cct_s for r in records if r.cct_s is not None]
-    return {"count": len(ccts), "avg_s": mean(ccts), "p95_s": percentile(ccts, 95),
-            "max_s": max(ccts) if ccts else None}
+    return CctStats(len(ccts), mean(ccts), percentile(ccts, 95), max(ccts) if ccts else None)
+
+
+Block = Mapping[str, Any]  # a nested section, written by its own type (named per field)
+_ALWAYS = {"policy", "levels", "byte_scale", "fabric", "error"}  # written even when null
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """``summary.json``: what a run (emulated or simulated) measured, and how it ran.
+    ``write`` / ``read`` are its only file form; unknown keys are refused."""
+
+    partial: bool
+    coflows: int  # finished
+    coflows_total: int
+    avg_cct_s: float | None
+    p95_cct_s: float | None
+    max_cct_s: float | None
+    cct_by_type: Mapping[str, CctStats]
+    iterations: int  # finished
+    iteration_time_s: float | None
+    iteration_times_s: tuple[float, ...]
+    # both backends
+    policy: str | None = None
+    levels: int | str | None = None  # K, or "exact" (a simulation without levels)
+    byte_scale: float | None = None
+    fabric: Block | str | None = None  # emulated: the plan's sizes; simulated: its description
+    error: str | None = None
+    # emulated runs (coflowbed.runner)
+    scenario: str | None = None
+    switch: str | None = None
+    bringup_s: float | None = None
+    wall_s: float | None = None
+    connections: Block | None = None  # pooled connections (runner._prepare_iteration)
+    calibration: Block | None = None  # coflowbed.calibrate.Calibration.to_dict
+    release: Block | None = None  # coflowbed.emulation.ReleaseTimes.summary
+    level_change_s: Block | None = None  # the controller's write times (JobReport)
+    fidelity: Block | None = None  # coflowbed.fidelity: a Fidelity/-Skipped/-Error block
+    # simulated runs (coflowbed.sim.result)
+    mode: str | None = None
+    simulated: bool | None = None  # a compare --sim run
+    source: str | None = None
+    flows: int | None = None
+    sim_events: int | None = None
+    sim_policy_calls: int | None = None
+    sim_wall_s: float | None = None
+    sim_end_s: float | None = None
+    sim_total_wall_s: float | None = None
+
+    def to_json(self) -> dict:
+        """The JSON object (optional fields only when set, but for ``_ALWAYS``)."""
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.default is MISSING or v is not None or f.name in _ALWAYS:
+                out[f.name] = v
+        out["cct_by_type"] = {t: asdict(st) for t, st in self.cct_by_type.items()}
+        out["iteration_times_s"] = list(self.iteration_times_s)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "summary.json") -> RunSummary:
+        """Parse the JSON object; ValueError naming ``source`` and the key."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: not a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{source}: {unknown[0]}: unknown key")
+        try:
+            by_type = {t: CctStats(**st) for t, st in data["cct_by_type"].items()}
+            return cls(**{**data, "cct_by_type": by_type,
+                          "iteration_times_s": tuple(data["iteration_times_s"])})
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"{source}: not a run summary: {e}") from None
+
+    def write(self, out_dir: Path) -> None:
+        """(Re)write ``out_dir/summary.json``."""
+        text = json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+        (Path(out_dir) / "summary.json").write_text(text)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunSummary:
+        """``run_dir/summary.json``; ValueError naming the file when it is not one."""
+        path = Path(run_dir) / "summary.json"
+        try:
+            return cls.from_json(json.loads(path.read_text()), str(path))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path}: cannot read: {e}") from None
 
 
 def summarize(coflows: Sequence[CoflowRecord], iterations: Sequence[IterationRecord],
-              partial: bool, extra: dict | None = None) -> dict:
-    """The ``summary.json`` content: overall and per-type CCT, iteration time."""
+              partial: bool, extra: Mapping[str, Any] | None = None) -> RunSummary:
+    """The run summary: overall and per-type CCT, iteration time, plus ``extra`` facts
+    (fields of RunSummary: TypeError on anything else)."""
     overall = cct_stats(coflows)
     by_type = {t: cct_stats(r for r in coflows if r.ctype == t)
                for t in sorted({r.ctype for r in coflows})}
     its = [it.time_s for it in iterations if it.time_s is not None]
-    out = {
-        "partial": partial,
-        "coflows": overall["count"],
-        "coflows_total": len(coflows),
-        "avg_cct_s": overall["avg_s"],
-        "p95_cct_s": overall["p95_s"],
-        "max_cct_s": overall["max_s"],
-        "cct_by_type": by_type,
-        "iterations": len(its),
-        "iteration_time_s": mean(its),
-        "iteration_times_s": its,
-    }
-    out.update(extra or {})
-    return out
+    return RunSummary(partial, overall.count, len(coflows), overall.avg_s, overall.p95_s,
+                      overall.max_s, by_type, len(its), mean(its), tuple(its), **(extra or {}))
 
 
 def _write_csv(path: Path, rows: Sequence, extra_cols: dict | None = None) -> None:
@@ -142,20 +228,15 @@ def _write_csv(path: Path, rows: Sequence, extra_cols: dict | None = None) -> No
 
 def write_results(out_dir: Path, flows: Sequence[FlowRecord], coflows: Sequence[CoflowRecord],
                   iterations: Sequence[IterationRecord], partial: bool,
-                  extra: dict | None = None) -> dict:
-    """Write the four result files into ``out_dir``; return the summary dict."""
+                  extra: Mapping[str, Any] | None = None) -> RunSummary:
+    """Write the four result files into ``out_dir``; return the summary."""
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_csv(out_dir / "flows.csv", flows)
     _write_csv(out_dir / "coflows.csv", coflows, {"cct_s": lambda r: r.cct_s})
     _write_csv(out_dir / "iterations.csv", iterations, {"time_s": lambda r: r.time_s})
     summary = summarize(coflows, iterations, partial, extra)
-    write_summary(out_dir, summary)
+    summary.write(out_dir)
     return summary
-
-
-def write_summary(out_dir: Path, summary: dict) -> None:
-    """(Re)write ``summary.json`` in ``out_dir``."""
-    (Path(out_dir) / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
 def read_coflows_csv(path: Path) -> list[dict]:

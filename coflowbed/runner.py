@@ -39,7 +39,7 @@ class RunOutcome:
     """What a run produced."""
 
     out_dir: Path
-    summary: dict
+    summary: results.RunSummary
     error: str | None = None
 
 
@@ -222,25 +222,26 @@ def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
         extra["release"] = backend.times.summary()
     summary = results.write_results(out_dir, flows, coflows, its, partial, extra)
     log.info("results in %s (%s): avg CCT %s s, p95 %s s", out_dir,
-             "PARTIAL" if partial else "complete", _fmt(summary["avg_cct_s"]),
-             _fmt(summary["p95_cct_s"]))
+             "PARTIAL" if partial else "complete", _fmt(summary.avg_cct_s),
+             _fmt(summary.p95_cct_s))
     return summary
 
 
-def _check(out_dir: Path, summary: dict, check: bool) -> dict:
+def _check(out_dir: Path, summary: results.RunSummary, check: bool) -> results.RunSummary:
     """The run simulated on its own fabric: ``fidelity`` in summary.json, one log line."""
     from coflowbed import fidelity
 
     summary = fidelity.attach(out_dir, summary, None if check else "--no-check")
-    log.info("%s", fidelity.describe(summary["fidelity"]))
+    log.info("%s", fidelity.describe(summary.fidelity))
     return summary
 
 
 def _annotate_levels(coflows: list[results.CoflowRecord], backend: EmulationBackend) -> None:
-    """Record the last level (and rank) each coflow ran at, as the controller reports
-    them (the levels at release when it could not)."""
+    """Record the last level (and rank) each coflow ran at: the controller's report of
+    re-ranked coflows over the levels they were released at (all of them when the
+    levels were fixed for the DAG)."""
     report = backend.report
-    levels = backend.levels if report is None else report.levels
+    levels = {**backend.levels, **({} if report is None else report.levels)}
     for rec in coflows:
         rec.level = levels.get(rec.coflow_id)
         rank = None if report is None else report.ranks.get(rec.coflow_id)

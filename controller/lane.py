@@ -1,7 +1,9 @@
 """An ordered work lane: one worker thread applying queued items in order, each item's
 ``Future`` settled when it is done.  With a ``merge`` function, what queued up while the
 worker was busy is merged and applied as one (switch and host writes); without, items
-are applied one by one (requests whose order and answers matter)."""
+are applied one by one (requests whose order and answers matter).  ``apply_if_idle``
+applies an item in the caller's thread when nothing is queued or being applied (no
+hand-over to the worker and back on a latency-critical path), in the same order."""
 from __future__ import annotations
 
 import queue
@@ -23,14 +25,37 @@ class Lane(Generic[T]):
         self.apply, self.merge = apply, merge
         self.error: BaseException | None = None
         self._queue: queue.Queue = queue.Queue()
+        self._state = threading.Lock()  # guards _pending
+        self._pending = 0  # items queued or being applied
+        self._applying = threading.Lock()  # held by whichever thread applies
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     def put(self, item: T) -> Future:
         """Queue ``item``; the future settles with ``apply``'s result once it is applied."""
         done: Future = Future()
-        self._queue.put((item, done))
+        with self._state:
+            self._pending += 1
+            self._queue.put((item, done))
         return done
+
+    def apply_if_idle(self, item: T) -> tuple[bool, Any]:
+        """Apply ``item`` now in this thread if the lane is idle: (True, result);
+        (False, None) when something is queued or being applied (``put`` it instead).
+        A failure is raised here and kept in ``error``."""
+        with self._state:
+            if self._pending:
+                return False, None
+            self._pending += 1
+        try:
+            with self._applying:
+                return True, self.apply(item)
+        except Exception as exc:
+            self.error = self.error or exc
+            raise
+        finally:
+            with self._state:
+                self._pending -= 1
 
     def close(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Finish what is queued and stop."""
@@ -47,10 +72,13 @@ class Lane(Generic[T]):
                     stop = True
                     break
                 batch.append(nxt)
-            if self.merge is None:
-                self._run(item[0], [item[1]])
-            else:
-                self._run(self.merge([it for it, _ in batch]), [done for _, done in batch])
+            with self._applying:
+                if self.merge is None:
+                    self._run(item[0], [item[1]])
+                else:
+                    self._run(self.merge([it for it, _ in batch]), [done for _, done in batch])
+            with self._state:
+                self._pending -= len(batch)
             if stop:
                 return
 

@@ -126,7 +126,7 @@ class SchedulerService:
             lane = Lane("switch-writer", lambda ch: self._write(write_s, ch), merge_changes)
             job = _Job(sched, lane, poll, write_s)
             pre = sched.preinstall()
-            self._log("open_job", msg, pre)
+            self._log("open_job", msg, pre, {"fixed": sched.fixed})
             if pre:
                 job.lane.put(pre).result(WRITE_TIMEOUT_S)
             self.job = job
@@ -144,7 +144,9 @@ class SchedulerService:
             cid = msg.coflow.coflow_id
             tag = sched.tags[cid]
             own, rest = split_own(changes, tag)
-            own_done = job.lane.put(own) if own else None
+            own_done = None
+            if own and not job.lane.apply_if_idle(own)[0]:  # idle: written here, now
+                own_done = job.lane.put(own)
             if rest.entries or rest.clear_tags:
                 job.lane.put(rest)
             reply = Registered(Assignment(tag, sched.level_of(cid)),
@@ -235,16 +237,21 @@ class SchedulerService:
 
 
 class EventLog:
-    """Appends events to a JSON-lines file (one line each, keys sorted)."""
+    """Appends events to a JSON-lines file (one line each, keys sorted), kept open and
+    line-buffered: every event is on disk once logged, at one write each."""
 
     def __init__(self, path: Path) -> None:
         """Log to ``path`` (appended to)."""
         self.path = Path(path)
+        self._file = self.path.open("a", buffering=1)
 
     def __call__(self, event: dict) -> None:
         """Append ``event``."""
-        with self.path.open("a") as f:
-            f.write(json.dumps(event, separators=(",", ":"), sort_keys=True) + "\n")
+        self._file.write(json.dumps(event, separators=(",", ":"), sort_keys=True) + "\n")
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
 
 
 def changes_to_wire(changes: Changes) -> dict:
@@ -260,12 +267,15 @@ class _NoSwitches:
         self.tag_counts: dict[int, int] = {}
 
     def clear_tags(self, tags: Sequence[int]) -> int:
+        """Nothing to clear."""
         return 0
 
     def set_entries(self, entries: Sequence[TagEntry]) -> int:
+        """Nothing to write."""
         return 0
 
     def tag_bytes(self) -> dict[int, int]:
+        """The counters the log recorded for this poll."""
         return dict(self.tag_counts)
 
 
@@ -273,7 +283,7 @@ def replay(plan: FabricPlan, levels: int, events: Sequence[dict],
            on_event: Callable[[dict, dict], None]) -> None:
     """Feed a recorded event log through a fresh scheduler (no switches; counter polls
     read the counters the log recorded), calling ``on_event(recorded, replayed)`` with
-    each recorded event and the one the replay produced."""
+    each recorded event and the one the replay produced (both in their JSON form)."""
     writer = _NoSwitches()
     seen: list[dict] = []
     service = SchedulerService(plan, levels, writer, seen.append)
@@ -282,4 +292,4 @@ def replay(plan: FabricPlan, levels: int, events: Sequence[dict],
             writer.tag_counts = {int(k): v for k, v in ev["tag_bytes"].items()}
         seen.clear()
         service.handle(ev["op"], ev["request"])
-        on_event(ev, seen[-1])
+        on_event(ev, json.loads(json.dumps(seen[-1])))

@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     out = args.out if args.out else new_run_dir(args.results, scen)
     outcome = run_scenario(scen, out.resolve(), args.check)
     s = outcome.summary
-    state = "PARTIAL" if s["partial"] else "complete"
-    print(f"{state}: {s['coflows']}/{s['coflows_total']} coflows, avg CCT {s['avg_cct_s']} s, "
-          f"p95 {s['p95_cct_s']} s, iteration {s['iteration_time_s']} s, "
-          f"{describe(s.get('fidelity'))} -> {outcome.out_dir}")
-    return 1 if s["partial"] else 0
+    state = "PARTIAL" if s.partial else "complete"
+    print(f"{state}: {s.coflows}/{s.coflows_total} coflows, avg CCT {s.avg_cct_s} s, "
+          f"p95 {s.p95_cct_s} s, iteration {s.iteration_time_s} s, "
+          f"{describe(s.fidelity)} -> {outcome.out_dir}")
+    return 1 if s.partial else 0

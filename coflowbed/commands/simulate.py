@@ -46,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or args.results / _folder(name, policy.name)
     summary = result.write(out, {"source": str(args.trace or args.scenario),
                                  "sim_total_wall_s": round(time.perf_counter() - t0, 3)})
-    print(f"{'PARTIAL' if summary['partial'] else 'complete'}: {summary['coflows']}/"
-          f"{summary['coflows_total']} coflows, avg CCT {summary['avg_cct_s']} s, p95 "
-          f"{summary['p95_cct_s']} s, iteration {summary['iteration_time_s']} s -> {out}")
-    return 1 if summary["partial"] else 0
+    print(f"{'PARTIAL' if summary.partial else 'complete'}: {summary.coflows}/"
+          f"{summary.coflows_total} coflows, avg CCT {summary.avg_cct_s} s, p95 "
+          f"{summary.p95_cct_s} s, iteration {summary.iteration_time_s} s -> {out}")
+    return 1 if summary.partial else 0
 
 
 def _folder(name: str, policy: str) -> str:

@@ -98,7 +98,7 @@ def write_records(run: Path, scen, ccts: dict[str, float | None], levels: dict[s
 def figure_of(run: Path, text: str, ccts: dict[str, float | None], levels: dict[str, int],
               iteration_s: float | None, policy: str | None = None) -> dict:
     """The fidelity block ``attach`` writes for a run folder made by ``write_run``."""
-    return fidelity.attach(run, write_run(run, text, ccts, levels, iteration_s, policy))["fidelity"]
+    return fidelity.attach(run, write_run(run, text, ccts, levels, iteration_s, policy)).fidelity
 
 
 def ratios(out: dict) -> tuple:
@@ -184,7 +184,7 @@ def test_run_without_a_finished_coflow_gets_a_reason(tmp_path, monkeypatch):
     run = tmp_path / "run"
     summary = write_run(run, STATIC, {"hi": None, "lo": None}, {}, None)
     monkeypatch.setattr("coflowbed.sim.simulate", _must_not_simulate)
-    assert fidelity.attach(run, summary)["fidelity"] == {"skipped": "no coflow finished"}
+    assert fidelity.attach(run, summary).fidelity == {"skipped": "no coflow finished"}
 
 
 def _must_not_simulate(*args, **kwargs):
@@ -202,9 +202,9 @@ def test_a_failing_simulation_is_recorded_and_the_results_stay(tmp_path, monkeyp
     monkeypatch.setattr("coflowbed.sim.simulate", broken)
     with caplog.at_level(logging.INFO):
         got = runner._check(run, summary, True)
-    assert got["fidelity"] == {"error": "RuntimeError: simulation stalled at t=0.1s"}
+    assert got.fidelity == {"error": "RuntimeError: simulation stalled at t=0.1s"}
     on_disk = json.loads((run / "summary.json").read_text())
-    assert on_disk["fidelity"] == got["fidelity"] and on_disk["avg_cct_s"] == pytest.approx(2.1)
+    assert on_disk["fidelity"] == got.fidelity and on_disk["avg_cct_s"] == pytest.approx(2.1)
     assert (run / "coflows.csv").read_text() == coflows_csv
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "simulation stalled" in errors[0].getMessage()
@@ -215,7 +215,7 @@ def test_missing_run_inputs_are_an_error_block_too(tmp_path):
     run = tmp_path / "run"
     summary = write_run(run, STATIC, {"hi": 1.2, "lo": 3.0}, {"hi": 0, "lo": 3}, 3.3)
     (run / "dag.json").unlink()
-    out = fidelity.attach(run, summary)["fidelity"]
+    out = fidelity.attach(run, summary).fidelity
     assert "dag.json: missing" in out["error"]
     assert json.loads((run / "summary.json").read_text())["coflows"] == 2
 
@@ -225,7 +225,7 @@ def test_runner_check_on_logs_the_figure(tmp_path, caplog):
     summary = write_run(run, STATIC, {"hi": 1.2, "lo": 3.0}, {"hi": 0, "lo": 3}, 3.3)
     with caplog.at_level(logging.INFO, logger="runner"):
         got = runner._check(run, summary, True)
-    assert got["fidelity"]["iteration_ratio"] == pytest.approx(1.65)
+    assert got.fidelity["iteration_ratio"] == pytest.approx(1.65)
     assert "fidelity (levels): iteration x1.650, CCT x1.200 p50 / x1.500 p90 over 2" in caplog.text
 
 
@@ -277,9 +277,9 @@ def test_every_run_gets_its_figure_unless_no_check(tmp_path, monkeypatch, check)
     if not check:
         monkeypatch.setattr("coflowbed.sim.simulate", _must_not_simulate)
     got = runner._run(scen, out, tmp_path / "rt", check).summary
-    assert got["partial"] is False and got["coflows"] == 2
+    assert got.partial is False and got.coflows == 2
     on_disk = json.loads((out / "summary.json").read_text())["fidelity"]
-    assert on_disk == got["fidelity"]
+    assert on_disk == got.fidelity
     if not check:
         assert on_disk == {"skipped": "--no-check"} and not (out / "fidelity.csv").exists()
         return

@@ -1,0 +1,152 @@
+"""The controller's coflow scheduler (controller.scheduler_service) over a fake switch
+driver: answers, write order and coalescing, errors, plugins; and, on event logs
+recorded by emulated runs of the shipped scenarios, the same changes for the same
+events as the orchestrator's in-process scheduler made before it moved here."""
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from controller.coflow_table import TagEntry
+from controller.messages import (HostLevel, OpenJob, PolicySpec, Register, Registered,
+                                 Unregister)
+from controller.scheduler import Changes
+from controller.scheduler_service import merge_changes, replay, split_own
+from tests.fakes import PLAN, ready_plane
+from topo.plan import FabricPlan
+from workload.dag import Coflow, Flow
+
+RECORDINGS = Path(__file__).resolve().parents[2] / "recordings" / "scheduler"
+A = Coflow("a", (Flow("a.0", "h11", "h21", 5000),))
+B = Coflow("b", (Flow("b.0", "h12", "h22", 100),))
+
+
+def call(plane, op, msg=None):
+    """One request through its JSON form; the decoded reply."""
+    request = {"op": op, **({} if msg is None else msg.to_wire())}
+    return json.loads(json.dumps(plane.handle(json.loads(json.dumps(request)))))
+
+
+def writes(drv):
+    """The switch writes that changed something (installs apply empty diffs)."""
+    return [a for a in drv.applied if a]
+
+
+def test_merge_keeps_clears_first_and_the_last_value_per_key():
+    m = merge_changes([Changes([TagEntry(1, 0), TagEntry(2, 3)], [], [HostLevel("h1", 2, 3)]),
+                       Changes([TagEntry(2, 5)], [7], [HostLevel("h1", 2, 5)])])
+    assert m.clear_tags == [7]
+    assert [(e.tag, e.level) for e in m.entries] == [(1, 0), (2, 5)]
+    assert m.host_levels == [HostLevel("h1", 2, 5)]
+
+
+def test_a_new_coflow_needs_only_its_own_entry_and_the_clears_before_it():
+    own, rest = split_own(Changes([TagEntry(1, 0), TagEntry(2, 1)], [9], [HostLevel("h", 1, 0)]), 2)
+    assert [e.tag for e in own.entries] == [2] and own.clear_tags == [9] and not own.host_levels
+    assert [e.tag for e in rest.entries] == [1] and rest.host_levels == [HostLevel("h", 1, 0)]
+
+
+def test_register_answers_with_the_coflows_level_after_its_entry_is_written():
+    plane, drv = ready_plane(PLAN, levels=4)
+    assert call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (A, B)))["ok"]
+    first = Registered.from_wire({k: v for k, v in call(plane, "register", Register(B, 0.0)).items()
+                                  if k != "ok"})
+    assert first.assignment.level == 0 and len(writes(drv)) == 1
+    second = call(plane, "register", Register(A, 0.1))  # bigger: below B
+    assert second["ok"] and second["level"] > first.assignment.level
+    report = call(plane, "close_job")
+    assert report["levels"] == {"a": second["level"], "b": 0} and report["static"] is False
+    assert len(report["write_s"]) == len(writes(drv)) == 2
+
+
+def test_writes_queued_behind_a_slow_one_are_coalesced_and_keep_their_order():
+    plane, drv = ready_plane(PLAN, levels=4)
+    coflows = [Coflow(f"c{i}", (Flow(f"c{i}.0", "h11", "h21", 1000 * (5 - i)),)) for i in range(4)]
+    call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, tuple(coflows)))
+    call(plane, "register", Register(coflows[0], 0.0))
+    drv.gate = threading.Event()
+    drv.entered.clear()
+    # every later (smaller) coflow re-ranks those before it: their writes go behind
+    done = threading.Thread(target=lambda: [call(plane, "register", Register(c, 0.1))
+                                            for c in coflows[1:]])
+    done.start()
+    assert drv.entered.wait(5)
+    drv.gate.set()
+    done.join(5)
+    call(plane, "close_job")
+    tags_written = [t for w in writes(drv) for d in w.values() for t in {r.tag for r in d.rules_add}]
+    assert sorted(set(tags_written)) == [1, 2, 3, 4]
+    assert len(writes(drv)) < 1 + 2 * 3  # own entries and re-ranks, some merged
+
+
+def test_a_failed_write_fails_its_register_and_every_later_request():
+    plane, drv = ready_plane(PLAN, levels=4)
+    call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A, B)))
+    drv.fail, plane.spawn = "switch gone", (lambda fn, *a: None)
+    assert call(plane, "register", Register(A, 0.0)) == {"ok": False, "error": "switch gone"}
+    later = call(plane, "unregister", Unregister("a", 1.0))
+    assert not later["ok"] and "earlier scheduled switch write failed" in later["error"]
+
+
+def test_job_state_errors_and_bad_policies_are_refused_in_one_line():
+    plane, _ = ready_plane(PLAN, levels=4)
+    assert call(plane, "register", Register(A, 0.0))["error"].startswith("no job is open")
+    bad = call(plane, "open_job", OpenJob(PolicySpec("nope"), False, (A,)))
+    assert not bad["ok"] and "unknown name 'nope'" in bad["error"]
+    assert call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A,)))["ok"]
+    assert "already open" in call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A,)))["error"]
+
+
+def test_a_plugin_policy_runs_in_the_controller(tmp_path):
+    plugin = tmp_path / "lifo_plugin.py"
+    plugin.write_text(
+        "from controller.policies import register\n"
+        "from controller.policies.base import Decision, Policy\n"
+        "@register\n"
+        "class Lifo(Policy):\n"
+        "    name = 'test-lifo-plugin'\n"
+        "    def decide(self, states, fabric, now):\n"
+        "        return {s.coflow_id: Decision((-s.arrival_seq,)) for s in states}\n")
+    from controller import policies
+
+    plane, _ = ready_plane(PLAN, levels=4)
+    try:
+        spec = PolicySpec("test-lifo-plugin", plugins=(str(plugin),))
+        assert call(plane, "open_job", OpenJob(spec, False, (A, B)))["ok"]
+        call(plane, "register", Register(A, 0.0))
+        newer = call(plane, "register", Register(B, 0.1))
+        assert newer["level"] == 0 and newer["hosts"]["levels"] == [["h11", 1, 1]]  # A moved down
+    finally:
+        policies.unregister("test-lifo-plugin")
+
+
+def recordings() -> list[Path]:
+    return sorted(RECORDINGS.glob("*.jsonl.gz"))
+
+
+@pytest.mark.parametrize("path", recordings(), ids=lambda p: p.name.split(".")[0])
+def test_recorded_runs_replay_to_the_same_changes(path):
+    """Logs of emulated runs of the shipped scenarios (each event checked, when it was
+    recorded, against the in-process scheduler the orchestrator ran before: see
+    tests/recordings/README.md): the controller's scheduler makes the same changes."""
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    header, events = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
+    compared: list[str] = []
+
+    def check(recorded: dict, replayed: dict) -> None:
+        where = f"event {len(compared)} ({recorded['op']})"
+        assert replayed["changes"] == recorded["changes"], where
+        assert replayed.get("fixed") == recorded.get("fixed"), where  # levels for the DAG
+        compared.append(recorded["op"])
+
+    replay(FabricPlan.from_dict(header["fabric"]), header["levels"], events, check)
+    assert len(compared) == len(events) and compared[0] == "open_job"
+
+
+def test_there_are_recordings_of_dynamic_and_static_policies():
+    names = {p.name.split(".")[0] for p in recordings()}
+    assert {"fb-slice-sebf", "small-moe-dclas", "default-static"} <= names
