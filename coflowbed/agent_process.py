@@ -1,6 +1,7 @@
 """Process lifecycle of the traffic agents (``coflowbed.agents``): spawn one agent in its
 host (argument list, no shell), wait for every ``READY`` line, end it by PID (asked exit,
 then SIGTERM, then SIGKILL, each with a timeout) and release its pipes and files."""
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")  # also a file name in the run dir
 
 
-def spawn_agent(host: AgentHost, port: int, agent_args: list[str], *, taken: Container[str],
-                sock_dir: Path, log_dir: Path, python: str) -> AgentHandle:
+def spawn_agent(
+    host: AgentHost,
+    port: int,
+    agent_args: list[str],
+    *,
+    taken: Container[str],
+    sock_dir: Path,
+    log_dir: Path,
+    python: str,
+) -> AgentHandle:
     """Launch the agent process of ``host`` (argument list: no shell); ``taken`` holds the
     names of the agents already started."""
     name = host.name
@@ -34,11 +43,28 @@ def spawn_agent(host: AgentHost, port: int, agent_args: list[str], *, taken: Con
         raise AgentError(f"run dir {sock_dir}: socket path {control} is over {UNIX_PATH_MAX} bytes")
     log_path = log_dir / f"{name}.log"
     log_file = log_path.open("ab")
-    args = [python, "-m", "workload.agent", "--host", name, "--control", str(control),
-            "--data-port", str(port), "--ip", host.IP(), *agent_args]
+    args = [
+        python,
+        "-m",
+        "workload.agent",
+        "--host",
+        name,
+        "--control",
+        str(control),
+        "--data-port",
+        str(port),
+        "--ip",
+        host.IP(),
+        *agent_args,
+    ]
     try:
-        proc = host.popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=log_file, cwd=str(REPO_ROOT))
+        proc = host.popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            cwd=str(REPO_ROOT),
+        )
     except BaseException:
         log_file.close()
         raise

@@ -1,5 +1,6 @@
 """Data types of the orchestrator side of the traffic agents (``coflowbed.agents``): what a
 host must offer, the error, the events and stats handed to callers, and one agent's handle."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -9,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol
+
 
 @dataclass(frozen=True)
 class SendOrder:

@@ -1,4 +1,5 @@
 """Paths of the data shipped in the repository's ``data/`` (shared test helper)."""
+
 from __future__ import annotations
 
 from pathlib import Path

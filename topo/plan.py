@@ -13,6 +13,7 @@ Addressing (documented in docs/fabric.md):
 Every interface of the fabric (both veth ends of every link) has the plan's ``mtu``
 (default 9000: at 1500 the two cores of a test machine saturate long before the links).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -159,8 +160,10 @@ class FabricPlan:
 
     def to_dict(self) -> dict:
         """JSON-ready dict with the dimensions and everything derived."""
-        d = {k: getattr(self, k) for k in
-             ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps", "mtu")}
+        d = {
+            k: getattr(self, k)
+            for k in ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps", "mtu")
+        }
         d["hosts"] = [asdict(h) for h in self.hosts]
         d["switches"] = [asdict(s) for s in self.switches]
         d["links"] = [asdict(k) for k in self.links]
@@ -174,8 +177,14 @@ class FabricPlan:
     def from_dict(cls, d: dict) -> "FabricPlan":
         """Rebuild a plan from ``to_dict`` output (derived parts are recomputed); a
         dict without ``mtu`` was recorded before the key existed, at LEGACY_MTU."""
-        return cls(d["spines"], d["leaves"], d["hosts_per_leaf"],
-                   d["host_bw_mbps"], d["fabric_bw_mbps"], d.get("mtu", LEGACY_MTU))
+        return cls(
+            d["spines"],
+            d["leaves"],
+            d["hosts_per_leaf"],
+            d["host_bw_mbps"],
+            d["fabric_bw_mbps"],
+            d.get("mtu", LEGACY_MTU),
+        )
 
 
 def check_mtu(mtu: int) -> None:
@@ -186,7 +195,10 @@ def check_mtu(mtu: int) -> None:
 
 def _check_dims(spines: int, leaves: int, hosts_per_leaf: int) -> None:
     """ValueError naming the first dimension out of its range."""
-    for key, val, hi in (("spines", spines, MAX_SPINES), ("leaves", leaves, MAX_LEAVES),
-                         ("hosts_per_leaf", hosts_per_leaf, MAX_HOSTS_PER_LEAF)):
+    for key, val, hi in (
+        ("spines", spines, MAX_SPINES),
+        ("leaves", leaves, MAX_LEAVES),
+        ("hosts_per_leaf", hosts_per_leaf, MAX_HOSTS_PER_LEAF),
+    ):
         if not isinstance(val, int) or isinstance(val, bool) or not 1 <= val <= hi:
             raise ValueError(f"{key} must be an integer in 1..{hi}, got {val!r}")

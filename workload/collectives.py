@@ -4,6 +4,7 @@ traffic matrix (with a seeded, skewed gate) and Hermod's matching decomposition.
 Hosts are indices within one pipeline stage.  Traffic between ranks on the same host
 (NVLink) never reaches the fabric and is dropped here.
 """
+
 from __future__ import annotations
 
 from collections import Counter

@@ -1,4 +1,5 @@
 """Named job presets shipped in ``workload/presets/<name>.yaml``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,8 +18,9 @@ def require_preset(name: str) -> Path:
     """Path of preset ``name``; SpecError listing the known ones otherwise."""
     path = preset_path(name)
     if path is None:
-        raise SpecError(name, None, f"no such job file or preset (presets: "
-                                    f"{', '.join(preset_names())})")
+        raise SpecError(
+            name, None, f"no such job file or preset (presets: {', '.join(preset_names())})"
+        )
     return path
 
 

@@ -4,6 +4,7 @@ checked where it is read, and every error names the file, the key path and the r
 ``SpecError`` is both a ``UserError`` (the CLI prints it as one line, exit 2) and a
 ``ValueError`` (library callers that catch ValueError keep working).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
@@ -35,8 +36,9 @@ class Section:
 
     def error(self, key: str | int | None, reason: str) -> SpecError:
         """A SpecError for ``key`` inside this section."""
-        return SpecError(self.source, _join(self.path, key) if key is not None else self.path
-                         or None, reason)
+        return SpecError(
+            self.source, _join(self.path, key) if key is not None else self.path or None, reason
+        )
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is present (and not null)."""
@@ -51,14 +53,21 @@ class Section:
             return default
         return self.data[key]
 
-    def int(self, key: str, default: Any = _REQUIRED, lo: int | None = None,
-            hi: int | None = None) -> int:
+    def int(
+        self, key: str, default: Any = _REQUIRED, lo: int | None = None, hi: int | None = None
+    ) -> int:
         """An integer (not a bool) within [lo, hi]."""
         v = self.raw(key, default)
         return check_int(v, lambda r: self.error(key, r), lo, hi) if v is not None else v
 
-    def float(self, key: str, default: Any = _REQUIRED, lo: float | None = None,
-              hi: float | None = None, lo_open: bool = False) -> float:
+    def float(
+        self,
+        key: str,
+        default: Any = _REQUIRED,
+        lo: float | None = None,
+        hi: float | None = None,
+        lo_open: bool = False,
+    ) -> float:
         """A number within [lo, hi] (or (lo, hi] with ``lo_open``), returned as float."""
         v = self.raw(key, default)
         return check_float(v, lambda r: self.error(key, r), lo, hi, lo_open) if v is not None else v
@@ -106,8 +115,9 @@ class Section:
         return ", ".join(sorted(self._seen)) or "none"
 
 
-def check_int(v: Any, err: Callable[[str], Exception], lo: int | None = None,
-              hi: int | None = None) -> int:
+def check_int(
+    v: Any, err: Callable[[str], Exception], lo: int | None = None, hi: int | None = None
+) -> int:
     """``v`` if it is an int (not bool) within [lo, hi]; else raise ``err(reason)``."""
     if not isinstance(v, int) or isinstance(v, bool):
         raise err(f"must be an integer, got {v!r}")
@@ -116,11 +126,20 @@ def check_int(v: Any, err: Callable[[str], Exception], lo: int | None = None,
     return v
 
 
-def check_float(v: Any, err: Callable[[str], Exception], lo: float | None = None,
-                hi: float | None = None, lo_open: bool = False) -> float:
+def check_float(
+    v: Any,
+    err: Callable[[str], Exception],
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+) -> float:
     """``v`` as float if it is a finite number within the range; else ``err(reason)``."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v or v in (
-            float("inf"), float("-inf")):
+    if (
+        not isinstance(v, (int, float))
+        or isinstance(v, bool)
+        or v != v
+        or v in (float("inf"), float("-inf"))
+    ):
         raise err(f"must be a finite number, got {v!r}")
     bad_lo = lo is not None and (v <= lo if lo_open else v < lo)
     if bad_lo or (hi is not None and v > hi):

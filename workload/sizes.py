@@ -4,6 +4,7 @@ of WORKLOADS.md in one place (unscaled bytes; the generator applies ``byte_scale
 Notation: b micro-batch, s sequence length, h hidden, k top-k, t TP degree.
 Activations are bf16 (2 bytes), gradients fp32 (4 bytes), parameters bf16 (2 bytes).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -77,8 +78,10 @@ def rank_layer_params(job: JobSpec, lid: int) -> LayerParams:
 
 def rank_shard_params(job: JobSpec, stage: int) -> float:
     """P: parameters held by one rank of ``stage`` (dense and experts)."""
-    return sum(lp.dense + lp.expert for lp in map(lambda l: rank_layer_params(job, l),
-                                                       job.stage_layers(stage)))
+    return sum(
+        lp.dense + lp.expert
+        for lp in map(lambda l: rank_layer_params(job, l), job.stage_layers(stage))
+    )
 
 
 def zero2_bytes(params: float) -> tuple[float, float]:

@@ -1,4 +1,5 @@
 """Hermod: strict cluster-wide order by static model factors (MID > CType > LID)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -47,8 +48,9 @@ class Hermod(Policy):
         self.interleaved = check_bool(self.name, "interleaved", interleaved)
         self._order = _INTERLEAVED if self.interleaved else _PLAIN
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank (MID, CType order, LID) per coflow."""
         order = self._order
         out: dict[str, Decision] = {}

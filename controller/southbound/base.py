@@ -5,6 +5,7 @@ driver (OpenFlow 1.3 via os-ken here; P4Runtime for BMv2) writes it and reads
 counters.  Every write method returns only after the switch confirmed it (OpenFlow:
 barrier reply) or raises ``SouthboundError``.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod

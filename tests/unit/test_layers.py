@@ -1,6 +1,7 @@
 """Lower layers never import upper ones: ``workload`` imports nothing of ``coflowbed``,
 ``controller`` or ``topo``; ``topo`` nothing of ``coflowbed`` or ``controller``.  Every
 import statement counts, including those inside functions and ``TYPE_CHECKING`` blocks."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FORBIDDEN = {"workload": {"coflowbed", "controller", "topo"},
-             "topo": {"coflowbed", "controller"}}
+FORBIDDEN = {"workload": {"coflowbed", "controller", "topo"}, "topo": {"coflowbed", "controller"}}
 
 
 def imported_packages(source: str, module: str) -> set[str]:
@@ -42,8 +42,15 @@ def test_lower_layer_imports_no_upper_one(package):
 
 
 def test_every_kind_of_import_is_seen():
-    src = ("import os\nimport topo.plan as p\nfrom controller.client import C\n"
-           "def f():\n    from coflowbed import errors\n"
-           "if False:\n    import controller.app\nfrom . import sibling\n")
-    assert imported_packages(src, "workload.x") == {"os", "topo", "controller", "coflowbed",
-                                                    "workload"}
+    src = (
+        "import os\nimport topo.plan as p\nfrom controller.client import C\n"
+        "def f():\n    from coflowbed import errors\n"
+        "if False:\n    import controller.app\nfrom . import sibling\n"
+    )
+    assert imported_packages(src, "workload.x") == {
+        "os",
+        "topo",
+        "controller",
+        "coflowbed",
+        "workload",
+    }

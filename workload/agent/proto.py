@@ -52,6 +52,7 @@ This module holds the control requests; the header, line encoding and errors liv
 ``workload.agent.wire``, the flow sockets in ``workload.agent.sockets`` and the receiving
 end in ``workload.agent.receiver``, all re-exported here.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -61,35 +62,89 @@ from typing import Any, Union
 
 from workload import marking
 from workload.agent.receiver import FlowReceiver, ReceiverSink, RecvRecord
-from workload.agent.sockets import (MIN_RATE_MBPS, PACING_UNLIMITED, SO_MAX_PACING_RATE,
-                                    can_set_priority, check_rate, mark_flow_socket,
-                                    open_flow_socket, pacing_bytes, pacing_rate, set_pacing,
-                                    unacked_bytes)
-from workload.agent.wire import (EVENTS, HEADER, HEADER_MAGIC, MAX_FLOW_ID_BYTES, MAX_LINE_BYTES,
-                                 MESSAGE_ACK, UNIX_PATH_MAX, ProtocolError, RequestError, decode_header,
-                                 encode_header, encode_line)
+from workload.agent.sockets import (
+    MIN_RATE_MBPS,
+    PACING_UNLIMITED,
+    SO_MAX_PACING_RATE,
+    can_set_priority,
+    check_rate,
+    mark_flow_socket,
+    open_flow_socket,
+    pacing_bytes,
+    pacing_rate,
+    set_pacing,
+    unacked_bytes,
+)
+from workload.agent.wire import (
+    EVENTS,
+    HEADER,
+    HEADER_MAGIC,
+    MAX_FLOW_ID_BYTES,
+    MAX_LINE_BYTES,
+    MESSAGE_ACK,
+    UNIX_PATH_MAX,
+    ProtocolError,
+    RequestError,
+    decode_header,
+    encode_header,
+    encode_line,
+)
 
 __all__ = [
     # re-exported from workload.agent.wire
-    "EVENTS", "HEADER", "HEADER_MAGIC", "MAX_FLOW_ID_BYTES", "MAX_LINE_BYTES", "MESSAGE_ACK",
+    "EVENTS",
+    "HEADER",
+    "HEADER_MAGIC",
+    "MAX_FLOW_ID_BYTES",
+    "MAX_LINE_BYTES",
+    "MESSAGE_ACK",
     "UNIX_PATH_MAX",
-    "ProtocolError", "RequestError", "decode_header", "encode_header", "encode_line",
+    "ProtocolError",
+    "RequestError",
+    "decode_header",
+    "encode_header",
+    "encode_line",
     # re-exported from workload.agent.sockets
-    "MIN_RATE_MBPS", "PACING_UNLIMITED", "SO_MAX_PACING_RATE", "can_set_priority", "check_rate",
-    "mark_flow_socket", "open_flow_socket", "pacing_bytes", "pacing_rate", "set_pacing",
+    "MIN_RATE_MBPS",
+    "PACING_UNLIMITED",
+    "SO_MAX_PACING_RATE",
+    "can_set_priority",
+    "check_rate",
+    "mark_flow_socket",
+    "open_flow_socket",
+    "pacing_bytes",
+    "pacing_rate",
+    "set_pacing",
     "unacked_bytes",
     # re-exported from workload.agent.receiver
-    "FlowReceiver", "ReceiverSink", "RecvRecord",
+    "FlowReceiver",
+    "ReceiverSink",
+    "RecvRecord",
     # defined here: the control requests
-    "ConnectRequest", "SendRequest", "CancelRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest",
-    "HelloRequest", "ShutdownRequest", "MAX_POOL", "Request", "OPS", "request_dict", "parse_request",
+    "ConnectRequest",
+    "SendRequest",
+    "CancelRequest",
+    "SetLevelRequest",
+    "SetRateRequest",
+    "StatsRequest",
+    "HelloRequest",
+    "ShutdownRequest",
+    "MAX_POOL",
+    "Request",
+    "OPS",
+    "request_dict",
+    "parse_request",
 ]
 
 
 def _check_tag(tag: Any) -> int:
     """A tag (0 = untagged) or ProtocolError."""
-    if type(tag) is not int or not (tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_MAX):
-        raise ProtocolError(f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_MAX}, got {tag!r}")
+    if type(tag) is not int or not (
+        tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_MAX
+    ):
+        raise ProtocolError(
+            f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_MAX}, got {tag!r}"
+        )
     return tag
 
 
@@ -218,8 +273,16 @@ class ShutdownRequest:
     """Close everything and exit 0."""
 
 
-Request = Union[ConnectRequest, SendRequest, CancelRequest, SetLevelRequest, SetRateRequest, StatsRequest, HelloRequest,
-                ShutdownRequest]
+Request = Union[
+    ConnectRequest,
+    SendRequest,
+    CancelRequest,
+    SetLevelRequest,
+    SetRateRequest,
+    StatsRequest,
+    HelloRequest,
+    ShutdownRequest,
+]
 OPS: dict[str, type] = {
     "connect": ConnectRequest,
     "send": SendRequest,
@@ -254,7 +317,9 @@ def parse_request(line: bytes) -> tuple[int | str | None, Request]:
     if cls is None:
         raise RequestError(req_id, f"op: unknown operation {op!r} (one of {', '.join(OPS)})")
     names = {f.name for f in fields(cls)}
-    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+    required = {
+        f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+    }
     unknown = sorted(set(msg) - names)
     missing = sorted(required - set(msg))
     if unknown or missing:

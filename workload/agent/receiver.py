@@ -1,6 +1,7 @@
 """The receiving end of the agent's data protocol (documented in ``workload.agent.proto``):
 one ``FlowReceiver`` per incoming connection, which carries one message (flow) after
 another; each complete message is answered with ``MESSAGE_ACK`` on the same connection."""
+
 from __future__ import annotations
 
 import asyncio
@@ -110,8 +111,16 @@ class FlowReceiver(asyncio.BufferedProtocol):
             self._fail(f"got {rec.received} bytes, header announced {rec.expected}")
             return
         self.current = None
-        self.agent.emit({"event": "flow_received", "flow_id": rec.flow_id, "bytes": rec.received,
-                         "first_ns": rec.first_ns, "last_ns": rec.last_ns, "src": self.src})
+        self.agent.emit(
+            {
+                "event": "flow_received",
+                "flow_id": rec.flow_id,
+                "bytes": rec.received,
+                "first_ns": rec.first_ns,
+                "last_ns": rec.last_ns,
+                "src": self.src,
+            }
+        )
         self.transport.write(MESSAGE_ACK)  # tells the sender that everything arrived
 
     def eof_received(self) -> bool:
@@ -141,7 +150,14 @@ class FlowReceiver(asyncio.BufferedProtocol):
         if self.finished:
             return
         self.finished = True
-        self.agent.emit({"event": "flow_failed", "flow_id": self.flow_id, "side": "receiver",
-                         "src": self.src, "error": error})
+        self.agent.emit(
+            {
+                "event": "flow_failed",
+                "flow_id": self.flow_id,
+                "side": "receiver",
+                "src": self.src,
+                "error": error,
+            }
+        )
         if self.transport is not None:
             self.transport.abort()

@@ -13,6 +13,7 @@ One task per flow writes header and payload from one shared buffer, waits for th
 receiver's acknowledgement and reports ``flow_started``/``flow_sent``/``flow_failed``;
 ``set_level`` and ``set_rate`` re-mark and re-pace live flows and the ones not started yet.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,9 +26,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from workload import marking
-from workload.agent.proto import (ConnectRequest, ProtocolError, SendRequest, encode_header,
-                                  mark_flow_socket, open_flow_socket, pacing_rate, set_pacing,
-                                  unacked_bytes)
+from workload.agent.proto import (
+    ConnectRequest,
+    ProtocolError,
+    SendRequest,
+    encode_header,
+    mark_flow_socket,
+    open_flow_socket,
+    pacing_rate,
+    set_pacing,
+    unacked_bytes,
+)
 from workload.agent.wire import MESSAGE_ACK
 
 if TYPE_CHECKING:  # only for the annotation: workload.agent.daemon imports this module
@@ -104,7 +113,11 @@ class FlowSender:
         conns = await asyncio.gather(*(self._open(dest) for _ in range(want)))
         pool.idle.extend(conns)
         pool.total += len(conns)
-        return {"connections": pool.total, "opened": len(conns), "setup_ns": time.monotonic_ns() - t0}
+        return {
+            "connections": pool.total,
+            "opened": len(conns),
+            "setup_ns": time.monotonic_ns() - t0,
+        }
 
     async def _open(self, dest: Dest) -> Connection:
         """One new connection to ``dest``, unmarked (the handshake is never starved)."""
@@ -174,7 +187,9 @@ class FlowSender:
         if flow is None or flow.task is None or flow.task.done():
             return False
         flow.task.cancel()
-        self.emit({"event": "flow_failed", "flow_id": flow_id, "side": "sender", "error": "cancelled"})
+        self.emit(
+            {"event": "flow_failed", "flow_id": flow_id, "side": "sender", "error": "cancelled"}
+        )
         return True
 
     def _task_done(self, task: asyncio.Task) -> None:
@@ -194,15 +209,27 @@ class FlowSender:
             self._mark(flow)
             self._started(flow, start_ns, fresh)
             await self._transfer(flow)
-            self.emit({"event": "flow_sent", "flow_id": req.flow_id, "t_ns": flow.confirmed_ns,
-                       "written_ns": flow.written_ns})
+            self.emit(
+                {
+                    "event": "flow_sent",
+                    "flow_id": req.flow_id,
+                    "t_ns": flow.confirmed_ns,
+                    "written_ns": flow.written_ns,
+                }
+            )
             self._give_back(dest, conn)
         except (OSError, TimeoutError) as exc:
             flow.handed = flow.acked()  # what really arrived, for stats
             if conn is not None:
                 self._drop(dest, conn)
-            self.emit({"event": "flow_failed", "flow_id": req.flow_id, "side": "sender",
-                       "error": _describe(exc, self.opts.connect_timeout_s)})
+            self.emit(
+                {
+                    "event": "flow_failed",
+                    "flow_id": req.flow_id,
+                    "side": "sender",
+                    "error": _describe(exc, self.opts.connect_timeout_s),
+                }
+            )
         except asyncio.CancelledError:
             if conn is not None:
                 self._drop(dest, conn)
@@ -218,17 +245,24 @@ class FlowSender:
     def _started(self, flow: SendFlow, start_ns: int, fresh: bool) -> None:
         """``flow_started`` with the marking read back from the socket."""
         sock = flow.sock
-        self.emit({"event": "flow_started", "flow_id": flow.req.flow_id, "t_ns": start_ns,
-                   "tos": sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
-                   "priority": sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
-                   "pacing_bps": pacing_rate(sock), "new_connection": fresh})
+        self.emit(
+            {
+                "event": "flow_started",
+                "flow_id": flow.req.flow_id,
+                "t_ns": start_ns,
+                "tos": sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
+                "priority": sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
+                "pacing_bps": pacing_rate(sock),
+                "new_connection": fresh,
+            }
+        )
 
     async def _transfer(self, flow: SendFlow) -> None:
         """Header and the first payload in one send (one segment, no loop round), the
         rest as the socket takes it, then the acknowledgement."""
         loop = asyncio.get_running_loop()
         head = encode_header(flow.req.flow_id, flow.req.bytes)
-        first = self.tx_view[:min(flow.req.bytes, TX_CHUNK)]
+        first = self.tx_view[: min(flow.req.bytes, TX_CHUNK)]
         try:
             sent = flow.sock.sendmsg([head, first])  # an idle connection takes it at once
         except (BlockingIOError, InterruptedError):
@@ -260,7 +294,7 @@ class FlowSender:
         if flow.done.done():
             return
         try:
-            n = flow.sock.send(self.tx_view[:min(flow.req.bytes - flow.handed, TX_CHUNK)])
+            n = flow.sock.send(self.tx_view[: min(flow.req.bytes - flow.handed, TX_CHUNK)])
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -300,7 +334,9 @@ class FlowSender:
                 continue
             flow.level = level
             if flow.sock is not None and self.priority_ok:
-                flow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
+                flow.sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level)
+                )
                 changed += 1
         return changed
 

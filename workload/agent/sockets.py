@@ -1,6 +1,7 @@
 """Flow sockets of the agent protocol (documented in ``workload.agent.proto``): how a
 flow's socket is marked on the wire (tag -> IP_TOS, level -> SO_PRIORITY) and paced
 (SO_MAX_PACING_RATE), and what the agent reads back from the kernel."""
+
 from __future__ import annotations
 
 import fcntl
@@ -30,15 +31,26 @@ def check_rate(rate_mbps: Any) -> float | None:
     Infinity, and bool is an int in Python: both are refused explicitly."""
     if rate_mbps is None:
         return None
-    if (type(rate_mbps) not in (int, float) or not math.isfinite(rate_mbps)
-            or rate_mbps < MIN_RATE_MBPS or pacing_bytes(rate_mbps) >= PACING_UNLIMITED):
-        raise ProtocolError(f"rate_mbps: must be null or a finite number of Mbit/s >= {MIN_RATE_MBPS:g}, "
-                            f"got {rate_mbps!r}")
+    if (
+        type(rate_mbps) not in (int, float)
+        or not math.isfinite(rate_mbps)
+        or rate_mbps < MIN_RATE_MBPS
+        or pacing_bytes(rate_mbps) >= PACING_UNLIMITED
+    ):
+        raise ProtocolError(
+            f"rate_mbps: must be null or a finite number of Mbit/s >= {MIN_RATE_MBPS:g}, "
+            f"got {rate_mbps!r}"
+        )
     return rate_mbps
 
 
-def open_flow_socket(tag: int, level: int, set_priority: bool = True,
-                     rate_mbps: float | None = None, mark: bool = True) -> socket.socket:
+def open_flow_socket(
+    tag: int,
+    level: int,
+    set_priority: bool = True,
+    rate_mbps: float | None = None,
+    mark: bool = True,
+) -> socket.socket:
     """A non-blocking TCP socket marked with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY)
     unless ``mark`` is False (then ``mark_flow_socket`` later), paced at ``rate_mbps`` if
     given (SO_MAX_PACING_RATE)."""

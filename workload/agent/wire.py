@@ -1,5 +1,6 @@
 """Basics of the agent's wire protocol (documented in ``workload.agent.proto``): the data
 header that opens every flow, the control-line encoding and the protocol's errors."""
+
 from __future__ import annotations
 
 import json
@@ -52,7 +53,7 @@ def decode_header(buf: bytes) -> tuple[str, int, int] | None:
     if len(buf) < end:
         return None
     try:
-        flow_id = bytes(buf[HEADER.size:end]).decode()
+        flow_id = bytes(buf[HEADER.size : end]).decode()
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"data header: flow id is not UTF-8 ({exc})") from exc
     return flow_id, nbytes, end

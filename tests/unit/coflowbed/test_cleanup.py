@@ -1,5 +1,6 @@
 """Clean-up finds this project's processes by their environment marker and ends them by
 PID; it never signals itself or its ancestors (unit test: plain child processes)."""
+
 from __future__ import annotations
 
 import os

@@ -1,10 +1,18 @@
 """Result records and summary statistics."""
+
 from __future__ import annotations
 
 import json
 
-from coflowbed.results import (CoflowRecord, IterationRecord, mean, percentile, read_coflows_csv,
-                               summarize, write_results)
+from coflowbed.results import (
+    CoflowRecord,
+    IterationRecord,
+    mean,
+    percentile,
+    read_coflows_csv,
+    summarize,
+    write_results,
+)
 
 
 def rec(cid, ctype, arrival, finish):

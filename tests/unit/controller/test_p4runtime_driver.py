@@ -1,6 +1,7 @@
 """P4RuntimeDriver against a fake P4Runtime server: a real gRPC server on 127.0.0.1
 implementing the P4Runtime service in Python, recording every request and keeping
 the written entities so reads answer like a switch."""
+
 from __future__ import annotations
 
 import threading
@@ -17,14 +18,15 @@ from controller.southbound.base import SouthboundError
 from topo.plan import FabricPlan
 
 ART = artifacts.committed()
-needs_p4info = pytest.mark.skipif(not ART.exist(), reason="p4src/compiled/ missing: "
-                                  "p4c has not compiled the pipeline yet (make p4)")
+needs_p4info = pytest.mark.skipif(
+    not ART.exist(),
+    reason="p4src/compiled/ missing: p4c has not compiled the pipeline yet (make p4)",
+)
 
 
 def _key(te: p4r.TableEntry) -> tuple:
     """Identity of a table entry: table and match."""
-    return te.table_id, tuple(sorted(m.SerializeToString(deterministic=True)
-                                     for m in te.match))
+    return te.table_id, tuple(sorted(m.SerializeToString(deterministic=True) for m in te.match))
 
 
 class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
@@ -138,8 +140,7 @@ class FakeSwitch:
 
 @pytest.fixture
 def plan():
-    return FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=100,
-                      fabric_bw_mbps=100)
+    return FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
 
 
 @pytest.fixture
@@ -153,9 +154,11 @@ def switches(plan):
 @pytest.fixture
 def driver(plan, switches):
     from controller.p4runtime.driver import P4RuntimeDriver
+
     removed = []
-    drv = P4RuntimeDriver(plan, ART, {n: s.port for n, s in switches.items()},
-                          on_removed=lambda *a: removed.append(a))
+    drv = P4RuntimeDriver(
+        plan, ART, {n: s.port for n, s in switches.items()}, on_removed=lambda *a: removed.append(a)
+    )
     drv.removed = removed
     yield drv
     drv.close()
@@ -163,6 +166,7 @@ def driver(plan, switches):
 
 def _ids():
     from controller.p4runtime.p4info import P4InfoIndex
+
     return P4InfoIndex.from_file(ART.p4info)
 
 
@@ -183,6 +187,7 @@ def test_connect_becomes_primary_with_device_id_and_election(driver, switches, p
 @needs_p4info
 def test_connect_refused_when_another_primary_has_higher_election(plan, switches):
     from controller.p4runtime.driver import P4RuntimeDriver
+
     ports = {n: s.port for n, s in switches.items()}
     first = P4RuntimeDriver(plan, ART, ports, election_id=5)
     first.connect("s1", timeout=5)
@@ -196,6 +201,7 @@ def test_connect_refused_when_another_primary_has_higher_election(plan, switches
 def test_connect_times_out_without_server(plan):
     from controller.p4runtime.driver import P4RuntimeDriver
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
@@ -216,22 +222,31 @@ def test_install_base_pushes_pipeline_then_routes_and_ecmp_on_leaf(driver, switc
     ix = _ids()
     routes = _entries_of(fake, "CoflowIngress.route")
     # 2 host /32s, own /24 -> drop, 10.0/16 -> ECMP
-    by_prefix = {(r.match[0].lpm.value, r.match[0].lpm.prefix_len): r.action.action
-                 for r in routes}
+    by_prefix = {(r.match[0].lpm.value, r.match[0].lpm.prefix_len): r.action.action for r in routes}
     assert len(routes) == 4
     host = by_prefix[(bytes([10, 0, 1, 2]), 32)]
     assert host.action_id == ix.id("actions", "CoflowIngress.forward")
     assert host.params[0].value == (2).to_bytes(2, "big")  # bit<9> port 2
-    assert by_prefix[(bytes([10, 0, 1, 0]), 24)].action_id == ix.id("actions",
-                                                                     "CoflowIngress.drop")
-    assert by_prefix[(bytes([10, 0, 0, 0]), 16)].action_id == ix.id("actions",
-                                                                    "CoflowIngress.to_ecmp")
-    members = [u.entity.action_profile_member for w in fake.writes for u in w.updates
-               if u.entity.HasField("action_profile_member")]
-    assert sorted(int.from_bytes(m.action.params[0].value, "big") for m in members) == \
-        [plan.uplink_port(1), plan.uplink_port(2)]
-    groups = [u.entity.action_profile_group for w in fake.writes for u in w.updates
-              if u.entity.HasField("action_profile_group")]
+    assert by_prefix[(bytes([10, 0, 1, 0]), 24)].action_id == ix.id("actions", "CoflowIngress.drop")
+    assert by_prefix[(bytes([10, 0, 0, 0]), 16)].action_id == ix.id(
+        "actions", "CoflowIngress.to_ecmp"
+    )
+    members = [
+        u.entity.action_profile_member
+        for w in fake.writes
+        for u in w.updates
+        if u.entity.HasField("action_profile_member")
+    ]
+    assert sorted(int.from_bytes(m.action.params[0].value, "big") for m in members) == [
+        plan.uplink_port(1),
+        plan.uplink_port(2),
+    ]
+    groups = [
+        u.entity.action_profile_group
+        for w in fake.writes
+        for u in w.updates
+        if u.entity.HasField("action_profile_group")
+    ]
     assert [sorted(m.member_id for m in g.members) for g in groups] == [[1, 2]]
     (ecmp,) = _entries_of(fake, "CoflowIngress.ecmp")
     assert ecmp.action.action_profile_group_id == 1
@@ -242,8 +257,10 @@ def test_install_base_on_spine_routes_each_leaf_subnet_to_its_port(driver, switc
     driver.connect("s2", timeout=5)
     driver.install_base("s2", timeout=5)
     routes = _entries_of(switches["s2"].fake, "CoflowIngress.route")
-    got = sorted((r.match[0].lpm.value[2], int.from_bytes(r.action.action.params[0].value,
-                                                          "big")) for r in routes)
+    got = sorted(
+        (r.match[0].lpm.value[2], int.from_bytes(r.action.action.params[0].value, "big"))
+        for r in routes
+    )
     assert got == [(1, 1), (2, 2)]
     assert not _entries_of(switches["s2"].fake, "CoflowIngress.ecmp")
 
@@ -262,8 +279,10 @@ def test_apply_writes_meters_before_rules_with_levels_and_rates(driver, switches
     driver.install_base("l1", timeout=5)
     fake, table = switches["l1"].fake, LeafTable()
     before = len(fake.writes)
-    entries = [TagEntry(7, 2, rate_mbps=40.0),
-               TagEntry(9, 0, flow_rates=(FlowRate("h11", "h21", 8.0),))]
+    entries = [
+        TagEntry(7, 2, rate_mbps=40.0),
+        TagEntry(9, 0, flow_rates=(FlowRate("h11", "h21", 8.0),)),
+    ]
     n, diff = _apply(driver, plan, table, entries, {7: 1, 9: 2})
     # tag 7: 2 host rules + 2 meters; tag 9: 2 host rules + 1 pair rule + 1 meter
     assert n == 8
@@ -321,8 +340,12 @@ def test_port_and_meter_counters_read_the_right_cells(driver, switches, plan):
     fake.counters[(ix.id("counters", "CoflowIngress.meter_drop"), mid)] = (2000, 20)
     ports = {c.port: c for c in driver.port_counters("l1", 5)}
     assert sorted(ports) == [1, 2, 3, 4]  # 2 hosts + 2 uplinks
-    assert (ports[3].rx_bytes, ports[3].tx_bytes, ports[3].rx_packets, ports[3].tx_packets) \
-        == (300, 700, 3, 7)
+    assert (ports[3].rx_bytes, ports[3].tx_bytes, ports[3].rx_packets, ports[3].tx_packets) == (
+        300,
+        700,
+        3,
+        7,
+    )
     meters = {m.meter_id: m for m in driver.meter_counters("l1", 5)}
     assert set(meters) == set(diff.meter_ids.values())
     m = meters[mid]
@@ -334,6 +357,7 @@ def test_switch_error_becomes_southbound_error_with_message(driver, switches, pl
     driver.connect("l1", timeout=5)
     driver.install_base("l1", timeout=5)
     from controller.p4runtime.session import INSERT, update
+
     sess = driver.session("l1")
     with pytest.raises(SouthboundError, match="l1: Write failed: .*entry exists"):
         sess.write([update(INSERT, table_entry=driver.build.ecmp_entry())], 5)
@@ -352,6 +376,7 @@ def test_lost_stream_is_reported_and_switch_leaves_connected(driver, switches, p
 
 def test_missing_grpc_port_is_rejected(plan):
     from controller.p4runtime.driver import P4RuntimeDriver
+
     if not ART.exist():
         pytest.skip("p4src/compiled/ missing")
     with pytest.raises(ValueError, match="no port for switch 's2'"):
@@ -361,6 +386,7 @@ def test_missing_grpc_port_is_rejected(plan):
 @needs_p4info
 def test_apply_gives_up_at_its_bound_without_waiting_for_a_stuck_switch(driver, monkeypatch):
     from controller.p4runtime import driver as drv_mod
+
     release = threading.Event()
     monkeypatch.setattr(drv_mod, "apply_bound_s", lambda timeout: 0.3)
     monkeypatch.setattr(driver, "_apply_one", lambda *a: release.wait(30))  # never confirms

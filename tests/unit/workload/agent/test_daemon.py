@@ -3,6 +3,7 @@
 ``coflowbed.agents.AgentSet`` is tested in tests/unit/coflowbed/test_agents.py; here the
 agent's own contract: READY line, replies to bad requests, exit paths, stall timeout.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,24 @@ class RawAgent:
     def __init__(self, tmp: Path, name: str, *extra: str) -> None:
         self.control = tmp / f"{name}.sock"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workload.agent", "--host", name, "--control", str(self.control),
-             "--data-port", "0", "--ip", "127.0.0.1", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+            [
+                sys.executable,
+                "-m",
+                "workload.agent",
+                "--host",
+                name,
+                "--control",
+                str(self.control),
+                "--data-port",
+                "0",
+                "--ip",
+                "127.0.0.1",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+        )
         self.sock: socket.socket | None = None
         self.buf = b""
 
@@ -112,10 +128,12 @@ def test_bad_requests_get_errors_and_agent_lives_on(spawn):
     a.write(b"this is not json\n")
     reply = a.read()
     assert reply["id"] is None and reply["ok"] is False and "not JSON" in reply["error"]
-    bad = [{"id": 2, "op": "send", "flow_id": "f"},
-           {"id": 3, "op": "set_level", "tag": 99, "level": 0},
-           {"id": 4, "op": "teleport"},
-           {"id": 5, "op": "stats", "extra": 1}]
+    bad = [
+        {"id": 2, "op": "send", "flow_id": "f"},
+        {"id": 3, "op": "set_level", "tag": 99, "level": 0},
+        {"id": 4, "op": "teleport"},
+        {"id": 5, "op": "stats", "extra": 1},
+    ]
     for msg in bad:
         reply, _ = a.request(msg)
         assert reply["id"] == msg["id"] and reply["ok"] is False and reply["error"]
@@ -126,8 +144,16 @@ def test_bad_requests_get_errors_and_agent_lives_on(spawn):
 def test_flow_between_two_agents_and_duplicate_flow_id(spawn):
     a, b = spawn("ha"), spawn("hb")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
-    send = {"id": 2, "op": "send", "flow_id": "f1", "dst_ip": "127.0.0.1", "dst_port": port,
-            "bytes": 3_000_000, "tag": 5, "level": 1}
+    send = {
+        "id": 2,
+        "op": "send",
+        "flow_id": "f1",
+        "dst_ip": "127.0.0.1",
+        "dst_port": port,
+        "bytes": 3_000_000,
+        "tag": 5,
+        "level": 1,
+    }
     assert a.request(send)[0] == {"id": 2, "ok": True}
     got = b.until("flow_received", "f1")
     assert got["bytes"] == 3_000_000 and got["first_ns"] <= got["last_ns"]
@@ -145,8 +171,18 @@ def test_flow_to_closed_port_fails_without_hanging(spawn):
     with socket.socket() as s:  # a port that was just free and is closed now
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    a.request({"id": 1, "op": "send", "flow_id": "lost", "dst_ip": "127.0.0.1", "dst_port": port,
-               "bytes": 10, "tag": 1, "level": 0})
+    a.request(
+        {
+            "id": 1,
+            "op": "send",
+            "flow_id": "lost",
+            "dst_ip": "127.0.0.1",
+            "dst_port": port,
+            "bytes": 10,
+            "tag": 1,
+            "level": 0,
+        }
+    )
     failed = a.until("flow_failed", "lost")
     assert failed["side"] == "sender" and "refused" in failed["error"].lower()
 
@@ -157,8 +193,18 @@ def test_stalled_receiver_fails_flow_after_stall_timeout(spawn):
         lst.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         lst.bind(("127.0.0.1", 0))
         lst.listen()
-        a.request({"id": 1, "op": "send", "flow_id": "stuck", "dst_ip": "127.0.0.1",
-                   "dst_port": lst.getsockname()[1], "bytes": 200_000_000, "tag": 1, "level": 0})
+        a.request(
+            {
+                "id": 1,
+                "op": "send",
+                "flow_id": "stuck",
+                "dst_ip": "127.0.0.1",
+                "dst_port": lst.getsockname()[1],
+                "bytes": 200_000_000,
+                "tag": 1,
+                "level": 0,
+            }
+        )
         failed = a.until("flow_failed", "stuck")
     assert "no progress for 1 s" in failed["error"]
 
@@ -194,12 +240,15 @@ def test_second_orchestrator_is_refused(spawn):
     assert a.request({"id": 1, "op": "hello"})[0]["ok"]
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--host", "h1", "--control", "rel.sock"], "absolute"),
-    (["--host", "h1", "--control", "/" + "x" * 120], "107 bytes"),
-    (["--host", "h1", "--control", "/nonexistent-dir-cfb/h1.sock"], "does not exist"),
-    (["--host", "h1", "--control", "/tmp/h1.sock", "--data-port", "70000"], "0..65535"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--host", "h1", "--control", "rel.sock"], "absolute"),
+        (["--host", "h1", "--control", "/" + "x" * 120], "107 bytes"),
+        (["--host", "h1", "--control", "/nonexistent-dir-cfb/h1.sock"], "does not exist"),
+        (["--host", "h1", "--control", "/tmp/h1.sock", "--data-port", "70000"], "0..65535"),
+    ],
+)
 def test_bad_command_line_is_one_clear_error(argv, words, capsys):
     with pytest.raises(SystemExit) as info:
         agent_mod.parse_args(argv)
@@ -224,8 +273,18 @@ def test_connect_timeout_when_listener_backlog_is_full(spawn):
         lst.bind(("127.0.0.1", 0))
         lst.listen(0)  # the filler fills the accept queue; further SYNs are dropped
         with socket.create_connection(lst.getsockname(), timeout=TIMEOUT):
-            a.request({"id": 1, "op": "send", "flow_id": "slow", "dst_ip": "127.0.0.1",
-                       "dst_port": lst.getsockname()[1], "bytes": 10, "tag": 1, "level": 0})
+            a.request(
+                {
+                    "id": 1,
+                    "op": "send",
+                    "flow_id": "slow",
+                    "dst_ip": "127.0.0.1",
+                    "dst_port": lst.getsockname()[1],
+                    "bytes": 10,
+                    "tag": 1,
+                    "level": 0,
+                }
+            )
             failed = a.until("flow_failed", "slow")
     assert failed["error"] == "connect timed out after 0.5 s"
 
@@ -234,11 +293,15 @@ def test_flow_started_reports_pacing_and_set_rate_reaches_flows_not_started_yet(
     a, b = spawn("ha"), spawn("hb")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
     base = {"op": "send", "dst_ip": "127.0.0.1", "dst_port": port, "bytes": 1000, "level": 0}
-    lines = [{**base, "id": 2, "flow_id": "paced", "tag": 2, "rate_mbps": 16},
-             {**base, "id": 3, "flow_id": "later", "tag": 3},
-             {**base, "id": 4, "flow_id": "plain", "tag": 4, "rate_mbps": None},
-             {"id": 5, "op": "set_rate", "tag": 3, "dst_ip": "127.0.0.1", "rate_mbps": 40.0}]
-    a.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))  # one write: no flow started yet
+    lines = [
+        {**base, "id": 2, "flow_id": "paced", "tag": 2, "rate_mbps": 16},
+        {**base, "id": 3, "flow_id": "later", "tag": 3},
+        {**base, "id": 4, "flow_id": "plain", "tag": 4, "rate_mbps": None},
+        {"id": 5, "op": "set_rate", "tag": 3, "dst_ip": "127.0.0.1", "rate_mbps": 40.0},
+    ]
+    a.write(
+        b"".join(json.dumps(m).encode() + b"\n" for m in lines)
+    )  # one write: no flow started yet
     replies = {}
     while len(replies) < 4:
         m = a.read()
@@ -254,9 +317,19 @@ def test_set_level_reaches_flows_not_started_yet(spawn):
     if not a.request({"id": 1, "op": "hello"})[0]["priority"]:
         pytest.skip("SO_PRIORITY above 6 needs CAP_NET_ADMIN")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
-    lines = [{"id": 2, "op": "send", "dst_ip": "127.0.0.1", "dst_port": port, "bytes": 1000,
-              "level": 0, "flow_id": "moved", "tag": 3},
-             {"id": 3, "op": "set_level", "tag": 3, "level": 5}]
+    lines = [
+        {
+            "id": 2,
+            "op": "send",
+            "dst_ip": "127.0.0.1",
+            "dst_port": port,
+            "bytes": 1000,
+            "level": 0,
+            "flow_id": "moved",
+            "tag": 3,
+        },
+        {"id": 3, "op": "set_level", "tag": 3, "level": 5},
+    ]
     a.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))  # one write: not started yet
     assert a.until("flow_started", "moved")["priority"] == marking.skb_priority(5)
 
@@ -264,11 +337,23 @@ def test_set_level_reaches_flows_not_started_yet(spawn):
 @pytest.mark.parametrize("rate", [0, -1, "fast"])
 def test_bad_rates_are_refused_by_the_agent(spawn, rate):
     a = spawn()
-    send = {"id": 1, "op": "send", "flow_id": "f", "dst_ip": "127.0.0.1", "dst_port": 9, "bytes": 10,
-            "tag": 1, "level": 0, "rate_mbps": rate}
+    send = {
+        "id": 1,
+        "op": "send",
+        "flow_id": "f",
+        "dst_ip": "127.0.0.1",
+        "dst_port": 9,
+        "bytes": 10,
+        "tag": 1,
+        "level": 0,
+        "rate_mbps": rate,
+    }
     set_rate = {"id": 2, "op": "set_rate", "tag": 1, "dst_ip": "127.0.0.1", "rate_mbps": rate}
     for msg in (send, set_rate):
         reply, _ = a.request(msg)
-        assert reply["ok"] is False and f"rate_mbps: must be null or a finite number of Mbit/s >= 8e-06, " \
-            f"got {rate!r}" in reply["error"]
+        assert (
+            reply["ok"] is False
+            and f"rate_mbps: must be null or a finite number of Mbit/s >= 8e-06, got {rate!r}"
+            in reply["error"]
+        )
     assert a.request({"id": 3, "op": "stats"})[0]["sent"] == {}
