@@ -78,10 +78,10 @@ def run_one(trace, policy: str, limit: int | None, wall_limit: float = math.inf)
 def run_gpu(case: str, policy: str) -> dict:
     """Generate one 8,192-GPU job and simulate one iteration on a big switch of its
     hosts; figures (run in a child process: peak RSS covers generation + simulation)."""
+    from coflowbed.sim import BigSwitch
     from workload import generate
     from workload.placement import generic_hosts
     from workload.presets import load_preset
-    from coflowbed.sim import BigSwitch
 
     preset, overrides = GPU_CASES[case]
     job = load_preset(preset, overrides)

@@ -11,8 +11,8 @@ import selectors
 import socket
 import subprocess
 import time
+from collections.abc import Container
 from pathlib import Path
-from typing import Container
 
 from coflowbed.agent_types import AgentError, AgentHandle, AgentHost
 from workload.agent.proto import UNIX_PATH_MAX
@@ -77,7 +77,7 @@ def wait_ready(agents: list[AgentHandle], timeout_s: float) -> None:
     """Read each agent's ``READY <host>`` line, all within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     waiting = {a.proc.stdout.fileno(): a for a in agents}
-    lines = {fd: b"" for fd in waiting}
+    lines = dict.fromkeys(waiting, b"")
     with selectors.DefaultSelector() as sel:
         for fd in waiting:
             sel.register(fd, selectors.EVENT_READ)

@@ -7,9 +7,10 @@ import concurrent.futures
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from coflowbed.agent_process import (
     HOST_NAME,

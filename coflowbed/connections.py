@@ -14,7 +14,7 @@ coflow alone left 129 of 670 flows to open one (first byte after release: p95 1.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from coflowbed.agent_types import PoolOrder
 from workload.agent.proto import MAX_POOL

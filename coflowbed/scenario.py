@@ -30,10 +30,10 @@ SWITCH_KINDS = ("ovs", "bmv2")
 # band), or pacing at the sending host (SO_MAX_PACING_RATE), as Varys throttles senders.
 POLICY_RATES = ("meters", "pacing")
 # Link options Mininet's TCLink offers but this kernel cannot do (no netem): say so.
-UNSUPPORTED_LINK_KEYS = {
-    k: "not supported: the kernel has no netem qdisc, so link delay/loss/jitter cannot be emulated"
-    for k in ("delay", "delay_ms", "loss", "loss_pct", "jitter", "jitter_ms", "max_queue_size")
-}
+UNSUPPORTED_LINK_KEYS = dict.fromkeys(
+    ("delay", "delay_ms", "loss", "loss_pct", "jitter", "jitter_ms", "max_queue_size"),
+    "not supported: the kernel has no netem qdisc, so link delay/loss/jitter cannot be emulated",
+)
 
 
 @dataclass

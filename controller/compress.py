@@ -16,7 +16,8 @@ K distinct ranks, each gets its own level (0, 1, ... in rank order).  With more:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from controller.policies.base import Decision, Rank
 from workload.marking import MAX_LEVELS

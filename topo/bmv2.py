@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
+
+# isort: split
 from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Switch
@@ -70,7 +72,7 @@ def grpc_ports(plan: FabricPlan, base: int) -> dict[str, int]:
     return {sw.name: base + i for i, sw in enumerate(plan.switches)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_thrift(binary: str = BINARY) -> bool:
     """True if ``binary`` was built with the Thrift runtime server (it then opens a
     Thrift port, 9090 unless told otherwise, and accepts ``--thrift-port``)."""

@@ -26,8 +26,8 @@ emulated NIC's FIFOs, where a new flow's first packets would queue behind it
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 CONGESTION_CONTROL = "reno"
 TSQ_LIMIT_BYTES = 16384  # per socket in the qdisc: the kernel's default is 4 MiB

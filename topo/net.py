@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
+
+# isort: split
 from mininet.link import Link
 from mininet.net import Mininet
 

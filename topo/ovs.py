@@ -190,7 +190,7 @@ class OvsService:
                 f"socket (max {UNIX_PATH_MAX} characters for db.sock)"
             )
 
-    def __enter__(self) -> "OvsService":
+    def __enter__(self) -> OvsService:
         """Start on entry."""
         self.start()
         return self

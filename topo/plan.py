@@ -174,7 +174,7 @@ class FabricPlan:
         return json.dumps(self.to_dict(), indent=1)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "FabricPlan":
+    def from_dict(cls, d: dict) -> FabricPlan:
         """Rebuild a plan from ``to_dict`` output (derived parts are recomputed); a
         dict without ``mtu`` was recorded before the key existed, at LEGACY_MTU."""
         return cls(

@@ -31,8 +31,8 @@ from __future__ import annotations
 import logging
 import re
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from topo.plan import DEFAULT_MTU, ETH_HEADER_BYTES, check_mtu
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 import logging
 import socket
 import subprocess
-from typing import Sequence
+from collections.abc import Sequence
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
+
+# isort: split
 from mininet.node import OVSSwitch, RemoteController
 
 log = logging.getLogger("topo.switch")

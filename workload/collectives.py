@@ -8,7 +8,7 @@ Hosts are indices within one pipeline stage.  Traffic between ranks on the same 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment

@@ -10,13 +10,12 @@ Coflow ids (stable, documented in docs/workloads.md):
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 import numpy as np
 
-from workload import collectives as coll
-from workload import sizes
+from workload import collectives as coll, sizes
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
 from workload.jobspec import JobSpec
 from workload.placement import Placement

@@ -13,9 +13,9 @@ before ``release_s`` (trace arrival time).  Nothing here knows about Mininet or 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterator
 
 
 class CoflowType(str, Enum):

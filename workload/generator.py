@@ -17,7 +17,7 @@ Dependencies (docs/workloads.md has the picture):
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from workload.commgen import CommBuilder, pp_id
 from workload.dag import Coflow, Compute, Dag

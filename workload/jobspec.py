@@ -6,9 +6,10 @@ and bad values are rejected with ``<file>: <key>: <reason>`` (see docs/workloads
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

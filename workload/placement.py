@@ -10,8 +10,8 @@ ranks of one pipeline stage, and stage ``i`` gets the i-th block of
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from workload.jobspec import JobSpec
 from workload.schema import SpecError

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from workload.jobspec import PRESET_DIR, JobSpec, load_job, preset_path
 from workload.schema import SpecError

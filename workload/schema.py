@@ -7,7 +7,8 @@ checked where it is read, and every error names the file, the key path and the r
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from workload.errors import UserError
 
@@ -90,7 +91,7 @@ class Section:
             raise self.error(key, f"must be true or false, got {v!r}")
         return v
 
-    def section(self, key: str, required: bool = True) -> "Section | None":
+    def section(self, key: str, required: bool = True) -> Section | None:
         """The nested mapping at ``key`` (None when optional and absent), read the same
         way as this one (a subclass's nested sections are of that subclass)."""
         v = self.raw(key, _REQUIRED if required else None)

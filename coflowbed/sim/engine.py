@@ -113,7 +113,7 @@ class Simulator:
         # Rates held until the next decision: flow completions in between change no rate.
         self.hold = bool(self.policy.hold_rates) and not self.thresholds.size
 
-    def run(self) -> "Simulator":
+    def run(self) -> Simulator:
         """Simulate until every node is done (or the horizon); returns self."""
         t0 = time.perf_counter()
         self.dagstate.start()

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -141,7 +141,7 @@ class LeafSpine(FabricModel):
         return FabricView.uniform(self.hosts, self.host_bps, levels)
 
     @classmethod
-    def from_plan(cls, plan: FabricPlan) -> "LeafSpine":
+    def from_plan(cls, plan: FabricPlan) -> LeafSpine:
         """The leaf-spine of a scenario's fabric plan (Mbit/s -> bit/s)."""
         return cls(
             tuple(plan.host_names()),

@@ -34,7 +34,7 @@ class FlowTable:
         self._local: dict[int, dict[str, int]] = {}
 
     @classmethod
-    def build(cls, coflows: list[Coflow], fabric: FabricModel) -> "FlowTable":
+    def build(cls, coflows: list[Coflow], fabric: FabricModel) -> FlowTable:
         """Arrays for ``coflows`` on ``fabric`` (ValueError if a host is not on it)."""
         counts = np.fromiter((len(c.flows) for c in coflows), np.int64, len(coflows))
         offsets = np.concatenate([[0], np.cumsum(counts)])

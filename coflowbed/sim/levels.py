@@ -11,7 +11,7 @@ Two level modes:
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from controller.compress import compress
 from controller.policies.base import Decision

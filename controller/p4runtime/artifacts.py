@@ -41,7 +41,7 @@ class Artifacts:
     p4info: Path
 
     @classmethod
-    def in_dir(cls, directory: Path) -> "Artifacts":
+    def in_dir(cls, directory: Path) -> Artifacts:
         """The artifacts as named inside ``directory``."""
         return cls(Path(directory) / JSON_NAME, Path(directory) / P4INFO_NAME)
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable, Mapping
 
 from finsy.proto import p4r
 
 from controller.coflow_table import LeafDiff, RuleKey
 from controller.p4runtime.artifacts import Artifacts
-from controller.p4runtime.entities import N, EntityBuilder, rule_key_of
+from controller.p4runtime.entities import EntityBuilder, N, rule_key_of
 from controller.p4runtime.p4info import P4InfoIndex
 from controller.p4runtime.session import DELETE, INSERT, MODIFY, P4RuntimeSession, update
 from controller.southbound.base import (

@@ -13,9 +13,8 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from google.protobuf import text_format
-
 from finsy.proto import p4i
+from google.protobuf import text_format
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ class P4InfoIndex:
             self._ids[(kind, short)] = preamble.id
 
     @classmethod
-    def from_file(cls, path: Path) -> "P4InfoIndex":
+    def from_file(cls, path: Path) -> P4InfoIndex:
         """Parse a text-format P4Info file; ValueError naming the file on bad content."""
         info = p4i.P4Info()
         try:

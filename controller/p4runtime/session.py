@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import grpc
 from finsy.proto import p4r, p4r_grpc, rpc_code, rpc_status

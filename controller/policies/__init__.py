@@ -7,8 +7,9 @@ by decorating a ``Policy`` subclass with ``@register``.  See docs/policies.md.
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, Rank
 from controller.policies.registry import get, names, policy_class, register, unregister
 
+# isort: split
 # Importing the built-in policies registers them.
-from controller.policies import dclas, hermod, llm, sebf, simple, sincronia  # noqa: E402,F401
+from controller.policies import dclas, hermod, llm, sebf, simple, sincronia  # noqa: F401
 
 __all__ = [
     "CoflowState",

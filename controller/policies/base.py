@@ -11,8 +11,9 @@ never deal with K except D-CLAS, whose queues are levels by definition.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from workload.dag import Coflow
 from workload.marking import MAX_LEVELS
@@ -61,10 +62,10 @@ class FabricView:
     levels: int = MAX_LEVELS
 
     @classmethod
-    def uniform(cls, hosts, bps: float, levels: int = MAX_LEVELS) -> "FabricView":
+    def uniform(cls, hosts, bps: float, levels: int = MAX_LEVELS) -> FabricView:
         """Every host port at the same rate ``bps`` each way."""
         hosts = list(hosts)
-        return cls({h: bps for h in hosts}, {h: bps for h in hosts}, levels)
+        return cls(dict.fromkeys(hosts, bps), dict.fromkeys(hosts, bps), levels)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class TableDecision:
     and, optionally, a rate in bit/s per row (live flow) of the table."""
 
     ranks: list[Rank]
-    flow_rates_bps: "np.ndarray | None" = None
+    flow_rates_bps: np.ndarray | None = None
 
 
 class Policy(ABC):
@@ -129,7 +130,7 @@ class Policy(ABC):
         """Return a Decision for every coflow in ``states``."""
 
     def decide_table(
-        self, table: "FlowTable", ids: Sequence[str], seq: "np.ndarray", now: float
+        self, table: FlowTable, ids: Sequence[str], seq: np.ndarray, now: float
     ) -> TableDecision | None:
         """Optional vectorised ``decide`` for callers that already hold the live flows as
         arrays (the simulator, at 10^5-10^6 flows): ``table`` rows are the live flows

@@ -7,8 +7,8 @@ once per ``decide`` so the policies run vectorised instead of looping over flows
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

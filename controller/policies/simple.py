@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from controller.policies._common import type_order
 from controller.policies.base import CoflowState, Decision, FabricView, Policy

@@ -9,7 +9,7 @@ It is not in the policy registry: it needs the scenario's levels to exist.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 

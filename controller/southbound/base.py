@@ -9,8 +9,8 @@ barrier reply) or raises ``SouthboundError``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from controller.coflow_table import LeafDiff
 

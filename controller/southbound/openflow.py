@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 from controller.coflow_table import LeafDiff
 from controller.southbound import of_messages as ofm

@@ -4,6 +4,7 @@ P4Runtime controller, the BMv2 fabric, agents, results.  Skipped without BMv2.""
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from coflowbed.results import read_coflows_csv

@@ -28,7 +28,7 @@ def recv(port: int, seconds: float) -> dict:
         s.settimeout(left)
         try:
             data = s.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             break
         nbytes, packets = nbytes + len(data), packets + 1
     return {"bytes": nbytes, "packets": packets}

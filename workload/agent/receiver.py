@@ -28,7 +28,7 @@ class ReceiverSink(Protocol):
 
     rx_view: memoryview  # shared receive buffer (payload is discarded)
     recv_flows: dict[str, RecvRecord]  # by flow id, kept for stats
-    receivers: set["FlowReceiver"]  # open connections
+    receivers: set[FlowReceiver]  # open connections
 
     def emit(self, event: dict[str, Any]) -> None:
         """Push an event to the orchestrator."""

@@ -9,16 +9,15 @@ import socket
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
 
 import pytest
 
 from coflowbed.agents import AgentError, AgentEvent, AgentSet, SendOrder
+from tests.hosts import LocalHost
 from workload import marking
 from workload.agent.proto import can_set_priority
-
-from tests.hosts import LocalHost
 
 TIMEOUT = 15.0
 REPO = Path(__file__).resolve().parents[3]

@@ -18,10 +18,9 @@ from coflowbed.calibrate import (
     inter_leaf_limit,
     peak_offered_mbps,
 )
+from tests.hosts import LocalHost
 from topo.plan import FabricPlan
 from workload.dag import Coflow, Dag, Flow
-
-from tests.hosts import LocalHost
 
 PLAN = FabricPlan(spines=2, leaves=4, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
 

@@ -3,7 +3,7 @@ the comments and asserted to float tolerance."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 

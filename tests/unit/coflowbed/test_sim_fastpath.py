@@ -5,7 +5,7 @@ their own instants between two decisions without re-sharing their capacity."""
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -97,7 +97,7 @@ def test_held_rates_finish_flows_at_their_own_instants_without_resharing():
             Coflow("Y", (Flow("c", "p0", "p1", 3 * gbit), Flow("d", "p2", "p3", 4 * gbit))),
         ]
     )
-    policy = Fixed({f: 0.5e9 for f in "abcd"})
+    policy = Fixed(dict.fromkeys("abcd", 0.5e9))
     res = simulate(dag, BigSwitch(hosts, 1e9), policy, None)
     finish = dict(zip("abcd", res.sim.flows.finish_s.tolist()))
     assert finish == pytest.approx({"a": 2.0, "b": 8.0, "c": 6.0, "d": 8.0})
@@ -160,7 +160,7 @@ def test_a_horizon_inside_a_held_jump_keeps_the_flows_that_ended_before_it():
         ]
     )
     res = simulate(
-        dag, BigSwitch(hosts, 1e9), Fixed({f: 0.5e9 for f in "abcd"}), None, horizon_s=5.0
+        dag, BigSwitch(hosts, 1e9), Fixed(dict.fromkeys("abcd", 0.5e9)), None, horizon_s=5.0
     )
     assert res.partial and res.sim.now == pytest.approx(5.0)
     finish = res.sim.flows.finish_s.tolist()

@@ -10,7 +10,7 @@ from finsy.proto import p4i
 
 from controller.coflow_table import MeterSpec, TagRule
 from controller.p4runtime import artifacts
-from controller.p4runtime.entities import N, EntityBuilder, Names, rule_key_of
+from controller.p4runtime.entities import EntityBuilder, N, Names, rule_key_of
 from controller.p4runtime.p4info import P4InfoIndex, decode_uint, encode_uint
 from topo.plan import FabricPlan
 

@@ -12,7 +12,7 @@ import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc, rpc_code
 
-from controller.coflow_table import LeafTable, TagEntry, FlowRate, leaf_state
+from controller.coflow_table import FlowRate, LeafTable, TagEntry, leaf_state
 from controller.p4runtime import artifacts
 from controller.southbound.base import SouthboundError
 from topo.plan import FabricPlan
@@ -199,8 +199,9 @@ def test_connect_refused_when_another_primary_has_higher_election(plan, switches
 
 @needs_p4info
 def test_connect_times_out_without_server(plan):
-    from controller.p4runtime.driver import P4RuntimeDriver
     import socket
+
+    from controller.p4runtime.driver import P4RuntimeDriver
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from os_ken.ofproto import ofproto_v1_3 as ofp
-from os_ken.ofproto import ofproto_v1_3_parser as parser
+from os_ken.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
 
 from controller import coflow_table as ct
 from controller.southbound import of_messages as ofm

@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from workload import marking
-
 from workload.agent import daemon as agent_mod
 
 REPO = Path(__file__).resolve().parents[3]
