@@ -143,9 +143,8 @@ def main() -> int:
     p.add_argument("--incast-bytes", type=int, default=1_000_000)
     a = p.parse_args()
     senders = ["h1", "h2", "h3", "h4"]
-    print(
-        f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)"
-    )
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average before: {load} ({os.cpu_count()} CPUs)")
     hosts = [LocalHost(h) for h in senders + ["h5"]]
     with (
         tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp,

@@ -288,12 +288,12 @@ def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
 
     ts = sec.section("trace")
     trace_path = path.parent / ts.need("path", string)
-    opts = dict(
-        limit=ts.get("coflows", None, integer(1)),
-        skip=ts.get("skip", 0, integer(0)),
-        time_scale=ts.get("time_scale", 1.0, number(positive=True)),
-        byte_scale=ts.get("byte_scale", 1.0, number(positive=True)),
-    )
+    opts = {
+        "limit": ts.get("coflows", None, integer(1)),
+        "skip": ts.get("skip", 0, integer(0)),
+        "time_scale": ts.get("time_scale", 1.0, number(positive=True)),
+        "byte_scale": ts.get("byte_scale", 1.0, number(positive=True)),
+    }
     ts.done()
     try:
         trace = fbtrace.read_trace(trace_path)

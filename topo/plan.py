@@ -114,22 +114,22 @@ class FabricPlan:
         object.__setattr__(self, "links", tuple(self._make_links()))
 
     def _make_hosts(self):
-        for l in range(1, self.leaves + 1):
+        for lf in range(1, self.leaves + 1):
             for n in range(1, self.hosts_per_leaf + 1):
-                yield HostPlan(f"h{l}{n}", l, n, host_ip(l, n), f"00:00:00:00:{l:02x}:{n:02x}")
+                yield HostPlan(f"h{lf}{n}", lf, n, host_ip(lf, n), f"00:00:00:00:{lf:02x}:{n:02x}")
 
     def _make_switches(self):
-        for l in range(1, self.leaves + 1):
-            yield SwitchPlan(f"l{l}", "leaf", l, 0x1000 + l)
+        for lf in range(1, self.leaves + 1):
+            yield SwitchPlan(f"l{lf}", "leaf", lf, 0x1000 + lf)
         for s in range(1, self.spines + 1):
             yield SwitchPlan(f"s{s}", "spine", s, 0x2000 + s)
 
     def _make_links(self):
         for h in self.hosts:
             yield LinkPlan(h.name, 0, f"l{h.leaf}", h.leaf_port, self.host_bw_mbps)
-        for l in range(1, self.leaves + 1):
+        for lf in range(1, self.leaves + 1):
             for s in range(1, self.spines + 1):
-                yield LinkPlan(f"l{l}", self.uplink_port(s), f"s{s}", l, self.fabric_bw_mbps)
+                yield LinkPlan(f"l{lf}", self.uplink_port(s), f"s{s}", lf, self.fabric_bw_mbps)
 
     @property
     def frame_bytes(self) -> int:

@@ -50,8 +50,8 @@ print(json.dumps({"window_s": t2 - t1, "bytes": {k: b[k] - a.get(k, 0) for k in 
 
 SOURCE = r"""
 import json, selectors, socket, sys, time
-dst, port, tos, secs, nconn = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-size = int(sys.argv[6])
+dst, port, tos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+secs, nconn, size = float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 socks = []
 for _ in range(nconn):
     s = socket.socket(); s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)

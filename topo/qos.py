@@ -35,9 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from topo.plan import DEFAULT_MTU, ETH_HEADER_BYTES, check_mtu
-
-LEGACY_FRAME_BYTES = 1514  # the unit of queue_packets: a full frame at MTU 1500
-MIN_QUEUE_FRAMES = 4  # a bucket holds at least this many frames of the port's MTU
 from workload.marking import (
     DSCP_UNTAGGED,
     HTB_MAJOR,
@@ -47,6 +44,9 @@ from workload.marking import (
     level_dscp,
     tos_byte,
 )
+
+LEGACY_FRAME_BYTES = 1514  # the unit of queue_packets: a full frame at MTU 1500
+MIN_QUEUE_FRAMES = 4  # a bucket holds at least this many frames of the port's MTU
 
 log = logging.getLogger("topo.qos")
 

@@ -7,7 +7,8 @@ per-host traffic agent, do not pay for numpy/scipy):
 - ``critical_path(dag, line_rate_bps) -> float``  (workload.critpath)
 - ``workload.jobspec.load_job(path, overrides=None) -> JobSpec``
 - ``workload.dagjson.dump(dag, path)`` / ``workload.dagjson.load(path) -> Dag``
-- ``workload.jobspec.preset_path(name) -> Path | None``, ``workload.presets.load_preset(name, overrides=None)``
+- ``workload.jobspec.preset_path(name) -> Path | None``,
+  ``workload.presets.load_preset(name, overrides=None)``
 """
 
 from __future__ import annotations

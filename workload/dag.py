@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
-class CoflowType(str, Enum):
+# Not StrEnum (ruff UP042): that would change str() and f-strings of a member from
+# "CoflowType.PP" to "PP", which logs and messages may carry.
+class CoflowType(str, Enum):  # noqa: UP042
     """What a coflow carries; PP/EP/DP cross the fabric, TP stays inside a server."""
 
     PP = "PP"

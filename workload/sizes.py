@@ -78,10 +78,8 @@ def rank_layer_params(job: JobSpec, lid: int) -> LayerParams:
 
 def rank_shard_params(job: JobSpec, stage: int) -> float:
     """P: parameters held by one rank of ``stage`` (dense and experts)."""
-    return sum(
-        lp.dense + lp.expert
-        for lp in map(lambda l: rank_layer_params(job, l), job.stage_layers(stage))
-    )
+    layers = (rank_layer_params(job, layer) for layer in job.stage_layers(stage))
+    return sum(lp.dense + lp.expert for lp in layers)
 
 
 def zero2_bytes(params: float) -> tuple[float, float]:

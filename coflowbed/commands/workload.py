@@ -66,8 +66,8 @@ def host_names(args: argparse.Namespace, needed: int) -> list[str]:
         from topo.plan import FabricPlan
 
         try:
-            s, l, h = (int(x) for x in args.fabric.lower().split("x"))
-            return FabricPlan(s, l, h, 100.0, 100.0).host_names()
+            spines, leaves, hosts = (int(x) for x in args.fabric.lower().split("x"))
+            return FabricPlan(spines, leaves, hosts, 100.0, 100.0).host_names()
         except ValueError as exc:
             raise UserError("--fabric", args.fabric, f"expected SxLxH: {exc}") from exc
     return generic_hosts(needed)

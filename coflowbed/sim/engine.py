@@ -360,7 +360,6 @@ class Simulator:
 
     def _next_threshold(self) -> float:
         """Time until some active coflow's bytes sent reaches the next threshold."""
-        fl = self.flows
         cof = self.act_cof
         agg = np.bincount(cof, weights=self.rates, minlength=len(self.outcomes)) / 8.0
         cs = np.fromiter(self.states, np.int64, len(self.states))

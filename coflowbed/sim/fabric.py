@@ -170,7 +170,8 @@ def parse_rate(text: str, binary: bool = False) -> float:
 
 
 def parse_fabric_spec(spec: str, binary: bool = False) -> BigSwitch | LeafSpine:
-    """``bigswitch:<N>x<rate>`` or ``leafspine:<leaves>x<hosts>x<spines>:<host rate>[/<fabric rate>]``.
+    """``bigswitch:<N>x<rate>`` or
+    ``leafspine:<leaves>x<hosts>x<spines>:<host rate>[/<fabric rate>]``.
     Big-switch hosts are named ``p0..p<N-1>``, leaf-spine hosts ``h<l>_<n>`` (1-based)."""
     kind, _, rest = spec.partition(":")
     if kind == "bigswitch":
@@ -191,6 +192,6 @@ def parse_fabric_spec(spec: str, binary: bool = False) -> BigSwitch | LeafSpine:
         host_rate, _, core_rate = rates.partition("/")
         hb = parse_rate(host_rate, binary)
         fb = parse_rate(core_rate, binary) if core_rate else hb
-        hosts = tuple(f"h{l}_{n}" for l in range(1, leaves + 1) for n in range(1, hpl + 1))
+        hosts = tuple(f"h{lf}_{n}" for lf in range(1, leaves + 1) for n in range(1, hpl + 1))
         return LeafSpine(hosts, hpl, spines, hb, fb)
     raise ValueError(f"fabric {spec!r}: kind must be bigswitch or leafspine")

@@ -112,10 +112,10 @@ class EntityBuilder:
             return [
                 self.table_entry(
                     N.route,
-                    [self.lpm(N.route, "dst", leaf_subnet(l), LEAF_PREFIX_LEN)],
-                    self.action(N.forward, port=l),
+                    [self.lpm(N.route, "dst", leaf_subnet(leaf), LEAF_PREFIX_LEN)],
+                    self.action(N.forward, port=leaf),
                 )
-                for l in range(1, plan.leaves + 1)
+                for leaf in range(1, plan.leaves + 1)
             ]
         out = [
             self.table_entry(

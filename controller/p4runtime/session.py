@@ -90,7 +90,9 @@ class P4RuntimeSession:
             arb = self._arbitration.get(timeout=timeout)
         except queue.Empty:
             self.close()
-            raise SouthboundError(f"{self.name}: no arbitration answer in {timeout:.0f} s")
+            raise SouthboundError(
+                f"{self.name}: no arbitration answer in {timeout:.0f} s"
+            ) from None
         if arb is None:
             self.close()
             raise SouthboundError(f"{self.name}: stream closed during arbitration")

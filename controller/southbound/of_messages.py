@@ -153,7 +153,7 @@ def base_msgs(dp, plan: FabricPlan, sw: SwitchPlan) -> list:
 
 def tag_match(dp, rule: TagRule):
     """Match of a coflow-table rule."""
-    fields = dict(in_port=rule.in_port, eth_type=ETH_IP, ip_dscp=rule.tag)
+    fields = {"in_port": rule.in_port, "eth_type": ETH_IP, "ip_dscp": rule.tag}
     if rule.dst_ip is not None:
         fields["ipv4_dst"] = rule.dst_ip
     return dp.ofproto_parser.OFPMatch(**fields)

@@ -46,7 +46,8 @@ def one_coflow_scenario(tmp: Path, name: str, host_mbps: float) -> Path:
                     "id": "c",
                     "level": 0,
                     "flows": [
-                        {"src": f"h{l}1", "dst": f"h{l % 4 + 1}1", "bytes": MB} for l in range(1, 5)
+                        {"src": f"h{lf}1", "dst": f"h{lf % 4 + 1}1", "bytes": MB}
+                        for lf in range(1, 5)
                     ],
                 }
             ]

@@ -1,8 +1,9 @@
-"""Per-host traffic agent: sends and receives the flows of replayed coflows.
+r"""Per-host traffic agent: sends and receives the flows of replayed coflows.
 
 Run inside each Mininet host (its network namespace) by ``coflowbed.agents``::
 
-    python -m workload.agent --host h11 --control /abs/run/agents/h11.sock --data-port 5001 --ip 10.0.1.1
+    python -m workload.agent --host h11 --control /abs/run/agents/h11.sock \
+        --data-port 5001 --ip 10.0.1.1
 
 It accepts flows on TCP ``--data-port`` and takes orders over one JSON-lines connection
 on the Unix socket ``--control`` (protocol in ``workload.agent.proto``).  When both

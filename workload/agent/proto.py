@@ -12,8 +12,8 @@ neither side redefines the other's:
   carry an ``id`` and ``op``; replies echo the ``id`` with ``ok``; events carry ``event``
   and no ``id``.  Requests are strict: unknown keys and wrong types are rejected.
 - **marking**: at send time a flow's connection is marked with its tag in IP_TOS and its
-  level in SO_PRIORITY (``mark_flow_socket``); handshakes go unmarked.  Tags follow ``workload.marking``: ``1..55`` mark a coflow,
-  ``0`` sends untagged (DSCP 0).
+  level in SO_PRIORITY (``mark_flow_socket``); handshakes go unmarked.  Tags follow
+  ``workload.marking``: ``1..55`` mark a coflow, ``0`` sends untagged (DSCP 0).
 - **pacing**: a flow given ``rate_mbps`` (Mbit/s) has its socket's SO_MAX_PACING_RATE set
   to ``int(rate_mbps * 1e6 / 8)`` bytes/s before its first byte (``set_pacing``); the
   kernel's internal TCP pacing then throttles it at the sender, no fq qdisc needed.
@@ -58,7 +58,7 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any, Union
+from typing import Any
 
 from workload import marking
 from workload.agent.receiver import FlowReceiver, ReceiverSink, RecvRecord
@@ -273,16 +273,16 @@ class ShutdownRequest:
     """Close everything and exit 0."""
 
 
-Request = Union[
-    ConnectRequest,
-    SendRequest,
-    CancelRequest,
-    SetLevelRequest,
-    SetRateRequest,
-    StatsRequest,
-    HelloRequest,
-    ShutdownRequest,
-]
+Request = (
+    ConnectRequest
+    | SendRequest
+    | CancelRequest
+    | SetLevelRequest
+    | SetRateRequest
+    | StatsRequest
+    | HelloRequest
+    | ShutdownRequest
+)
 OPS: dict[str, type] = {
     "connect": ConnectRequest,
     "send": SendRequest,

@@ -27,7 +27,7 @@ def test_writes_dag_and_table(tmp_path, capsys):
             str(sum(c.bytes for c in n)),
         ]
     assert "critical path at 100 Mbit/s" in text
-    assert dag.hosts() <= {f"h{l}{n}" for l in range(1, 5) for n in (1, 2)}
+    assert dag.hosts() <= {f"h{lf}{n}" for lf in range(1, 5) for n in (1, 2)}
 
 
 def test_set_overrides(tmp_path, capsys):
