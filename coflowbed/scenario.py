@@ -207,7 +207,9 @@ def _parse_coflows(sec: Section, plan: FabricPlan, levels: int) -> tuple[Dag, di
     if not isinstance(items, list) or not items:
         raise sec.fail("coflows", "must be a non-empty list")
     hosts = set(plan.host_names())
-    coflows, lv, rates = [], {}, {}
+    coflows: list[Coflow] = []
+    lv: dict[str, int] = {}
+    rates: dict[str, float] = {}
     for i, item in enumerate(items):
         cs = Section(item, sec.source, f"workload.coflows[{i}]")
         cf, level, rate = _parse_one_coflow(cs, i, hosts, levels)
@@ -271,7 +273,7 @@ def _parse_job(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     from workload.jobspec import load_job, preset_path
 
     ref = sec.get("job", None, string)
-    job_path = preset_path(ref) if preset_path(ref) else (path.parent / ref)
+    job_path = preset_path(ref) or path.parent / ref
     overrides = sec.get("overrides", {}, _mapping)
     try:
         job = load_job(job_path, overrides=overrides)

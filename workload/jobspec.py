@@ -6,6 +6,7 @@ and bad values are rejected with ``<file>: <key>: <reason>`` (see docs/workloads
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,11 @@ class ModelSpec:
 
     def is_moe(self, lid: int) -> bool:
         """Whether global layer ``lid`` is a MoE layer."""
-        return self.moe is not None and lid in self.moe.layers
+        return self.moe_of(lid) is not None
+
+    def moe_of(self, lid: int) -> MoeSpec | None:
+        """The MoE spec if global layer ``lid`` is a MoE layer, else None."""
+        return self.moe if self.moe is not None and lid in self.moe.layers else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +269,7 @@ def _moe(s: Section, layers: int, ffn: int) -> MoeSpec:
         chosen = frozenset(ids[which])
     elif isinstance(which, list) and which:
         chosen = frozenset(
-            check_int(v, lambda r, i=i: s.error(f"layers[{i}]", r), 0, layers - 1)
+            check_int(v, functools.partial(s.error, f"layers[{i}]"), 0, layers - 1)
             for i, v in enumerate(which)
         )
     else:
@@ -326,7 +331,7 @@ def _compute(s: Section | None, model: ModelSpec) -> ComputeSpec:
                 "fwd_layer_s", f"needs one value per layer ({model.layers}), got {len(vals)}"
             )
         times = tuple(
-            check_float(v, lambda r, i=i: s.error(f"fwd_layer_s[{i}]", r), 0.0)
+            check_float(v, functools.partial(s.error, f"fwd_layer_s[{i}]"), 0.0)
             for i, v in enumerate(vals)
         )
     spec = ComputeSpec(
