@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Container
 from pathlib import Path
+from typing import IO
 
 from coflowbed.agent_types import AgentError, AgentHandle, AgentHost
 from workload.agent.proto import UNIX_PATH_MAX
@@ -73,10 +74,17 @@ def spawn_agent(
     return agent
 
 
+def _stdout(agent: AgentHandle) -> IO[bytes]:
+    """The agent's stdout pipe (every agent is started with ``stdout=PIPE``)."""
+    if agent.proc.stdout is None:
+        raise AgentError(f"agent {agent.name}: started without a stdout pipe")
+    return agent.proc.stdout
+
+
 def wait_ready(agents: list[AgentHandle], timeout_s: float) -> None:
     """Read each agent's ``READY <host>`` line, all within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    waiting = {a.proc.stdout.fileno(): a for a in agents}
+    waiting = {_stdout(a).fileno(): a for a in agents}
     lines = dict.fromkeys(waiting, b"")
     with selectors.DefaultSelector() as sel:
         for fd in waiting:

@@ -20,6 +20,7 @@ end by PID) in ``coflowbed.agent_process``; both are re-exported here.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import itertools
 import json
 import logging
@@ -187,7 +188,7 @@ class AgentSet:
             raise AgentError(f"agent {agent.name}: control socket {agent.control}: {exc}") from exc
         agent.sock, agent.alive = sock, True
         agent.reader = threading.Thread(
-            target=self._read_loop, args=(agent,), name=f"agent-{agent.name}", daemon=True
+            target=self._read_loop, args=(agent, sock), name=f"agent-{agent.name}", daemon=True
         )
         agent.reader.start()
         hello = self._request(agent.name, HelloRequest())
@@ -203,12 +204,13 @@ class AgentSet:
 
     # -- reading -----------------------------------------------------------------------
 
-    def _read_loop(self, agent: AgentHandle) -> None:
-        """Reader thread: route replies to their futures and events to the queue."""
+    def _read_loop(self, agent: AgentHandle, sock: socket.socket) -> None:
+        """Reader thread of ``agent`` (control socket ``sock``): route replies to their
+        futures and events to the queue."""
         buf, error = b"", "control connection closed"
         while True:
             try:
-                chunk = agent.sock.recv(1 << 16)
+                chunk = sock.recv(1 << 16)
             except TimeoutError:
                 continue  # idle; the timeout only bounds sendall
             except OSError as exc:
@@ -265,9 +267,11 @@ class AgentSet:
                 req_id = next(self._ids)
             fut: concurrent.futures.Future = concurrent.futures.Future()
             agent.pending[req_id] = fut
-            fut.add_done_callback(lambda _, i=req_id: agent.pending.pop(i, None))
+            fut.add_done_callback(functools.partial(_forget_request, agent.pending, req_id))
             futs.append(fut)
             lines.append(encode_line(request_dict(req_id, req)))
+        if agent.sock is None:  # alive agents are attached: not reached
+            raise AgentError(f"agent {host}: no control connection")
         try:
             with agent.write_lock:
                 agent.sock.sendall(b"".join(lines))
@@ -478,3 +482,10 @@ def _settle(agent: AgentHandle, fut: concurrent.futures.Future, outcome: Any) ->
             fut.set_result(outcome)
     except concurrent.futures.InvalidStateError:
         log.warning("agent %s: answer came after the request timed out: %s", agent.name, outcome)
+
+
+def _forget_request(
+    pending: dict[int, concurrent.futures.Future], req_id: int, _fut: concurrent.futures.Future
+) -> None:
+    """Done callback of a request's future: it no longer waits for a reply."""
+    pending.pop(req_id, None)

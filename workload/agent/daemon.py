@@ -209,11 +209,12 @@ class Agent(FlowSender):
     def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
         """Reply to one request line: at once, or (``connect``) once its connections are
         up, from a task; replies carry the request's id, so they may come out of order."""
-        req_id, reply = self._parse(line)
-        if not isinstance(reply, ConnectRequest):
+        reply = self._parse(line)
+        if isinstance(reply, dict):
             writer.write(encode_line(reply))
             return
-        task = asyncio.get_running_loop().create_task(self._answer_connect(req_id, reply, writer))
+        req_id, req = reply
+        task = asyncio.get_running_loop().create_task(self._answer_connect(req_id, req, writer))
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
 
@@ -233,20 +234,20 @@ class Agent(FlowSender):
         if not writer.is_closing():
             writer.write(encode_line(reply))
 
-    def _parse(self, line: bytes) -> tuple[int | str | None, dict[str, Any] | ConnectRequest]:
-        """``(id, reply)`` for a request answered at once, ``(id, request)`` for a
-        ``connect``; bad requests get ok=false, never an exception."""
-        req_id = None
+    def _parse(self, line: bytes) -> dict[str, Any] | tuple[int | str, ConnectRequest]:
+        """The reply (with the request's id) for a request answered at once, ``(id,
+        request)`` for a ``connect``; bad requests get ok=false, never an exception."""
+        req_id: int | str | None = None
         try:
             req_id, req = parse_request(line)
             if isinstance(req, ConnectRequest):
                 return req_id, req
-            return req_id, {"id": req_id, "ok": True, **self._execute(req)}
+            return {"id": req_id, "ok": True, **self._execute(req)}
         except ProtocolError as exc:
             req_id = getattr(exc, "req_id", req_id)
-            return req_id, {"id": req_id, "ok": False, "error": str(exc)}
+            return {"id": req_id, "ok": False, "error": str(exc)}
         except OSError as exc:  # e.g. setsockopt on a socket that just closed
-            return req_id, {"id": req_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            return {"id": req_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     def _execute(self, req: Request) -> dict[str, Any]:
         """Carry out a valid request; returns the reply fields."""

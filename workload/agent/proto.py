@@ -301,7 +301,7 @@ def request_dict(req_id: int | str, req: Request) -> dict[str, Any]:
     return {"id": req_id, "op": _OP_NAMES[type(req)], **asdict(req)}
 
 
-def parse_request(line: bytes) -> tuple[int | str | None, Request]:
+def parse_request(line: bytes) -> tuple[int | str, Request]:
     """``(id, request)`` from one control line; ProtocolError names id, key and reason."""
     try:
         msg = json.loads(line)
@@ -310,7 +310,7 @@ def parse_request(line: bytes) -> tuple[int | str | None, Request]:
     if not isinstance(msg, dict):
         raise ProtocolError("request must be a JSON object")
     req_id = msg.pop("id", None)
-    if type(req_id) not in (int, str):
+    if isinstance(req_id, bool) or not isinstance(req_id, (int, str)):
         raise RequestError(None, f"id: must be an int or string, got {req_id!r}")
     op = msg.pop("op", None)
     cls = OPS.get(op) if isinstance(op, str) else None

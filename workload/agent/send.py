@@ -206,10 +206,10 @@ class FlowSender:
         dest, conn = (req.dst_ip, req.dst_port), None
         try:
             conn, fresh = await self._take(dest)
-            flow.sock = conn.sock
-            self._mark(flow)
-            self._started(flow, start_ns, fresh)
-            await self._transfer(flow)
+            flow.sock = sock = conn.sock
+            self._mark(flow, sock)
+            self._started(flow, sock, start_ns, fresh)
+            await self._transfer(flow, sock)
             self.emit(
                 {
                     "event": "flow_sent",
@@ -238,14 +238,13 @@ class FlowSender:
         finally:
             flow.sock = None
 
-    def _mark(self, flow: SendFlow) -> None:
+    def _mark(self, flow: SendFlow, sock: socket.socket) -> None:
         """The flow's tag, level and pacing on its connection, before its first byte."""
-        mark_flow_socket(flow.sock, flow.req.tag, flow.level, self.priority_ok)
-        set_pacing(flow.sock, flow.rate_mbps)
+        mark_flow_socket(sock, flow.req.tag, flow.level, self.priority_ok)
+        set_pacing(sock, flow.rate_mbps)
 
-    def _started(self, flow: SendFlow, start_ns: int, fresh: bool) -> None:
+    def _started(self, flow: SendFlow, sock: socket.socket, start_ns: int, fresh: bool) -> None:
         """``flow_started`` with the marking read back from the socket."""
-        sock = flow.sock
         self.emit(
             {
                 "event": "flow_started",
@@ -258,73 +257,76 @@ class FlowSender:
             }
         )
 
-    async def _transfer(self, flow: SendFlow) -> None:
+    async def _transfer(self, flow: SendFlow, sock: socket.socket) -> None:
         """Header and the first payload in one send (one segment, no loop round), the
         rest as the socket takes it, then the acknowledgement."""
         loop = asyncio.get_running_loop()
         head = encode_header(flow.req.flow_id, flow.req.bytes)
         first = self.tx_view[: min(flow.req.bytes, TX_CHUNK)]
         try:
-            sent = flow.sock.sendmsg([head, first])  # an idle connection takes it at once
+            sent = sock.sendmsg([head, first])  # an idle connection takes it at once
         except (BlockingIOError, InterruptedError):
             sent = 0
         if sent < len(head):
-            await loop.sock_sendall(flow.sock, head[sent:])
+            await loop.sock_sendall(sock, head[sent:])
             sent = len(head)
         flow.handed = sent - len(head)
         if flow.handed < flow.req.bytes:
-            await self._wait_fd(flow, loop.add_writer, loop.remove_writer, self._on_writable)
+            await self._wait_fd(flow, sock, loop.add_writer, loop.remove_writer, self._on_writable)
         else:
             flow.written_ns = time.monotonic_ns()
-        await self._wait_fd(flow, loop.add_reader, loop.remove_reader, self._on_readable)
+        await self._wait_fd(flow, sock, loop.add_reader, loop.remove_reader, self._on_readable)
 
     @staticmethod
-    async def _wait_fd(flow: SendFlow, add: Any, remove: Any, callback: Any) -> None:
-        """Run ``callback(flow)`` on every readiness of the flow's socket until it resolves
-        ``flow.done`` (plain callbacks: no coroutine step per send/recv)."""
-        flow.done = asyncio.get_running_loop().create_future()
-        fd = flow.sock.fileno()
-        add(fd, callback, flow)
+    async def _wait_fd(
+        flow: SendFlow, sock: socket.socket, add: Any, remove: Any, callback: Any
+    ) -> None:
+        """Run ``callback(flow, sock, done)`` on every readiness of the flow's socket until
+        it resolves ``done`` (``flow.done``; plain callbacks: no coroutine step per
+        send/recv)."""
+        flow.done = done = asyncio.get_running_loop().create_future()
+        fd = sock.fileno()
+        add(fd, callback, flow, sock, done)
         try:
-            await flow.done
+            await done
         finally:
             remove(fd)
 
-    def _on_writable(self, flow: SendFlow) -> None:
+    def _on_writable(self, flow: SendFlow, sock: socket.socket, done: asyncio.Future) -> None:
         """One send() of as much payload as the kernel takes; resolve when all is handed."""
-        if flow.done.done():
+        if done.done():
             return
         try:
-            n = flow.sock.send(self.tx_view[: min(flow.req.bytes - flow.handed, TX_CHUNK)])
+            n = sock.send(self.tx_view[: min(flow.req.bytes - flow.handed, TX_CHUNK)])
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            flow.done.set_exception(exc)
+            done.set_exception(exc)
             return
         flow.handed += n
         if flow.handed >= flow.req.bytes:
             flow.written_ns = time.monotonic_ns()
-            flow.done.set_result(None)
+            done.set_result(None)
 
     @staticmethod
-    def _on_readable(flow: SendFlow) -> None:
+    def _on_readable(flow: SendFlow, sock: socket.socket, done: asyncio.Future) -> None:
         """The receiver answers the last byte with MESSAGE_ACK: that confirms the flow."""
-        if flow.done.done():
+        if done.done():
             return
         try:
-            data = flow.sock.recv(len(MESSAGE_ACK))
+            data = sock.recv(len(MESSAGE_ACK))
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            flow.done.set_exception(exc)
+            done.set_exception(exc)
             return
         if data == MESSAGE_ACK:
             flow.confirmed_ns = time.monotonic_ns()
-            flow.done.set_result(None)
+            done.set_result(None)
         elif not data:
-            flow.done.set_exception(ConnectionError("receiver closed before acknowledging"))
+            done.set_exception(ConnectionError("receiver closed before acknowledging"))
         else:
-            flow.done.set_exception(ConnectionError(f"receiver sent {data!r} instead of an ack"))
+            done.set_exception(ConnectionError(f"receiver sent {data!r} instead of an ack"))
 
     def _set_level(self, tag: int, level: int) -> int:
         """Re-prioritise the flows of ``tag``; returns how many live sockets were changed.
@@ -368,6 +370,6 @@ def _alive(sock: socket.socket) -> bool:
 
 def _describe(exc: OSError | TimeoutError, connect_timeout_s: float) -> str:
     """A failed flow's error text: the errno's name first (asyncio hides it in the text)."""
-    if getattr(exc, "errno", None):
+    if exc.errno:
         return f"{os.strerror(exc.errno)}: {exc}"
     return str(exc) or f"connect timed out after {connect_timeout_s:g} s"

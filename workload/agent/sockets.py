@@ -29,8 +29,11 @@ def pacing_bytes(rate_mbps: float) -> int:
 def check_rate(rate_mbps: Any) -> float | None:
     """A pacing rate in Mbit/s (None = unpaced) or ProtocolError.  JSON allows NaN and
     Infinity, and bool is an int in Python: both are refused explicitly."""
-    if rate_mbps is None:
-        return None
+    return None if rate_mbps is None else _check_cap(rate_mbps)
+
+
+def _check_cap(rate_mbps: Any) -> float:
+    """``check_rate`` of a value that is not None: a pacing cap or ProtocolError."""
     if (
         type(rate_mbps) not in (int, float)
         or not math.isfinite(rate_mbps)
@@ -86,7 +89,7 @@ def set_pacing(sock: socket.socket, rate_mbps: float | None) -> None:
     ~235 KB on loopback's 64 KB MTU.  The value goes as an unsigned long: a 32-bit int
     could not carry rates above ~17 Gbit/s.
     """
-    value = PACING_UNLIMITED if rate_mbps is None else pacing_bytes(check_rate(rate_mbps))
+    value = PACING_UNLIMITED if rate_mbps is None else pacing_bytes(_check_cap(rate_mbps))
     sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, _ULONG.pack(value))
 
 

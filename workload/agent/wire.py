@@ -40,7 +40,7 @@ def encode_header(flow_id: str, nbytes: int) -> bytes:
     return HEADER.pack(HEADER_MAGIC, len(raw), nbytes) + raw
 
 
-def decode_header(buf: bytes) -> tuple[str, int, int] | None:
+def decode_header(buf: bytes | bytearray) -> tuple[str, int, int] | None:
     """``(flow_id, payload bytes, header length)`` or None while ``buf`` is too short."""
     if len(buf) < HEADER.size:
         return None
