@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 from finsy.proto import p4r
 
-from controller.coflow_table import LeafDiff, RuleKey
+from controller.coflow_table import LeafDiff, RuleKey, TagRule
 from controller.p4runtime.artifacts import Artifacts
 from controller.p4runtime.entities import EntityBuilder, N, rule_key_of
 from controller.p4runtime.p4info import P4InfoIndex
@@ -177,11 +177,13 @@ class P4RuntimeDriver(SwitchDriver):
             timeout,
         )
         ids = d.meter_ids
+
+        def meter_of(r: TagRule) -> int | None:
+            return None if r.meter is None else ids.get(r.meter)
+
         sess.write(
-            [update(INSERT, table_entry=b.coflow_entry(r, ids.get(r.meter))) for r in d.rules_add]
-            + [
-                update(MODIFY, table_entry=b.coflow_entry(r, ids.get(r.meter))) for r in d.rules_mod
-            ],
+            [update(INSERT, table_entry=b.coflow_entry(r, meter_of(r))) for r in d.rules_add]
+            + [update(MODIFY, table_entry=b.coflow_entry(r, meter_of(r))) for r in d.rules_mod],
             timeout,
         )
         with self._lock:

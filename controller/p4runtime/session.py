@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 import grpc
 from finsy.proto import p4r, p4r_grpc, rpc_code, rpc_status
@@ -26,7 +27,7 @@ _STOP = object()
 _DETAILS_KEY = "grpc-status-details-bin"
 
 
-def _request_iter(q: queue.Queue) -> Iterable:
+def _request_iter(q: queue.Queue) -> Iterator[p4r.StreamMessageRequest]:
     """Messages put on ``q`` until the stop marker."""
     while True:
         item = q.get()
@@ -178,7 +179,10 @@ class P4RuntimeSession:
 def _describe(err: grpc.RpcError) -> str:
     """Status code and message, plus the first failing update's P4Runtime error."""
     text = f"{err.code().name}: {err.details()}"
-    for key, value in err.trailing_metadata() or ():
+    # (key, value) pairs at run time (grpc._typing.MetadataType); types-grpcio declares
+    # them as objects with .key/.value, which grpc has not returned since its beta API.
+    metadata = cast("tuple[tuple[str, bytes], ...]", err.trailing_metadata() or ())
+    for key, value in metadata:
         if key != _DETAILS_KEY:
             continue
         status = rpc_status.Status.FromString(value)
@@ -189,7 +193,7 @@ def _describe(err: grpc.RpcError) -> str:
     return text
 
 
-def update(kind: int, **entity) -> p4r.Update:
+def update(kind: p4r.Update.Type.ValueType, **entity) -> p4r.Update:
     """``Update(type=kind, entity=Entity(**entity))``."""
     return p4r.Update(type=kind, entity=p4r.Entity(**entity))
 

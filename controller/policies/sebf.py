@@ -39,7 +39,7 @@ class Sebf(Policy):
     finishes early does not re-share its capacity before the next decision)."""
 
     name = "sebf"
-    aliases = ("varys",)
+    aliases: Sequence[str] = ("varys",)  # SebfLevels has none
     clairvoyant = True
     hold_rates = True
     with_rates = True  # False: ranks only (``sebf-levels``)

@@ -153,7 +153,11 @@ def base_msgs(dp, plan: FabricPlan, sw: SwitchPlan) -> list:
 
 def tag_match(dp, rule: TagRule):
     """Match of a coflow-table rule."""
-    fields = {"in_port": rule.in_port, "eth_type": ETH_IP, "ip_dscp": rule.tag}
+    fields: dict[str, int | str] = {
+        "in_port": rule.in_port,
+        "eth_type": ETH_IP,
+        "ip_dscp": rule.tag,
+    }
     if rule.dst_ip is not None:
         fields["ipv4_dst"] = rule.dst_ip
     return dp.ofproto_parser.OFPMatch(**fields)
@@ -194,6 +198,8 @@ def meter_msg(dp, meter_id: int, spec: MeterSpec | None, command: str):
     cmd = {"add": ofp.OFPMC_ADD, "modify": ofp.OFPMC_MODIFY, "delete": ofp.OFPMC_DELETE}[command]
     if command == "delete":
         return parser.OFPMeterMod(dp, cmd, 0, meter_id)
+    if spec is None:
+        raise ValueError(f"meter {meter_id}: {command} needs a MeterSpec")
     band = parser.OFPMeterBandDrop(rate=spec.rate_kbps, burst_size=spec.burst_kbit)
     flags = ofp.OFPMF_KBPS | ofp.OFPMF_BURST | ofp.OFPMF_STATS
     return parser.OFPMeterMod(dp, cmd, flags, meter_id, [band])
