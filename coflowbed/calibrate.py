@@ -155,9 +155,11 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
         f"{PREFIX}{s.name}/{k}": (s.name, d.name) for s, d in pairs for k in range(FLOWS_PER_HOST)
     }
     ends = {(fid, side) for fid in flows for side in ("sender", "receiver")}
-    agents.send_many(
-        [SendOrder(s, fid, *agents.address(d), nbytes, 0, 0) for fid, (s, d) in flows.items()]
-    )
+    orders = []
+    for fid, (s, d) in flows.items():
+        ip, port = agents.address(d)
+        orders.append(SendOrder(s, fid, ip, port, nbytes, tag=0, level=0))
+    agents.send_many(orders)
     opened = time.monotonic()
     _pause_until(opened + WARMUP_S)
     before = _received(agents, flows)

@@ -64,7 +64,10 @@ def resolved_scenario(scen: Scenario) -> dict:
 def versions() -> dict:
     """Versions of what ran: python, packages, OVS (and the datapath it can use),
     kernel, git commit."""
-    out = {"python": platform.python_version(), "kernel": platform.release()}
+    out: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
     for pkg in ("os-ken", "mininet", "numpy", "scipy"):
         try:
             out[pkg] = metadata.version(pkg)

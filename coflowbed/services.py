@@ -41,9 +41,10 @@ def start_controller(scen: Scenario, out_dir: Path, runtime: Path, stack: contex
         "--levels",
         str(scen.levels),
     ]
+    meet: int | dict[str, int]
     if scen.switch == "bmv2":
-        meet: int | dict[str, int] = {sw.name: free_tcp_port() for sw in scen.plan.switches}
-        argv += ["--grpc-ports", *[f"{n}={p}" for n, p in meet.items()]]
+        meet = grpc = {sw.name: free_tcp_port() for sw in scen.plan.switches}
+        argv += ["--grpc-ports", *[f"{n}={p}" for n, p in grpc.items()]]
     else:
         meet = free_tcp_port()
         argv += ["--of-port", str(meet)]
@@ -51,4 +52,4 @@ def start_controller(scen: Scenario, out_dir: Path, runtime: Path, stack: contex
     stack.callback(ControllerProcess(proc, 0, api, out_dir / "controller.log").stop)
     wait_ready_line(proc, READY_TIMEOUT_S)
     log.info("controller pid %d (%s), API %s", proc.pid, scen.switch, api)
-    return ControllerClient(str(api), timeout=30.0), meet
+    return ControllerClient(api, timeout=30.0), meet

@@ -49,7 +49,8 @@ class CommBuilder:
         )
         self.hosts_per_group = max(1, p.ep // self.k)
         self.ep_on_fabric = m.moe is not None and p.ep > self.k
-        if self.ep_on_fabric:
+        if m.moe is not None and self.ep_on_fabric:
+            self.experts = m.moe.experts
             self.ep_bytes = sizes.ep_a2a_bytes(
                 m.micro_batch, m.seq_len, m.hidden, m.moe.top_k, p.tp
             )
@@ -87,7 +88,7 @@ class CommBuilder:
         phases: the whole matrix, or Hermod's matchings when ``ep_matching`` is on."""
         job = self.job
         rng = np.random.default_rng([job.seed, it, lid, mb])
-        pop = coll.gate_popularity(job.model.moe.experts, job.ep_skew, rng)
+        pop = coll.gate_popularity(self.experts, job.ep_skew, rng)
         ranks = coll.a2a_rank_matrix(self.ep_bytes, job.parallelism.ep, pop)
         hosts = coll.scale_bytes(job.parallelism.tp * coll.host_matrix(ranks, self.k), self.scale)
         if transpose:
@@ -134,7 +135,9 @@ class CommBuilder:
         """Buckets of layer ``lid``: (part, per-rank params, rings, ranks per ring)."""
         p = self.job.parallelism
         lp = sizes.rank_layer_params(self.job, lid)
-        parts = [("dense", lp.dense, coll.dense_dp_rings(p.dp, self.k), p.dp)]
+        parts: list[tuple[str, float, Iterable[list[int]], int]] = [
+            ("dense", lp.dense, coll.dense_dp_rings(p.dp, self.k), p.dp)
+        ]
         if lp.expert > 0 and p.dp // p.ep > 1:
             parts.append(
                 ("expert", lp.expert, coll.expert_dp_rings(p.dp, p.ep, self.k), p.dp // p.ep)

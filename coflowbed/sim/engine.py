@@ -118,7 +118,7 @@ class Simulator:
         t0 = time.perf_counter()
         self.dagstate.start()
         self._settle()
-        redecide = True
+        redecide: bool | None = True  # None: nothing changed (see _advance)
         report_at = t0 + PROGRESS_EVERY_S
         while not self.dagstate.all_done():
             if redecide is not None:
