@@ -73,6 +73,8 @@ def collect(ags: AgentSet, flows: set[str]) -> dict[str, dict[str, AgentEvent]]:
     return seen
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flows_of_various_sizes_are_timed_and_counted(agents):
     flows = {
         "f-1B": ("h11", "h12", 1),
@@ -97,6 +99,8 @@ def test_flows_of_various_sizes_are_timed_and_counted(agents):
     assert agents.stats("h12").received == {"f-1B": 1, "f-100k": 100_000}
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_incast_of_many_concurrent_flows(agents):
     flows = {f"in{i}": ("h11" if i % 2 else "h21", 400_000 + i) for i in range(24)}
     for fid, (src, n) in flows.items():
@@ -109,6 +113,8 @@ def test_incast_of_many_concurrent_flows(agents):
 
 
 @pytest.mark.skipif(not can_set_priority(), reason="SO_PRIORITY > 6 needs CAP_NET_ADMIN")
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_set_level_moves_live_sockets_of_the_tag_only(agents):
     with socket.socket() as sink:  # accepts, reads nothing until told: flows stay live
         sink.bind(("127.0.0.1", 0))
@@ -129,6 +135,8 @@ def test_set_level_moves_live_sockets_of_the_tag_only(agents):
             c.close()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_bad_arguments_raise_before_anything_is_sent(agents):
     with pytest.raises(ValueError, match="tag"):
         agents.send("h11", "f", "127.0.0.1", 5001, 10, tag=60, level=0)
@@ -141,6 +149,8 @@ def test_bad_arguments_raise_before_anything_is_sent(agents):
         agents.send_to("h11", "h12", "dup", 10, tag=1, level=0)
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flow_to_closed_port_is_reported_as_failed(agents):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -152,6 +162,8 @@ def test_flow_to_closed_port_is_reported_as_failed(agents):
     assert "Connection refused" in failed.fields["error"]
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_stop_ends_every_agent_and_removes_sockets(tmp_path):
     hosts = [LocalHost("ha"), LocalHost("hb")]
     ags = AgentSet(hosts, tmp_path, 0)
@@ -164,6 +176,8 @@ def test_stop_ends_every_agent_and_removes_sockets(tmp_path):
     ags.stop()  # idempotent
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_killed_agent_is_reported_and_stop_still_works(agents):
     pid = agents.pid("h21")
     os.kill(pid, 9)
@@ -175,6 +189,8 @@ def test_killed_agent_is_reported_and_stop_still_works(agents):
     assert gone(pid)
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_agent_that_dies_before_ready_fails_start_with_its_log(tmp_path):
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
@@ -187,6 +203,8 @@ def test_agent_that_dies_before_ready_fails_start_with_its_log(tmp_path):
     assert all(p.poll() is not None for p in ok.started)
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_silent_agent_times_out_and_is_terminated(tmp_path):
     mute = LocalHost("mute", [sys.executable, "-c", "import time; time.sleep(60)"])
     ags = AgentSet([mute], tmp_path, stop_timeout_s=2.0)
@@ -195,6 +213,8 @@ def test_silent_agent_times_out_and_is_terminated(tmp_path):
     assert mute.started[0].returncode == -15  # SIGTERM by PID
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_wrong_ready_line_fails_start(tmp_path):
     liar = LocalHost("h1", [sys.executable, "-c", "print('READY h2', flush=True)"])
     with pytest.raises(AgentError, match="expected 'READY h1'"):
@@ -206,6 +226,8 @@ def test_unsafe_host_names_are_refused(tmp_path):
         AgentSet([LocalHost("../etc")], tmp_path).start()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_send_many_batches_and_events_read_as_wire_messages(agents, tmp_path):
     dst = agents.address("h12")
     agents.send_many(
@@ -234,6 +256,8 @@ def test_send_many_batches_and_events_read_as_wire_messages(agents, tmp_path):
     assert (tmp_path / "run" / "agents" / "h11.sock").is_socket()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_send_many_validates_every_order_before_sending_any(agents):
     dst = agents.address("h12")
     with pytest.raises(ValueError, match="level"):
@@ -243,6 +267,8 @@ def test_send_many_validates_every_order_before_sending_any(agents):
     assert agents.stats("h11").sent == {}
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_agents_exit_when_the_orchestrator_is_killed(tmp_path):
     orch = subprocess.Popen(
         [sys.executable, "-c", ORCHESTRATOR, str(tmp_path)],
@@ -278,6 +304,8 @@ def duration_s(seen: dict[str, dict[str, AgentEvent]], fid: str) -> float:
     return (seen[fid]["flow_received"]["last_ns"] - seen[fid]["flow_started"]["t_ns"]) / 1e9
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_paced_flows_take_their_rate_and_unpaced_ones_are_much_faster(agents):
     dst = agents.address("h12")
     agents.send_many(
@@ -302,6 +330,8 @@ def test_paced_flows_take_their_rate_and_unpaced_ones_are_much_faster(agents):
     assert max(duration_s(seen, "free"), duration_s(seen, "none")) < paced / 4
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_set_rate_changes_live_sockets_of_tag_and_destination_and_lifts(agents):
     with socket.socket() as sink:  # another destination, reading nothing
         sink.bind(("127.0.0.2", 0))
@@ -340,6 +370,8 @@ def collect_started(ags: AgentSet, flows: set[str]) -> dict[str, dict[str, Agent
 
 
 @pytest.mark.parametrize("rate", [0, -2.0, "16", float("nan")])
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_bad_rates_raise_before_anything_is_sent(agents, rate):
     dst = agents.address("h12")
     with pytest.raises(ValueError, match="rate_mbps: must be null or a finite number"):
@@ -358,6 +390,8 @@ def test_bad_rates_raise_before_anything_is_sent(agents, rate):
 # -- connections set up before the iteration -------------------------------------------
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_connect_opens_the_pool_and_flows_reuse_it(agents):
     from coflowbed.agents import PoolOrder
 
@@ -379,6 +413,8 @@ def test_connect_opens_the_pool_and_flows_reuse_it(agents):
     assert again.connections == 3
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_each_message_is_marked_with_its_own_tag_and_level_at_send_time(agents):
     from coflowbed.agents import PoolOrder
 
@@ -401,6 +437,8 @@ def test_each_message_is_marked_with_its_own_tag_and_level_at_send_time(agents):
     assert agents.stats("h11").connections[f"{ip}:{port}"]["total"] == 1
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_no_flow_of_a_pair_waits_behind_another_flow_of_the_pair(agents):
     from coflowbed.agents import PoolOrder
 
@@ -418,6 +456,8 @@ def test_no_flow_of_a_pair_waits_behind_another_flow_of_the_pair(agents):
     assert (pool["total"], pool["on_demand"]) == (2, 1)  # the new one joined the pool
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_connect_to_a_closed_port_fails_with_the_destination_named(agents):
     from coflowbed.agents import PoolOrder
 

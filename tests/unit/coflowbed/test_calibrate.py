@@ -70,6 +70,8 @@ def test_warning_names_the_rate_that_would_fit_and_bmv2_gets_its_note():
 
 
 @pytest.mark.parametrize("pace_mbps, warns", [(50.0, False), (10.0, True)])
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(
     tmp_path: Path, monkeypatch, pace_mbps, warns
 ):

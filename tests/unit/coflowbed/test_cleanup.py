@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from coflowbed import cleanup, runstate
 
 
@@ -19,6 +21,7 @@ def spawn(marker: str | None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
 
 
+@pytest.mark.processes
 def test_marked_processes_are_found_and_ended_unmarked_ones_are_not():
     ours, other, stranger = spawn("unit-test-run"), spawn("another-run"), spawn(None)
     try:

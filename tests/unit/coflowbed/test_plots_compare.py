@@ -9,7 +9,7 @@ from coflowbed.compare import compare
 from coflowbed.plots import plot_run
 from coflowbed.results import CoflowRecord, FlowRecord, IterationRecord, write_results
 from coflowbed.scenario import load_scenario
-from tests.unit.coflowbed.test_scenario import DEFAULT
+from tests.data import DEFAULT_SCENARIO as DEFAULT, SCENARIOS
 
 
 def _write_run(out, ccts: dict[str, float | None]) -> dict:
@@ -71,9 +71,8 @@ def test_compare_tabulates_every_policy_with_speedups_against_fair(tmp_path):
 
 def test_compare_in_the_simulator_from_the_cli(tmp_path, capsys):
     from coflowbed.cli import main
-    from tests.unit.coflowbed.test_scenario import REPO
 
-    scen = REPO / "coflowbed" / "scenarios" / "tiny-moe.yaml"
+    scen = SCENARIOS / "tiny-moe.yaml"
     assert (
         main(["compare", str(scen), "--policies", "fair,dp-first", "--sim", "--out", str(tmp_path)])
         == 0

@@ -10,9 +10,7 @@ import yaml
 
 from coflowbed.errors import UserError
 from coflowbed.scenario import load_scenario
-
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT = REPO / "coflowbed" / "scenarios" / "default.yaml"
+from tests.data import DEFAULT_SCENARIO as DEFAULT
 
 
 def write(tmp_path, data) -> Path:

@@ -34,6 +34,8 @@ def test_grpc_ports_are_distinct_per_switch_and_validated():
         grpc_ports(plan, 80)
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_wait_port_returns_when_listening_and_fails_fast_when_process_dies():
     with socket.socket() as srv:
         srv.bind(("127.0.0.1", 0))

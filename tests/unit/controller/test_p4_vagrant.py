@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.skipif(shutil.which("ruby") is None, reason="ruby not installed")
+@pytest.mark.processes
 def test_vagrantfile_parses():
     res = subprocess.run(
         ["ruby", "-c", str(REPO / "Vagrantfile")], capture_output=True, text=True, timeout=60
@@ -22,6 +23,7 @@ def test_vagrantfile_parses():
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+@pytest.mark.processes
 def test_provision_script_passes_shellcheck():
     res = subprocess.run(
         ["shellcheck", str(REPO / "scripts" / "vagrant-provision.sh")],

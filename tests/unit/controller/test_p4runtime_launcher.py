@@ -12,7 +12,7 @@ import pytest
 from controller.client import ControllerClient, ControllerError
 from controller.coflow_table import TagEntry
 from controller.p4runtime.launcher import launcher_argv, parse_grpc_ports
-from tests.unit.controller.test_p4runtime_driver import ART, FakeSwitch, _entries_of
+from tests.p4runtime_fake import ART, FakeSwitch, entries_of
 from topo.plan import FabricPlan
 
 REPO = ART.json.parents[2]
@@ -50,6 +50,8 @@ def fabric(tmp_path):
         s.stop()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
     plan, sws, proc, api, tmp = fabric
     assert _read_line(proc, 30) == "READY"
@@ -60,23 +62,24 @@ def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
         reply = c.set([TagEntry(12, 3, 5.0)])
         assert reply["written"] == 8  # 2 leaves x (2 host rules + 2 meters)
         for leaf in ("l1", "l2"):
-            coflow = _entries_of(sws[leaf].fake, "CoflowIngress.coflow")
+            coflow = entries_of(sws[leaf].fake, "CoflowIngress.coflow")
             assert sorted(e.match[0].exact.value[1] for e in coflow) == [1, 2]
             assert all(e.action.action.params[0].value == b"\x03" for e in coflow)
-        assert not _entries_of(sws["s1"].fake, "CoflowIngress.coflow")
+        assert not entries_of(sws["s1"].fake, "CoflowIngress.coflow")
         with pytest.raises(ControllerError, match="level"):
             c.set([TagEntry(12, 4)])  # K = 4
         assert {m["tag"] for m in c.meter_stats()} == {12}
         assert c.tag_stats() == {12: {"bytes": 0, "packets": 0}}
         assert set(c.port_stats()) == {"l1", "l2", "s1", "s2"}
         c.clear([12])
-        assert not _entries_of(sws["l1"].fake, "CoflowIngress.coflow")
+        assert not entries_of(sws["l1"].fake, "CoflowIngress.coflow")
     proc.terminate()
     assert proc.wait(10) == 0
     assert not api.exists()
     assert "P4Runtime controller ready" in (tmp / "c.log").read_text()
 
 
+@pytest.mark.processes
 def test_launcher_rejects_ports_that_do_not_match_the_plan(tmp_path):
     if not ART.exist():
         pytest.skip("p4src/compiled/ missing")

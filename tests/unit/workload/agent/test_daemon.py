@@ -112,6 +112,8 @@ def spawn(tmp_path: Path) -> Iterator:
         a.end()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_ready_hello_and_shutdown_leaves_nothing(spawn):
     a = spawn("h11")
     hello, _ = a.request({"id": 1, "op": "hello"})
@@ -123,6 +125,8 @@ def test_ready_hello_and_shutdown_leaves_nothing(spawn):
     assert not a.control.exists()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_bad_requests_get_errors_and_agent_lives_on(spawn):
     a = spawn()
     a.write(b"this is not json\n")
@@ -141,6 +145,8 @@ def test_bad_requests_get_errors_and_agent_lives_on(spawn):
     assert reply["ok"] and reply["sent"] == {} and a.proc.poll() is None
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flow_between_two_agents_and_duplicate_flow_id(spawn):
     a, b = spawn("ha"), spawn("hb")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
@@ -166,6 +172,8 @@ def test_flow_between_two_agents_and_duplicate_flow_id(spawn):
     assert stats_b["received"] == {"f1": 3_000_000} and sent["t_ns"] > 0
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flow_to_closed_port_fails_without_hanging(spawn):
     a = spawn()
     with socket.socket() as s:  # a port that was just free and is closed now
@@ -187,6 +195,8 @@ def test_flow_to_closed_port_fails_without_hanging(spawn):
     assert failed["side"] == "sender" and "refused" in failed["error"].lower()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_stalled_receiver_fails_flow_after_stall_timeout(spawn):
     a = spawn("ha", "--stall-timeout", "1")
     with socket.socket() as lst:  # accepts but never reads: the sender's buffers fill
@@ -209,6 +219,8 @@ def test_stalled_receiver_fails_flow_after_stall_timeout(spawn):
     assert "no progress for 1 s" in failed["error"]
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_agent_exits_when_orchestrator_connection_closes(spawn):
     a = spawn()
     a.sock.close()
@@ -217,6 +229,8 @@ def test_agent_exits_when_orchestrator_connection_closes(spawn):
     assert b"control connection closed" in a.proc.stderr.read()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_agent_exits_when_nobody_attaches(spawn):
     a = spawn("ha", "--attach-timeout", "0.5", attach=False)
     assert a.ready_line() == b"READY ha\n"
@@ -224,6 +238,8 @@ def test_agent_exits_when_nobody_attaches(spawn):
     assert not a.control.exists()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_sigterm_ends_agent_cleanly(spawn):
     a = spawn()
     os.kill(a.proc.pid, signal.SIGTERM)
@@ -231,6 +247,8 @@ def test_sigterm_ends_agent_cleanly(spawn):
     assert not a.control.exists()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_second_orchestrator_is_refused(spawn):
     a = spawn()
     with socket.socket(socket.AF_UNIX) as other:
@@ -255,6 +273,8 @@ def test_bad_command_line_is_one_clear_error(argv, words, capsys):
     assert info.value.code == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_data_port_in_use_is_reported(spawn, tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -267,6 +287,8 @@ def test_data_port_in_use_is_reported(spawn, tmp_path):
             a.end()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_connect_timeout_when_listener_backlog_is_full(spawn):
     a = spawn("ha", "--connect-timeout", "0.5")
     with socket.socket() as lst:
@@ -289,6 +311,8 @@ def test_connect_timeout_when_listener_backlog_is_full(spawn):
     assert failed["error"] == "connect timed out after 0.5 s"
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flow_started_reports_pacing_and_set_rate_reaches_flows_not_started_yet(spawn):
     a, b = spawn("ha"), spawn("hb")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
@@ -312,6 +336,8 @@ def test_flow_started_reports_pacing_and_set_rate_reaches_flows_not_started_yet(
     assert pacing == {"paced": 2_000_000, "later": 5_000_000, "plain": None}
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_set_level_reaches_flows_not_started_yet(spawn):
     a, b = spawn("ha"), spawn("hb")
     if not a.request({"id": 1, "op": "hello"})[0]["priority"]:
@@ -335,6 +361,8 @@ def test_set_level_reaches_flows_not_started_yet(spawn):
 
 
 @pytest.mark.parametrize("rate", [0, -1, "fast"])
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_bad_rates_are_refused_by_the_agent(spawn, rate):
     a = spawn()
     send = {

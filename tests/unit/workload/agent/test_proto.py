@@ -117,6 +117,7 @@ def test_tag_zero_is_untagged_traffic():
 
 
 @pytest.mark.parametrize("tag, level", [(1, 0), (3, 2), (55, 7), (0, 5)])
+@pytest.mark.sockets
 def test_flow_socket_carries_tag_and_level(tag, level):
     with open_flow_socket(tag, level, set_priority=can_set_priority()) as sock:
         assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == marking.tos_byte(tag)
@@ -128,6 +129,7 @@ def test_flow_socket_carries_tag_and_level(tag, level):
             )
 
 
+@pytest.mark.sockets
 def test_flow_socket_can_be_marked_after_connect():
     """The agent connects unmarked (the handshake at level 0, never starved by strict
     priority) and marks the socket once connected."""
@@ -198,6 +200,7 @@ def test_set_rate_request_is_strict(overrides, words):
         parse_request(json.dumps(msg).encode())
 
 
+@pytest.mark.sockets
 def test_flow_socket_is_paced_before_connect_and_unpaced_by_default():
     with open_flow_socket(1, 0, set_priority=False, rate_mbps=16.0) as sock:
         assert pacing_rate(sock) == 2_000_000  # bytes/s
@@ -207,6 +210,7 @@ def test_flow_socket_is_paced_before_connect_and_unpaced_by_default():
         assert pacing_rate(sock) is None
 
 
+@pytest.mark.sockets
 def test_lifting_the_cap_restores_the_kernel_default():
     with socket.socket() as fresh, socket.socket() as sock:
         default = fresh.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8)
