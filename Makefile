@@ -37,7 +37,7 @@ stop:
 	@if [ -x $(PY) ]; then $(PY) -m coflowbed clean; else echo "nothing installed"; fi
 
 clean: stop
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 bench: install
