@@ -1,12 +1,12 @@
-# coflowbed: `make run` (default scenario end to end), `make test`, `make stop`, `make clean`.
-# Both run and test install what is missing first (scripts/install.sh, idempotent).
+# coflowbed: `make run` (default scenario end to end), `make test`, `make lint`, `make stop`,
+# `make clean`.  run, test and lint install what is missing first (scripts/install.sh, idempotent).
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= coflowbed/scenarios/default.yaml
 PYTEST_ARGS ?=
 
-.PHONY: install run test unit stop clean p4 bench
+.PHONY: install run test unit lint stop clean p4 bench
 
 install:
 	./scripts/install.sh
@@ -24,13 +24,20 @@ test: install
 unit: install
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
+# ruff (lint, then format check) and mypy over coflowbed, controller, topo and workload;
+# their settings are in pyproject.toml, their versions pinned in requirements.txt.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
 # End whatever a run of this project left behind (its processes by PID, its bridges,
 # veths and namespaces); touches nothing else on the machine.
 stop:
 	@if [ -x $(PY) ]; then $(PY) -m coflowbed clean; else echo "nothing installed"; fi
 
 clean: stop
-	rm -rf build .pytest_cache
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 bench: install

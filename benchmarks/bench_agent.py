@@ -15,6 +15,7 @@ the others) and ``incast`` (64 flows from 4 agents into one receiver).
 
     .venv/bin/python benchmarks/bench_agent.py [--repeat 3] [--incast-bytes 1000000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,11 +76,15 @@ def release(ags: AgentSet, flows: list[tuple[str, str, str, int]]) -> Result:
     sent = [events[f[0]]["flow_sent"].fields for f in flows]
     agree = [abs(s["t_ns"] - end) for s, end in zip(sent, last)]
     written = [abs(s["written_ns"] - end) for s, end in zip(sent, last)]
-    return Result(gbps=8 * sum(f[3] for f in flows) / (max(last) - min(started)),
-                  skew_ms=(max(started) - min(started)) / 1e6, lag_ms=(max(started) - t0) / 1e6,
-                  agree_med_ms=statistics.median(agree) / 1e6, agree_max_ms=max(agree) / 1e6,
-                  written_med_ms=statistics.median(written) / 1e6,
-                  spread_ms=(max(last) - min(last)) / 1e6)
+    return Result(
+        gbps=8 * sum(f[3] for f in flows) / (max(last) - min(started)),
+        skew_ms=(max(started) - min(started)) / 1e6,
+        lag_ms=(max(started) - t0) / 1e6,
+        agree_med_ms=statistics.median(agree) / 1e6,
+        agree_max_ms=max(agree) / 1e6,
+        written_med_ms=statistics.median(written) / 1e6,
+        spread_ms=(max(last) - min(last)) / 1e6,
+    )
 
 
 def wait_all(ags: AgentSet, flow_ids: set[str]) -> dict[str, dict[str, AgentEvent]]:
@@ -96,16 +101,22 @@ def wait_all(ags: AgentSet, flow_ids: set[str]) -> dict[str, dict[str, AgentEven
     return events
 
 
-def parallel_flows(rep: int, hosts: list[str], per_host: int, nbytes: int) -> list[tuple[str, str, str, int]]:
+def parallel_flows(
+    rep: int, hosts: list[str], per_host: int, nbytes: int
+) -> list[tuple[str, str, str, int]]:
     """Each host sends ``per_host`` flows round-robin to the other hosts."""
     flows = []
     for i, src in enumerate(hosts):
-        others = hosts[i + 1:] + hosts[:i]
-        flows += [(f"p{rep}-{src}-{k}", src, others[k % len(others)], nbytes) for k in range(per_host)]
+        others = hosts[i + 1 :] + hosts[:i]
+        flows += [
+            (f"p{rep}-{src}-{k}", src, others[k % len(others)], nbytes) for k in range(per_host)
+        ]
     return flows
 
 
-def incast_flows(rep: int, senders: list[str], dst: str, count: int, nbytes: int) -> list[tuple[str, str, str, int]]:
+def incast_flows(
+    rep: int, senders: list[str], dst: str, count: int, nbytes: int
+) -> list[tuple[str, str, str, int]]:
     """``count`` flows spread over ``senders``, all into ``dst``."""
     return [(f"i{rep}-{k}", senders[k % len(senders)], dst, nbytes) for k in range(count)]
 
@@ -114,9 +125,13 @@ def show(name: str, results: list[Result]) -> None:
     """One line per repetition and the median."""
     heads = ("Gbit/s", "skew", "lag", "agree med", "agree max", "written med", "spread")
     print(f"{name:<24}" + "".join(f"{h:>12}" for h in heads))
-    med = Result(*(statistics.median(getattr(r, f) for r in results) for f in Result.__dataclass_fields__))
+    med = Result(
+        *(statistics.median(getattr(r, f) for r in results) for f in Result.__dataclass_fields__)
+    )
     for label, r in [(f"  rep {i}", r) for i, r in enumerate(results)] + [("  median", med)]:
-        print(f"{label:<24}" + "".join(f"{getattr(r, f):12.2f}" for f in Result.__dataclass_fields__))
+        print(
+            f"{label:<24}" + "".join(f"{getattr(r, f):12.2f}" for f in Result.__dataclass_fields__)
+        )
 
 
 def main() -> int:
@@ -128,18 +143,31 @@ def main() -> int:
     p.add_argument("--incast-bytes", type=int, default=1_000_000)
     a = p.parse_args()
     senders = ["h1", "h2", "h3", "h4"]
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average before: {load} ({os.cpu_count()} CPUs)")
     hosts = [LocalHost(h) for h in senders + ["h5"]]
-    with tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp, AgentSet(hosts, Path(tmp), 0) as ags:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-agent-") as tmp,
+        AgentSet(hosts, Path(tmp), 0) as ags,
+    ):
         t = time.monotonic()
         ags.start()
         print(f"5 agents READY and attached in {1000 * (time.monotonic() - t):.0f} ms")
         release(ags, parallel_flows(-1, senders, 1, 100_000))  # warm-up: first connections
-        show(f"parallel 16 x {a.parallel_bytes / 1e6:g} MB",
-             [release(ags, parallel_flows(r, senders, 4, a.parallel_bytes)) for r in range(a.repeat)])
-        show(f"incast {a.incast_flows} x {a.incast_bytes / 1e6:g} MB",
-             [release(ags, incast_flows(r, senders, "h5", a.incast_flows, a.incast_bytes))
-              for r in range(a.repeat)])
+        show(
+            f"parallel 16 x {a.parallel_bytes / 1e6:g} MB",
+            [
+                release(ags, parallel_flows(r, senders, 4, a.parallel_bytes))
+                for r in range(a.repeat)
+            ],
+        )
+        show(
+            f"incast {a.incast_flows} x {a.incast_bytes / 1e6:g} MB",
+            [
+                release(ags, incast_flows(r, senders, "h5", a.incast_flows, a.incast_bytes))
+                for r in range(a.repeat)
+            ],
+        )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -15,6 +15,7 @@ Levers, to alternate before/after in one sitting: ``--mtu`` (every interface),
 ``--kernel-tcp`` (the hosts keep the kernel's TCP defaults instead of the runs' own,
 ``topo.hosttcp``), ``--host-sysctl`` (more TCP settings inside every host).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,20 +54,39 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--flows", type=int, default=4, help="TCP connections per sender")
     p.add_argument("--seconds", type=float, default=6.0, help="traffic duration")
     p.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every interface")
-    p.add_argument("--no-tso", action="store_true",
-                   help="OVS userspace-tso-enable=false, and segmentation/checksum offloads "
-                        "off on every veth (else TCP checksums fail)")
-    p.add_argument("--pin", action="store_true",
-                   help="ovs-vswitchd on the first CPU, sources and sinks on the others")
-    p.add_argument("--send-size", type=int, default=probe.SEND_BYTES,
-                   help="bytes per send() of each source")
-    p.add_argument("--burst-ms", type=float, default=qos.BURST_S * 1e3,
-                   help="HTB burst of every port in ms of its rate (0: one frame)")
-    p.add_argument("--host-sysctl", action="append", default=[], metavar="KEY=VALUE",
-                   help="sysctl set in every host's namespace after the runs' own "
-                        "(topo.hosttcp; repeatable), e.g. net.ipv4.tcp_congestion_control=bbr")
-    p.add_argument("--kernel-tcp", action="store_true",
-                   help="leave the hosts' TCP at the kernel's defaults (not the runs' settings)")
+    p.add_argument(
+        "--no-tso",
+        action="store_true",
+        help="OVS userspace-tso-enable=false, and segmentation/checksum offloads "
+        "off on every veth (else TCP checksums fail)",
+    )
+    p.add_argument(
+        "--pin",
+        action="store_true",
+        help="ovs-vswitchd on the first CPU, sources and sinks on the others",
+    )
+    p.add_argument(
+        "--send-size", type=int, default=probe.SEND_BYTES, help="bytes per send() of each source"
+    )
+    p.add_argument(
+        "--burst-ms",
+        type=float,
+        default=qos.BURST_S * 1e3,
+        help="HTB burst of every port in ms of its rate (0: one frame)",
+    )
+    p.add_argument(
+        "--host-sysctl",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="sysctl set in every host's namespace after the runs' own "
+        "(topo.hosttcp; repeatable), e.g. net.ipv4.tcp_congestion_control=bbr",
+    )
+    p.add_argument(
+        "--kernel-tcp",
+        action="store_true",
+        help="leave the hosts' TCP at the kernel's defaults (not the runs' settings)",
+    )
     return p.parse_args()
 
 
@@ -158,26 +178,32 @@ def busy_cpu_s() -> float:
     return (sum(vals[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def start_pairs(fab, plan: FabricPlan, a: argparse.Namespace, window: float,
-                traffic_cpus: set[int] | None):
+def start_pairs(
+    fab, plan: FabricPlan, a: argparse.Namespace, window: float, traffic_cpus: set[int] | None
+):
     """Every host of leaf l sends to the same-index host of leaf l+1 (cyclic) with
     ``a.flows`` connections; returns (sinks by receiving host, sources)."""
     pairs = [(h, plan.host(f"h{h.leaf % plan.leaves + 1}{h.index}")) for h in plan.hosts]
-    sinks = {dst.name: probe.start_sink(fab.host(dst.name), PORT, a.flows, WARMUP_S, window)
-             for _src, dst in pairs}
+    sinks = {
+        dst.name: probe.start_sink(fab.host(dst.name), PORT, a.flows, WARMUP_S, window)
+        for _src, dst in pairs
+    }
     if traffic_cpus:
         for proc in sinks.values():
             pin(proc.pid, traffic_cpus)
-    sources = [probe.start_source(fab.host(src.name), dst.ip, PORT, 0, a.seconds, a.flows,
-                                  a.send_size) for src, dst in pairs]
+    sources = [
+        probe.start_source(fab.host(src.name), dst.ip, PORT, 0, a.seconds, a.flows, a.send_size)
+        for src, dst in pairs
+    ]
     if traffic_cpus:
         for proc in sources:
             pin(proc.pid, traffic_cpus)
     return sinks, sources
 
 
-def aggregate_goodput(fab, plan: FabricPlan, a: argparse.Namespace,
-                      traffic_cpus: set[int] | None) -> Goodput:
+def aggregate_goodput(
+    fab, plan: FabricPlan, a: argparse.Namespace, traffic_cpus: set[int] | None
+) -> Goodput:
     """Run the traffic and read the sinks; CPU use is sampled over the sinks' window."""
     window = a.seconds - 1.5
     sinks, sources = start_pairs(fab, plan, a, window, traffic_cpus)
@@ -191,8 +217,14 @@ def aggregate_goodput(fab, plan: FabricPlan, a: argparse.Namespace,
     per_host = {name: probe.sink_window(s, a.seconds + 30).mbps() for name, s in sinks.items()}
     pkts, octets = rx1[0] - rx0[0], rx1[1] - rx0[1]
     dt = t1 - t0
-    return Goodput(per_host, a.flows * len(sources), (ovs1 - ovs0) / dt, (busy1 - busy0) / dt,
-                   pkts / dt, octets / max(pkts, 1))
+    return Goodput(
+        per_host,
+        a.flows * len(sources),
+        (ovs1 - ovs0) / dt,
+        (busy1 - busy0) / dt,
+        pkts / dt,
+        octets / max(pkts, 1),
+    )
 
 
 def run(a: argparse.Namespace, plan: FabricPlan) -> tuple[float, float, list[float], Goodput]:
@@ -226,30 +258,48 @@ def run(a: argparse.Namespace, plan: FabricPlan) -> tuple[float, float, list[flo
     return bringup, fabric_s, applied, goodput
 
 
-def report(a: argparse.Namespace, plan: FabricPlan, bringup: float, fabric_s: float,
-           applied: list[float], g: Goodput) -> None:
+def report(
+    a: argparse.Namespace,
+    plan: FabricPlan,
+    bringup: float,
+    fabric_s: float,
+    applied: list[float],
+    g: Goodput,
+) -> None:
     """Print the figures."""
     nominal = len(plan.hosts) * plan.host_bw_mbps
     rates = sorted(g.per_host.values())
-    print(f"fabric {a.spines} spines x {a.leaves} leaves x {a.hosts} hosts, {a.mbps:g} Mbit/s "
-          f"links; mtu {plan.mtu}, tso {'off' if a.no_tso else 'on'}, "
-          f"pin {'on' if a.pin else 'off'}, send {a.send_size} B, burst {a.burst_ms:g} ms"
-          + (", kernel TCP" if a.kernel_tcp else ", runs' host TCP")
-          + "".join(f", {kv}" for kv in a.host_sysctl))
-    print(f"bring-up (controller + OVS + Mininet + tc + routing ready): {bringup:.2f} s "
-          f"(fabric alone {fabric_s:.2f} s)")
+    print(
+        f"fabric {a.spines} spines x {a.leaves} leaves x {a.hosts} hosts, {a.mbps:g} Mbit/s "
+        f"links; mtu {plan.mtu}, tso {'off' if a.no_tso else 'on'}, "
+        f"pin {'on' if a.pin else 'off'}, send {a.send_size} B, burst {a.burst_ms:g} ms"
+        + (", kernel TCP" if a.kernel_tcp else ", runs' host TCP")
+        + "".join(f", {kv}" for kv in a.host_sysctl)
+    )
+    print(
+        f"bring-up (controller + OVS + Mininet + tc + routing ready): {bringup:.2f} s "
+        f"(fabric alone {fabric_s:.2f} s)"
+    )
     if applied:
-        print(f"level change applied on all {a.leaves} leaves: median "
-              f"{statistics.median(applied) * 1e3:.2f} ms, max {max(applied) * 1e3:.2f} ms "
-              f"over {len(applied)} changes")
-    print(f"aggregate goodput of {g.flows} concurrent inter-leaf flows: {g.total:.1f} Mbit/s "
-          f"= {g.total / nominal:.3f} of nominal {nominal:g} ({len(plan.hosts)} hosts x "
-          f"{plan.host_bw_mbps:g} Mbit/s)")
-    print(f"per receiving host: min {rates[0]:.1f} / median {statistics.median(rates):.1f} / "
-          f"max {rates[-1]:.1f} Mbit/s")
-    print(f"CPU during the window: ovs-vswitchd {g.ovs_cpu:.2f} cores, machine busy "
-          f"{g.busy_cpu:.2f} of {os.cpu_count()} cores; switch ports received "
-          f"{g.switch_pps / 1e3:.1f} kpkt/s of {g.switch_pkt_bytes:.0f} B on average")
+        print(
+            f"level change applied on all {a.leaves} leaves: median "
+            f"{statistics.median(applied) * 1e3:.2f} ms, max {max(applied) * 1e3:.2f} ms "
+            f"over {len(applied)} changes"
+        )
+    print(
+        f"aggregate goodput of {g.flows} concurrent inter-leaf flows: {g.total:.1f} Mbit/s "
+        f"= {g.total / nominal:.3f} of nominal {nominal:g} ({len(plan.hosts)} hosts x "
+        f"{plan.host_bw_mbps:g} Mbit/s)"
+    )
+    print(
+        f"per receiving host: min {rates[0]:.1f} / median {statistics.median(rates):.1f} / "
+        f"max {rates[-1]:.1f} Mbit/s"
+    )
+    print(
+        f"CPU during the window: ovs-vswitchd {g.ovs_cpu:.2f} cores, machine busy "
+        f"{g.busy_cpu:.2f} of {os.cpu_count()} cores; switch ports received "
+        f"{g.switch_pps / 1e3:.1f} kpkt/s of {g.switch_pkt_bytes:.0f} B on average"
+    )
 
 
 def main() -> int:

@@ -7,6 +7,7 @@ first measurement pays loading the compiled kernels, as the first run of a
 ``coflowbed run`` / ``compare`` process does; the second is warm.
 Usage: ``.venv/bin/python benchmarks/bench_fidelity.py [SCENARIO.yaml ...]``
 """
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,9 @@ sys.path.insert(0, str(REPO))
 def recorded_levels(scen) -> dict[str, int]:
     """The level per coflow a run of ``scen`` records for a static-level policy
     ({} for dynamic ones: their reference is the policy, not the levels)."""
-    from controller.scheduler import LiveScheduler
     from controller import policies
     from controller.policies.base import FabricView
+    from controller.scheduler import LiveScheduler
 
     if scen.policy == "static":
         return dict(scen.static_levels)
@@ -66,11 +67,20 @@ def child(path: str) -> dict:
         warm = fidelity.measure(Path(tmp), False)
         t2 = time.perf_counter()
     flows = sum(len(cf.flows) for cf in scen.dag.coflows)
-    return {"scenario": Path(path).name, "policy": scen.policy, "reference": cold.reference,
-            "coflows": len(scen.dag.coflows), "flows": flows, "computes": len(scen.dag.computes),
-            "cold_sim_s": cold.sim_wall_s, "cold_total_s": round(t1 - t0, 3),
-            "warm_sim_s": warm.sim_wall_s, "warm_total_s": round(t2 - t1, 3),
-            "sim_avg_cct_s": cold.sim_avg_cct_s, "sim_iteration_s": cold.sim_iteration_time_s}
+    return {
+        "scenario": Path(path).name,
+        "policy": scen.policy,
+        "reference": cold.reference,
+        "coflows": len(scen.dag.coflows),
+        "flows": flows,
+        "computes": len(scen.dag.computes),
+        "cold_sim_s": cold.sim_wall_s,
+        "cold_total_s": round(t1 - t0, 3),
+        "warm_sim_s": warm.sim_wall_s,
+        "warm_total_s": round(t2 - t1, 3),
+        "sim_avg_cct_s": cold.sim_avg_cct_s,
+        "sim_iteration_s": cold.sim_iteration_time_s,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -79,15 +89,25 @@ def main(argv: list[str]) -> int:
         print(json.dumps(child(argv[1])))
         return 0
     paths = argv or sorted(str(p) for p in (REPO / "coflowbed" / "scenarios").glob("*.yaml"))
-    print(f"{'scenario':<22} {'policy':<8} {'ref':<7} {'coflows':>7} {'flows':>6} "
-          f"{'cold s':>7} {'warm s':>7} {'sim avg CCT':>11} {'sim iter':>9}")
+    print(
+        f"{'scenario':<22} {'policy':<8} {'ref':<7} {'coflows':>7} {'flows':>6} "
+        f"{'cold s':>7} {'warm s':>7} {'sim avg CCT':>11} {'sim iter':>9}"
+    )
     for path in paths:
-        res = subprocess.run([sys.executable, __file__, "--child", path], capture_output=True,
-                             text=True, check=True, cwd=REPO)
+        res = subprocess.run(
+            [sys.executable, __file__, "--child", path],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        )
         r = json.loads(res.stdout.strip().splitlines()[-1])
-        print(f"{r['scenario']:<22} {r['policy']:<8} {r['reference']:<7} {r['coflows']:>7} "
-              f"{r['flows']:>6} {r['cold_total_s']:>7.2f} {r['warm_total_s']:>7.2f} "
-              f"{r['sim_avg_cct_s']:>11.3f} {r['sim_iteration_s']:>9.3f}", flush=True)
+        print(
+            f"{r['scenario']:<22} {r['policy']:<8} {r['reference']:<7} {r['coflows']:>7} "
+            f"{r['flows']:>6} {r['cold_total_s']:>7.2f} {r['warm_total_s']:>7.2f} "
+            f"{r['sim_avg_cct_s']:>11.3f} {r['sim_iteration_s']:>9.3f}",
+            flush=True,
+        )
     return 0
 
 

@@ -6,9 +6,11 @@ random MID/LID tags and bytes already sent.  Prints milliseconds per call (best 
 
     .venv/bin/python benchmarks/bench_policies.py [--sizes 10 100 1000 10000] [--hosts 1024]
 """
+
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import random
 import sys
@@ -35,9 +37,12 @@ def _coflow(rng: random.Random, i: int, hosts: list[str]) -> Coflow:
         pairs = [(group[j], group[(j + 1) % 8]) for j in range(8)]
     else:
         pairs = [(a, b) for a in group for b in group if a != b]
-    flows = tuple(Flow(f"c{i}.{j}", s, d, rng.randint(1, 64) * MB) for j, (s, d) in enumerate(pairs))
-    ident = CoflowIdentity(ctype=kind, mid=rng.randint(0, 15), lid=rng.randint(0, 95),
-                           phase=rng.choice(["fwd", "bwd"]))
+    flows = tuple(
+        Flow(f"c{i}.{j}", s, d, rng.randint(1, 64) * MB) for j, (s, d) in enumerate(pairs)
+    )
+    ident = CoflowIdentity(
+        ctype=kind, mid=rng.randint(0, 15), lid=rng.randint(0, 95), phase=rng.choice(["fwd", "bwd"])
+    )
     return Coflow(f"c{i}", flows, ident)
 
 
@@ -77,17 +82,23 @@ def main() -> int:
     hosts = [f"h{i}" for i in range(args.hosts)]
     fabric = FabricView.uniform(hosts, 100e9)
     instances = {n: _states(n, hosts) for n in args.sizes}
-    print(f"hosts={args.hosts}; flows per size: "
-          + ", ".join(f"{n}:{sum(len(s.coflow.flows) for s in st)}" for n, st in instances.items()))
-    print(f"{'policy':<14}" + "".join(f"{n:>12}" for n in args.sizes) + "   (ms per decide; +compress)")
+    print(
+        f"hosts={args.hosts}; flows per size: "
+        + ", ".join(f"{n}:{sum(len(s.coflow.flows) for s in st)}" for n, st in instances.items())
+    )
+    print(
+        f"{'policy':<14}"
+        + "".join(f"{n:>12}" for n in args.sizes)
+        + "   (ms per decide; +compress)"
+    )
     for name in policies.names():
         pol = policies.get(name)
         cells = []
         for n, states in instances.items():
             repeats = 5 if n <= 1000 else 2
-            d_ms = _best_ms(lambda: pol.decide(states, fabric, 0.0), repeats)
+            d_ms = _best_ms(functools.partial(pol.decide, states, fabric, 0.0), repeats)
             dec = pol.decide(states, fabric, 0.0)
-            c_ms = _best_ms(lambda: compress_decisions(dec, 8, pol.compression), repeats)
+            c_ms = _best_ms(functools.partial(compress_decisions, dec, 8, pol.compression), repeats)
             cells.append(f"{d_ms:8.1f}+{c_ms:<4.0f}")
         print(f"{name:<14}" + "".join(f"{c:>12}" for c in cells))
     return 0

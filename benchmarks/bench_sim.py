@@ -12,6 +12,7 @@ and peak RSS.  Usage::
         [--limit N] [--wall-limit S] [--sizes 25,50,100,200] [--scale-policy fair]
         [--gpu-cases moe-8192,gpt3-175b-8192] [--gpu-policies hermod,fair]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,17 @@ from workload import fbtrace  # noqa: E402
 FB = REPO / "data" / "FB2010-1Hr-150-0.txt"
 # name -> (preset, overrides); GPUs = tp * pp * dp (as in benchmarks/bench_dag.py)
 GPU_CASES = {
-    "moe-8192": ("qwen-moe-12l", {"model.layers": 24, "parallelism.pp": 4,
-                                  "parallelism.dp": 2048, "parallelism.ep": 64,
-                                  "placement.gpus_per_host": 8, "microbatches": 8}),
+    "moe-8192": (
+        "qwen-moe-12l",
+        {
+            "model.layers": 24,
+            "parallelism.pp": 4,
+            "parallelism.dp": 2048,
+            "parallelism.ep": 64,
+            "placement.gpus_per_host": 8,
+            "microbatches": 8,
+        },
+    ),
     "gpt3-175b-8192": ("gpt3-175b", {"parallelism.dp": 128, "microbatches": 32}),
 }
 GPU_PORT_BPS = 400e9  # host NIC of the presets' real fabric (400 Gbit/s)
@@ -51,20 +60,29 @@ def run_one(trace, policy: str, limit: int | None, wall_limit: float = math.inf)
     fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
     res = simulate(dag, fabric, policies.get(policy), None, wall_limit_s=wall_limit)
     s, summ = res.sim.stats, res.summary()
-    return {"policy": policy, "coflows": len(dag.coflows), "flows": len(res.sim.flows),
-            "dag_build_s": build, "sim_s": s.wall_s, "events": s.events,
-            "policy_calls": s.policy_calls, "flow_visits": s.flow_visits,
-            "avg_cct_s": summ.avg_cct_s,
-            "p95_cct_s": summ.p95_cct_s, "partial": res.partial}
+    return {
+        "policy": policy,
+        "coflows": len(dag.coflows),
+        "flows": len(res.sim.flows),
+        "dag_build_s": build,
+        "sim_s": s.wall_s,
+        "events": s.events,
+        "policy_calls": s.policy_calls,
+        "flow_visits": s.flow_visits,
+        "avg_cct_s": summ.avg_cct_s,
+        "p95_cct_s": summ.p95_cct_s,
+        "partial": res.partial,
+    }
 
 
 def run_gpu(case: str, policy: str) -> dict:
     """Generate one 8,192-GPU job and simulate one iteration on a big switch of its
     hosts; figures (run in a child process: peak RSS covers generation + simulation)."""
+    from coflowbed.sim import BigSwitch
     from workload import generate
     from workload.placement import generic_hosts
     from workload.presets import load_preset
-    from coflowbed.sim import BigSwitch
+
     preset, overrides = GPU_CASES[case]
     job = load_preset(preset, overrides)
     hosts = generic_hosts(job.hosts_needed)
@@ -74,10 +92,19 @@ def run_gpu(case: str, policy: str) -> dict:
     res = simulate(dag, BigSwitch(tuple(hosts), GPU_PORT_BPS), policies.get(policy), None)
     s = res.sim.stats
     its = res.iteration_records()
-    return {"case": case, "policy": policy, "gpus": job.world_gpus, "coflows": len(dag.coflows),
-            "flows": len(res.sim.flows), "gen_s": gen, "sim_s": s.wall_s, "events": s.events,
-            "finished": s.finished, "iteration_s": its[0].time_s if its else None,
-            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20}
+    return {
+        "case": case,
+        "policy": policy,
+        "gpus": job.world_gpus,
+        "coflows": len(dag.coflows),
+        "flows": len(res.sim.flows),
+        "gen_s": gen,
+        "sim_s": s.wall_s,
+        "events": s.events,
+        "finished": s.finished,
+        "iteration_s": its[0].time_s if its else None,
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    }
 
 
 def per_visit_us(r: dict) -> float:
@@ -97,15 +124,20 @@ def warm_up(trace) -> None:
 
 def print_trace(args, trace) -> None:
     """Per-policy figures on the trace (or its prefix)."""
-    print(f"{'policy':<10} {'coflows':>7} {'flows':>7} {'build_s':>8} {'sim_s':>8} {'events':>7} "
-          f"{'calls':>6} {'visits':>8} {'us/visit':>8} {'avg_cct_s':>10} {'p95_cct_s':>10}")
+    print(
+        f"{'policy':<10} {'coflows':>7} {'flows':>7} {'build_s':>8} {'sim_s':>8} {'events':>7} "
+        f"{'calls':>6} {'visits':>8} {'us/visit':>8} {'avg_cct_s':>10} {'p95_cct_s':>10}"
+    )
     for pol in filter(None, args.policies.split(",")):
         r = run_one(trace, pol, args.limit, args.wall_limit)
-        print(f"{r['policy']:<10} {r['coflows']:>7} {r['flows']:>7} {r['dag_build_s']:>8.2f} "
-              f"{r['sim_s']:>8.2f} {r['events']:>7} {r['policy_calls']:>6} "
-              f"{r['flow_visits']:>8.2e} {per_visit_us(r):>8.4f} "
-              f"{r['avg_cct_s']:>10.3f} {r['p95_cct_s']:>10.3f}"
-              + ("  PARTIAL (wall limit)" if r["partial"] else ""), flush=True)
+        print(
+            f"{r['policy']:<10} {r['coflows']:>7} {r['flows']:>7} {r['dag_build_s']:>8.2f} "
+            f"{r['sim_s']:>8.2f} {r['events']:>7} {r['policy_calls']:>6} "
+            f"{r['flow_visits']:>8.2e} {per_visit_us(r):>8.4f} "
+            f"{r['avg_cct_s']:>10.3f} {r['p95_cct_s']:>10.3f}"
+            + ("  PARTIAL (wall limit)" if r["partial"] else ""),
+            flush=True,
+        )
 
 
 def print_scaling(args, trace) -> None:
@@ -115,8 +147,11 @@ def print_scaling(args, trace) -> None:
         return
     pts = [run_one(trace, args.scale_policy, n) for n in sizes]
     for p in pts:
-        print(f"scale {args.scale_policy}: {p['flows']} flows, {p['events']} events -> "
-              f"{p['sim_s']:.2f} s", flush=True)
+        print(
+            f"scale {args.scale_policy}: {p['flows']} flows, {p['events']} events -> "
+            f"{p['sim_s']:.2f} s",
+            flush=True,
+        )
     k, _ = np.polyfit(np.log([p["flows"] for p in pts]), np.log([p["sim_s"] for p in pts]), 1)
     print(f"fit: run time ~ flows^{k:.2f} ({args.scale_policy}, {sizes[0]}..{sizes[-1]} coflows)")
 
@@ -128,10 +163,13 @@ def print_gpu(args) -> None:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", f"{case}:{pol}"]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900)
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{r['case']:<15} {r['policy']:<7} {r['gpus']} GPUs {r['coflows']:>6} coflows "
-                  f"{r['flows']:>8} flows  generate {r['gen_s']:.1f} s  simulate {r['sim_s']:.1f} s "
-                  f"{r['events']} events  iteration {r['iteration_s']} s  "
-                  f"peak RSS {r['peak_rss_gib']:.2f} GiB  finished {r['finished']}", flush=True)
+            print(
+                f"{r['case']:<15} {r['policy']:<7} {r['gpus']} GPUs {r['coflows']:>6} coflows "
+                f"{r['flows']:>8} flows  generate {r['gen_s']:.1f} s  simulate {r['sim_s']:.1f} s "
+                f"{r['events']} events  iteration {r['iteration_s']} s  "
+                f"peak RSS {r['peak_rss_gib']:.2f} GiB  finished {r['finished']}",
+                flush=True,
+            )
 
 
 def main() -> int:
@@ -140,8 +178,12 @@ def main() -> int:
     ap.add_argument("--trace", type=Path, default=FB)
     ap.add_argument("--policies", default="fair,fifo,dclas,sincronia,sebf")
     ap.add_argument("--limit", type=int, default=None, help="coflows of the trace (default all)")
-    ap.add_argument("--wall-limit", type=float, default=600.0,
-                    help="stop a trace run after this many seconds (reported PARTIAL)")
+    ap.add_argument(
+        "--wall-limit",
+        type=float,
+        default=600.0,
+        help="stop a trace run after this many seconds (reported PARTIAL)",
+    )
     ap.add_argument("--sizes", default="25,50,100,200", help="trace prefixes for the scaling fit")
     ap.add_argument("--scale-policy", default="fair")
     ap.add_argument("--gpu-cases", default=",".join(GPU_CASES))
@@ -157,7 +199,7 @@ def main() -> int:
     print_trace(args, trace)
     print_scaling(args, trace)
     print_gpu(args)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"peak RSS (trace runs) {rss:.2f} GiB")
     return 0
 

@@ -1,5 +1,6 @@
 """Run every benchmark script (``bench_*.py`` beside this file) in turn and print its
 figures; root-only ones are skipped with a note when not root.  ``make bench``."""
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,10 @@ def main() -> int:
         print(f"== {script.name}", flush=True)
         t0 = time.monotonic()
         res = subprocess.run([sys.executable, str(script)], cwd=HERE.parent)
-        print(f"== {script.name}: exit {res.returncode} after {time.monotonic() - t0:.1f} s\n", flush=True)
+        print(
+            f"== {script.name}: exit {res.returncode} after {time.monotonic() - t0:.1f} s\n",
+            flush=True,
+        )
         if res.returncode:
             failed.append(script.name)
     if failed:

@@ -1,4 +1,5 @@
 """``python -m coflowbed``."""
+
 import sys
 
 from coflowbed.cli import main

@@ -1,6 +1,7 @@
 """Process lifecycle of the traffic agents (``coflowbed.agents``): spawn one agent in its
 host (argument list, no shell), wait for every ``READY`` line, end it by PID (asked exit,
 then SIGTERM, then SIGKILL, each with a timeout) and release its pipes and files."""
+
 from __future__ import annotations
 
 import logging
@@ -10,8 +11,9 @@ import selectors
 import socket
 import subprocess
 import time
+from collections.abc import Container
 from pathlib import Path
-from typing import Container
+from typing import IO
 
 from coflowbed.agent_types import AgentError, AgentHandle, AgentHost
 from workload.agent.proto import UNIX_PATH_MAX
@@ -22,8 +24,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")  # also a file name in the run dir
 
 
-def spawn_agent(host: AgentHost, port: int, agent_args: list[str], *, taken: Container[str],
-                sock_dir: Path, log_dir: Path, python: str) -> AgentHandle:
+def spawn_agent(
+    host: AgentHost,
+    port: int,
+    agent_args: list[str],
+    *,
+    taken: Container[str],
+    sock_dir: Path,
+    log_dir: Path,
+    python: str,
+) -> AgentHandle:
     """Launch the agent process of ``host`` (argument list: no shell); ``taken`` holds the
     names of the agents already started."""
     name = host.name
@@ -34,11 +44,28 @@ def spawn_agent(host: AgentHost, port: int, agent_args: list[str], *, taken: Con
         raise AgentError(f"run dir {sock_dir}: socket path {control} is over {UNIX_PATH_MAX} bytes")
     log_path = log_dir / f"{name}.log"
     log_file = log_path.open("ab")
-    args = [python, "-m", "workload.agent", "--host", name, "--control", str(control),
-            "--data-port", str(port), "--ip", host.IP(), *agent_args]
+    args = [
+        python,
+        "-m",
+        "workload.agent",
+        "--host",
+        name,
+        "--control",
+        str(control),
+        "--data-port",
+        str(port),
+        "--ip",
+        host.IP(),
+        *agent_args,
+    ]
     try:
-        proc = host.popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=log_file, cwd=str(REPO_ROOT))
+        proc = host.popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            cwd=str(REPO_ROOT),
+        )
     except BaseException:
         log_file.close()
         raise
@@ -47,11 +74,18 @@ def spawn_agent(host: AgentHost, port: int, agent_args: list[str], *, taken: Con
     return agent
 
 
+def _stdout(agent: AgentHandle) -> IO[bytes]:
+    """The agent's stdout pipe (every agent is started with ``stdout=PIPE``)."""
+    if agent.proc.stdout is None:
+        raise AgentError(f"agent {agent.name}: started without a stdout pipe")
+    return agent.proc.stdout
+
+
 def wait_ready(agents: list[AgentHandle], timeout_s: float) -> None:
     """Read each agent's ``READY <host>`` line, all within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    waiting = {a.proc.stdout.fileno(): a for a in agents}
-    lines = {fd: b"" for fd in waiting}
+    waiting = {_stdout(a).fileno(): a for a in agents}
+    lines = dict.fromkeys(waiting, b"")
     with selectors.DefaultSelector() as sel:
         for fd in waiting:
             sel.register(fd, selectors.EVENT_READ)

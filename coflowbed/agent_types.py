@@ -1,14 +1,17 @@
 """Data types of the orchestrator side of the traffic agents (``coflowbed.agents``): what a
 host must offer, the error, the events and stats handed to callers, and one agent's handle."""
+
 from __future__ import annotations
 
 import concurrent.futures
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Protocol
+
 
 @dataclass(frozen=True)
 class SendOrder:

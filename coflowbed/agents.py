@@ -16,9 +16,11 @@ or, in unit tests, a local stand-in whose ``popen`` is ``subprocess.Popen``.
 The data types live in ``coflowbed.agent_types`` and the process lifecycle (spawn, READY,
 end by PID) in ``coflowbed.agent_process``; both are re-exported here.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import itertools
 import json
 import logging
@@ -27,19 +29,56 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from coflowbed.agent_process import (HOST_NAME, REPO_ROOT, close_agent, end_process, spawn_agent,
-                                     wait_ready)
-from coflowbed.agent_types import (AgentError, AgentEvent, AgentHandle, AgentHost, AgentStats,
-                                   PoolOrder, PoolReport, SendOrder)
-from workload.agent.proto import (DATA_PORT, CancelRequest, ConnectRequest, HelloRequest, Request,
-                                  SendRequest, SetLevelRequest, SetRateRequest, ShutdownRequest,
-                                  StatsRequest, encode_line, request_dict)
+from coflowbed.agent_process import (
+    HOST_NAME,
+    REPO_ROOT,
+    close_agent,
+    end_process,
+    spawn_agent,
+    wait_ready,
+)
+from coflowbed.agent_types import (
+    AgentError,
+    AgentEvent,
+    AgentHandle,
+    AgentHost,
+    AgentStats,
+    PoolOrder,
+    PoolReport,
+    SendOrder,
+)
+from workload.agent.proto import (
+    DATA_PORT,
+    CancelRequest,
+    ConnectRequest,
+    HelloRequest,
+    Request,
+    SendRequest,
+    SetLevelRequest,
+    SetRateRequest,
+    ShutdownRequest,
+    StatsRequest,
+    encode_line,
+    request_dict,
+)
 
-__all__ = ["AgentError", "AgentEvent", "AgentHost", "AgentSet", "AgentStats", "CONNECT_TIMEOUT_S",
-           "HOST_NAME", "PoolOrder", "PoolReport", "REPO_ROOT", "SendOrder"]
+__all__ = [
+    "AgentError",
+    "AgentEvent",
+    "AgentHost",
+    "AgentSet",
+    "AgentStats",
+    "CONNECT_TIMEOUT_S",
+    "HOST_NAME",
+    "PoolOrder",
+    "PoolReport",
+    "REPO_ROOT",
+    "SendOrder",
+]
 
 log = logging.getLogger("coflowbed.agents")
 
@@ -52,11 +91,21 @@ CONNECT_TIMEOUT_S = 60.0
 class AgentSet:
     """The traffic agents of one run (see the module docstring for the threading model)."""
 
-    def __init__(self, hosts: Iterable[AgentHost], run_dir: Path, data_port: int = DATA_PORT, *,
-                 log_dir: Path | None = None, data_ports: Mapping[str, int] | None = None,
-                 request_timeout_s: float = 5.0, stop_timeout_s: float = 5.0,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S, stall_timeout_s: float = 60.0,
-                 event_queue: queue.Queue | None = None, python: str = sys.executable) -> None:
+    def __init__(
+        self,
+        hosts: Iterable[AgentHost],
+        run_dir: Path,
+        data_port: int = DATA_PORT,
+        *,
+        log_dir: Path | None = None,
+        data_ports: Mapping[str, int] | None = None,
+        request_timeout_s: float = 5.0,
+        stop_timeout_s: float = 5.0,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        stall_timeout_s: float = 60.0,
+        event_queue: queue.Queue | None = None,
+        python: str = sys.executable,
+    ) -> None:
         """Configure; nothing starts before ``start``.
 
         Control sockets go to ``run_dir/agents/<host>.sock`` (keep ``run_dir`` short: a
@@ -66,14 +115,22 @@ class AgentSet:
         given (to merge them with other sources), else to a private queue.
         """
         self._hosts = list(hosts)
-        self.sock_dir = Path(run_dir).resolve() / "agents"  # absolute: agents run in other namespaces
+        self.sock_dir = (
+            Path(run_dir).resolve() / "agents"
+        )  # absolute: agents run in other namespaces
         self.log_dir = Path(log_dir).resolve() if log_dir is not None else self.sock_dir
         self.ports = {h.name: (data_ports or {}).get(h.name, data_port) for h in self._hosts}
         self.request_timeout_s, self.stop_timeout_s = request_timeout_s, stop_timeout_s
         self.connect_timeout_s = connect_timeout_s
-        self.agent_args = ["--connect-timeout", str(connect_timeout_s),
-                           "--stall-timeout", str(stall_timeout_s)]
-        self.event_queue: queue.Queue[AgentEvent] = event_queue if event_queue is not None else queue.Queue()
+        self.agent_args = [
+            "--connect-timeout",
+            str(connect_timeout_s),
+            "--stall-timeout",
+            str(stall_timeout_s),
+        ]
+        self.event_queue: queue.Queue[AgentEvent] = (
+            event_queue if event_queue is not None else queue.Queue()
+        )
         self.python = python
         self._agents: dict[str, AgentHandle] = {}
         self._ids = itertools.count(1)
@@ -108,8 +165,15 @@ class AgentSet:
 
     def _spawn(self, host: AgentHost, port: int, extra: list[str]) -> AgentHandle:
         """Launch the agent process of ``host`` (argument list: no shell) and register it."""
-        agent = spawn_agent(host, port, [*self.agent_args, *extra], taken=self._agents,
-                            sock_dir=self.sock_dir, log_dir=self.log_dir, python=self.python)
+        agent = spawn_agent(
+            host,
+            port,
+            [*self.agent_args, *extra],
+            taken=self._agents,
+            sock_dir=self.sock_dir,
+            log_dir=self.log_dir,
+            python=self.python,
+        )
         self._agents[agent.name] = agent
         return agent
 
@@ -123,25 +187,30 @@ class AgentSet:
             sock.close()
             raise AgentError(f"agent {agent.name}: control socket {agent.control}: {exc}") from exc
         agent.sock, agent.alive = sock, True
-        agent.reader = threading.Thread(target=self._read_loop, args=(agent,),
-                                        name=f"agent-{agent.name}", daemon=True)
+        agent.reader = threading.Thread(
+            target=self._read_loop, args=(agent, sock), name=f"agent-{agent.name}", daemon=True
+        )
         agent.reader.start()
         hello = self._request(agent.name, HelloRequest())
         if hello.get("host") != agent.name:
             raise AgentError(f"agent {agent.name}: socket answered as {hello.get('host')!r}")
         agent.data_port = hello["data_port"]
         if not hello["priority"]:
-            log.warning("agent %s may not set SO_PRIORITY (needs CAP_NET_ADMIN): host NIC "
-                        "priorities stay at level 0", agent.name)
+            log.warning(
+                "agent %s may not set SO_PRIORITY (needs CAP_NET_ADMIN): host NIC "
+                "priorities stay at level 0",
+                agent.name,
+            )
 
     # -- reading -----------------------------------------------------------------------
 
-    def _read_loop(self, agent: AgentHandle) -> None:
-        """Reader thread: route replies to their futures and events to the queue."""
+    def _read_loop(self, agent: AgentHandle, sock: socket.socket) -> None:
+        """Reader thread of ``agent`` (control socket ``sock``): route replies to their
+        futures and events to the queue."""
         buf, error = b"", "control connection closed"
         while True:
             try:
-                chunk = agent.sock.recv(1 << 16)
+                chunk = sock.recv(1 << 16)
             except TimeoutError:
                 continue  # idle; the timeout only bounds sendall
             except OSError as exc:
@@ -198,9 +267,11 @@ class AgentSet:
                 req_id = next(self._ids)
             fut: concurrent.futures.Future = concurrent.futures.Future()
             agent.pending[req_id] = fut
-            fut.add_done_callback(lambda _, i=req_id: agent.pending.pop(i, None))
+            fut.add_done_callback(functools.partial(_forget_request, agent.pending, req_id))
             futs.append(fut)
             lines.append(encode_line(request_dict(req_id, req)))
+        if agent.sock is None:  # alive agents are attached: not reached
+            raise AgentError(f"agent {host}: no control connection")
         try:
             with agent.write_lock:
                 agent.sock.sendall(b"".join(lines))
@@ -211,7 +282,9 @@ class AgentSet:
         return futs
 
     @staticmethod
-    def _reply(host: str, req: Request, fut: concurrent.futures.Future, deadline: float) -> dict[str, Any]:
+    def _reply(
+        host: str, req: Request, fut: concurrent.futures.Future, deadline: float
+    ) -> dict[str, Any]:
         """The reply in ``fut`` by ``deadline`` (monotonic s); AgentError if late or not ok."""
         try:
             reply = fut.result(max(0.0, deadline - time.monotonic()))
@@ -226,7 +299,9 @@ class AgentSet:
         """The live agent of ``host`` or AgentError."""
         agent = self._agents.get(host)
         if agent is None:
-            raise AgentError(f"host {host!r}: no agent (started: {', '.join(self._agents) or 'none'})")
+            raise AgentError(
+                f"host {host!r}: no agent (started: {', '.join(self._agents) or 'none'})"
+            )
         if not agent.alive:
             raise AgentError(f"agent {host}: not connected (exited or stopped)")
         return agent
@@ -245,8 +320,17 @@ class AgentSet:
         """PID of ``host``'s agent process."""
         return self._agents[host].proc.pid
 
-    def send(self, host: str, flow_id: str, dst_ip: str, dst_port: int, nbytes: int,
-             tag: int, level: int, rate_mbps: float | None = None) -> None:
+    def send(
+        self,
+        host: str,
+        flow_id: str,
+        dst_ip: str,
+        dst_port: int,
+        nbytes: int,
+        tag: int,
+        level: int,
+        rate_mbps: float | None = None,
+    ) -> None:
         """Have ``host`` send ``nbytes`` to ``dst_ip:dst_port``, paced at ``rate_mbps``
         Mbit/s if given; returns once the agent took the order (progress arrives as
         events). ValueError for bad arguments."""
@@ -260,8 +344,9 @@ class AgentSet:
         for o in orders:  # validate every order before sending any
             if not isinstance(o, SendOrder):
                 raise TypeError(f"send_many: {o!r} is not a SendOrder")
-            by_host.setdefault(o.host, []).append(SendRequest(
-                o.flow_id, o.dst_ip, o.dst_port, o.nbytes, o.tag, o.level, o.rate_mbps))
+            by_host.setdefault(o.host, []).append(
+                SendRequest(o.flow_id, o.dst_ip, o.dst_port, o.nbytes, o.tag, o.level, o.rate_mbps)
+            )
         for host in by_host:
             self._agent(host)
         submitted = [(host, reqs, self._submit(host, *reqs)) for host, reqs in by_host.items()]
@@ -282,13 +367,24 @@ class AgentSet:
         t0 = time.monotonic()
         submitted = [(host, reqs, self._submit(host, *reqs)) for host, reqs in by_host.items()]
         deadline = t0 + (timeout_s or self.connect_timeout_s)
-        total = sum(int(self._reply(host, req, fut, deadline)["connections"])
-                    for host, reqs, futs in submitted for req, fut in zip(reqs, futs))
+        total = sum(
+            int(self._reply(host, req, fut, deadline)["connections"])
+            for host, reqs, futs in submitted
+            for req, fut in zip(reqs, futs)
+        )
         pairs = sum(len(reqs) for reqs in by_host.values())
         return PoolReport(pairs, total, time.monotonic() - t0)
 
-    def send_to(self, src: str, dst: str, flow_id: str, nbytes: int, tag: int, level: int,
-                rate_mbps: float | None = None) -> None:
+    def send_to(
+        self,
+        src: str,
+        dst: str,
+        flow_id: str,
+        nbytes: int,
+        tag: int,
+        level: int,
+        rate_mbps: float | None = None,
+    ) -> None:
         """``send`` from host ``src`` to host ``dst``'s agent."""
         self.send(src, flow_id, *self.address(dst), nbytes, tag, level, rate_mbps)
 
@@ -305,8 +401,11 @@ class AgentSet:
             by_host.setdefault(host, []).append(CancelRequest(flow_id))
         submitted = [(host, reqs, self._submit(host, *reqs)) for host, reqs in by_host.items()]
         deadline = time.monotonic() + self.request_timeout_s
-        return sum(bool(self._reply(host, req, fut, deadline)["cancelled"])
-                   for host, reqs, futs in submitted for req, fut in zip(reqs, futs))
+        return sum(
+            bool(self._reply(host, req, fut, deadline)["cancelled"])
+            for host, reqs, futs in submitted
+            for req, fut in zip(reqs, futs)
+        )
 
     def set_level(self, host: str, tag: int, level: int) -> int:
         """Move ``host``'s live sockets of ``tag`` to ``level``; returns how many moved."""
@@ -322,8 +421,16 @@ class AgentSet:
         """Bytes acknowledged/received so far on ``host``."""
         r = self._request(host, StatsRequest())
         by_tag = {int(tag): n for tag, n in r["sent_by_tag"].items()}
-        return AgentStats(host, r["t_ns"], r["sent"], by_tag, r["received"], r["priority"], r["pacing"],
-                          r["connections"])
+        return AgentStats(
+            host,
+            r["t_ns"],
+            r["sent"],
+            by_tag,
+            r["received"],
+            r["priority"],
+            r["pacing"],
+            r["connections"],
+        )
 
     def next_event(self, timeout_s: float) -> AgentEvent:
         """The next event, waiting at most ``timeout_s`` (AgentError when none came)."""
@@ -357,7 +464,9 @@ class AgentSet:
                     self._request(agent.name, ShutdownRequest(), timeout_s=self.stop_timeout_s)
                     asked.add(agent.name)
                 except AgentError as exc:
-                    log.warning("agent %s: shutdown request failed (%s); terminating it", agent.name, exc)
+                    log.warning(
+                        "agent %s: shutdown request failed (%s); terminating it", agent.name, exc
+                    )
         for agent in self._agents.values():
             end_process(agent, agent.name in asked, self.stop_timeout_s)
             close_agent(agent)
@@ -373,3 +482,10 @@ def _settle(agent: AgentHandle, fut: concurrent.futures.Future, outcome: Any) ->
             fut.set_result(outcome)
     except concurrent.futures.InvalidStateError:
         log.warning("agent %s: answer came after the request timed out: %s", agent.name, outcome)
+
+
+def _forget_request(
+    pending: dict[int, concurrent.futures.Future], req_id: int, _fut: concurrent.futures.Future
+) -> None:
+    """Done callback of a request's future: it no longer waits for a reply."""
+    pending.pop(req_id, None)

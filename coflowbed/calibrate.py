@@ -16,6 +16,7 @@ its links promise.  When the scenario may offer more between leaves than the cal
 measured (``CAPACITY_MARGIN``), one warning line says so before traffic starts and names
 the host link rate that would fit.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,8 +41,10 @@ CAPACITY_MARGIN = 0.8
 DRAIN_TIMEOUT_S = 5.0
 FLOWS_PER_HOST = 8
 PREFIX = "calibration/"
-BMV2_NOTE = ("BMv2's forwarding rate depends on how it was built (optimised builds forward "
-             "about 1 Gbit/s, default builds 10-30 Mbit/s)")
+BMV2_NOTE = (
+    "BMv2's forwarding rate depends on how it was built (optimised builds forward "
+    "about 1 Gbit/s, default builds 10-30 Mbit/s)"
+)
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,13 @@ def capacity_warning(cal: Calibration, plan: FabricPlan, switch: str) -> str | N
     if cal.measured_mbps >= CAPACITY_MARGIN * cal.peak_offered_mbps:
         return None
     fit = plan.host_bw_mbps * cal.measured_mbps / cal.peak_offered_mbps
-    text = (f"capacity: the scenario may offer {cal.peak_offered_mbps:.0f} Mbit/s between leaves, "
-            f"but the fabric carried {cal.measured_mbps:.0f} Mbit/s in the calibration "
-            f"({cal.fraction:.2f} of nominal); host links of <= {fit:.0f} Mbit/s would fit "
-            f"(fabric.host_bw_mbps, with byte_scale alike) — emulated times will be longer "
-            f"than the fluid model's")
+    text = (
+        f"capacity: the scenario may offer {cal.peak_offered_mbps:.0f} Mbit/s between leaves, "
+        f"but the fabric carried {cal.measured_mbps:.0f} Mbit/s in the calibration "
+        f"({cal.fraction:.2f} of nominal); host links of <= {fit:.0f} Mbit/s would fit "
+        f"(fabric.host_bw_mbps, with byte_scale alike) — emulated times will be longer "
+        f"than the fluid model's"
+    )
     return f"{text}; {BMV2_NOTE}" if switch == "bmv2" else text
 
 
@@ -118,11 +123,23 @@ def calibrate(agents, plan: FabricPlan, dag: Dag, switch: str = "ovs") -> Calibr
     t0 = time.monotonic()
     per_host, window = _measure(agents, plan, pairs)
     nominal = inter_leaf_limit({(s.name, d.name) for s, d in pairs}, plan)
-    cal = Calibration(len(pairs), nominal, round(sum(per_host.values()), 2), per_host,
-                      round(window, 4), round(time.monotonic() - t0, 3), peak_offered_mbps(dag, plan))
+    cal = Calibration(
+        len(pairs),
+        nominal,
+        round(sum(per_host.values()), 2),
+        per_host,
+        round(window, 4),
+        round(time.monotonic() - t0, 3),
+        peak_offered_mbps(dag, plan),
+    )
     cal = Calibration(**{**asdict(cal), "warning": capacity_warning(cal, plan, switch)})
-    log.info("calibration: %.0f of %.0f Mbit/s between leaves (%.2f) in %.2f s",
-             cal.measured_mbps, cal.nominal_mbps, cal.fraction, cal.wall_s)
+    log.info(
+        "calibration: %.0f of %.0f Mbit/s between leaves (%.2f) in %.2f s",
+        cal.measured_mbps,
+        cal.nominal_mbps,
+        cal.fraction,
+        cal.wall_s,
+    )
     if cal.warning:
         log.warning("%s", cal.warning)
     return cal
@@ -134,10 +151,15 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
     cancel any straggler, and consume every calibration event."""
     share = plan.host_bw_mbps * 1e6 / 8 / FLOWS_PER_HOST  # bytes/s of one flow at line rate
     nbytes = int(share * (WARMUP_S + WINDOW_S) * OVERSIZE)
-    flows = {f"{PREFIX}{s.name}/{k}": (s.name, d.name) for s, d in pairs for k in range(FLOWS_PER_HOST)}
+    flows = {
+        f"{PREFIX}{s.name}/{k}": (s.name, d.name) for s, d in pairs for k in range(FLOWS_PER_HOST)
+    }
     ends = {(fid, side) for fid in flows for side in ("sender", "receiver")}
-    agents.send_many([SendOrder(s, fid, *agents.address(d), nbytes, 0, 0)
-                      for fid, (s, d) in flows.items()])
+    orders = []
+    for fid, (s, d) in flows.items():
+        ip, port = agents.address(d)
+        orders.append(SendOrder(s, fid, ip, port, nbytes, tag=0, level=0))
+    agents.send_many(orders)
     opened = time.monotonic()
     _pause_until(opened + WARMUP_S)
     before = _received(agents, flows)
@@ -150,11 +172,19 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
     _consume(agents, ends, time.monotonic() + DRAIN_TIMEOUT_S)
     _forget_unseen(agents, flows, ends)
     if ends:  # the run's backend ignores calibration events that come later
-        log.warning("calibration: %d flow ends not reported within %.0f s (e.g. %s); going on",
-                    len(ends), DRAIN_TIMEOUT_S, sorted(ends)[0])
+        log.warning(
+            "calibration: %d flow ends not reported within %.0f s (e.g. %s); going on",
+            len(ends),
+            DRAIN_TIMEOUT_S,
+            sorted(ends)[0],
+        )
     log.debug("calibration: %d of %d flows cancelled", len(stragglers), len(flows))
-    per_host = {dst: round((after[dst][1] - before[dst][1]) * 8 / ((after[dst][0] - before[dst][0]) / 1e9) / 1e6, 2)
-                for dst in after}
+    per_host = {
+        dst: round(
+            (after[dst][1] - before[dst][1]) * 8 / ((after[dst][0] - before[dst][0]) / 1e9) / 1e6, 2
+        )
+        for dst in after
+    }
     return per_host, WINDOW_S
 
 
@@ -178,8 +208,11 @@ def _forget_unseen(agents, flows: dict[str, tuple[str, str]], ends: set[tuple[st
     would be reported later; the run's backend ignores calibration flows.)"""
     for dst in sorted({flows[fid][1] for fid, side in ends if side == "receiver"}):
         seen = agents.stats(dst).received
-        ends -= {(fid, "receiver") for fid, side in set(ends)
-                 if side == "receiver" and flows[fid][1] == dst and fid not in seen}
+        ends -= {
+            (fid, "receiver")
+            for fid, side in set(ends)
+            if side == "receiver" and flows[fid][1] == dst and fid not in seen
+        }
 
 
 def _consume(agents, ends: set[tuple[str, str]], until: float) -> None:

@@ -4,6 +4,7 @@ Order: ask a live runner to stop (SIGTERM, it cleans up itself), then end every 
 carrying our environment marker by PID, delete the interfaces the run registered,
 restore the sysctl the OVS service changed, and drop the state file.
 """
+
 from __future__ import annotations
 
 import logging
@@ -87,8 +88,12 @@ def delete_interfaces(names: list[str]) -> list[str]:
     deleted = []
     for name in names:
         if name in present_names:
-            subprocess.run(["ip", "link", "del", "dev", name], check=False,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["ip", "link", "del", "dev", name],
+                check=False,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             deleted.append(name)
     return deleted
 

@@ -4,6 +4,7 @@ Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args) -> int``.  Errors a user can fix (bad scenario, bad flags) raise
 ``coflowbed.errors.UserError`` and end with a one-line message and exit code 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every available subcommand."""
     parser = argparse.ArgumentParser(
         prog="coflowbed",
-        description="coflowbed: emulated testbed for coflow scheduling in LLM-training networks")
+        description="coflowbed: emulated testbed for coflow scheduling in LLM-training networks",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -35,9 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
 def setup_logging(verbose: int, quiet: int) -> None:
     """stdlib logging; every record names its component (logger name)."""
     level = logging.INFO - 10 * verbose + 10 * quiet
-    logging.basicConfig(level=max(logging.DEBUG, min(level, logging.CRITICAL)),
-                        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=max(logging.DEBUG, min(level, logging.CRITICAL)),
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,13 +2,14 @@
 average and P95 CCT, CCT per coflow type, iteration time, speed-up against ``fair``, and
 each run's fidelity (emulated / simulated iteration time and median CCT ratio; empty for
 simulated runs and ``--no-check``)."""
+
 from __future__ import annotations
 
 import csv
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from coflowbed.results import RunSummary
 from coflowbed.scenario import Scenario
@@ -44,9 +45,14 @@ def compare(scen: Scenario, policies: list[str], out_dir: Path, run_one: RunOne)
 
 def _row(policy: str, s: RunSummary) -> dict:
     """One table row: the run's CCT and iteration figures."""
-    row = {"policy": policy, "partial": s.partial, "coflows": s.coflows,
-           "avg_cct_s": s.avg_cct_s, "p95_cct_s": s.p95_cct_s,
-           "iteration_time_s": s.iteration_time_s}
+    row = {
+        "policy": policy,
+        "partial": s.partial,
+        "coflows": s.coflows,
+        "avg_cct_s": s.avg_cct_s,
+        "p95_cct_s": s.p95_cct_s,
+        "iteration_time_s": s.iteration_time_s,
+    }
     for ctype, st in sorted(s.cct_by_type.items()):
         row[f"avg_cct_{ctype}_s"] = st.avg_s
     return row
@@ -64,8 +70,10 @@ def _add_speedups(rows: list[dict]) -> None:
 def fidelity_columns(summary: RunSummary) -> dict:
     """``fidelity_iter`` and ``fidelity_cct_p50`` of a run's summary (None without a figure)."""
     block = summary.fidelity or {}
-    return {"fidelity_iter": block.get("iteration_ratio"),
-            "fidelity_cct_p50": block.get("cct_ratio_p50")}
+    return {
+        "fidelity_iter": block.get("iteration_ratio"),
+        "fidelity_cct_p50": block.get("cct_ratio_p50"),
+    }
 
 
 def write_table(rows: list[dict], out_dir: Path) -> None:
@@ -82,8 +90,10 @@ def write_table(rows: list[dict], out_dir: Path) -> None:
 
 def markdown(rows: list[dict], cols: list[str]) -> str:
     """A Markdown table with 3 significant decimals."""
+
     def fmt(v):
         return "" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"

@@ -2,10 +2,12 @@
 are reported as one ``UserError`` line naming the file, the dotted key and the reason.
 The strictness itself is ``workload.schema.Section``'s; this module adds YAML loading and
 checker-style access."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import yaml
 
@@ -59,16 +61,21 @@ class Section(schema.Section):
 
 def integer(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
     """Checker: an int (not bool) within [lo, hi]."""
+
     def check(v: Any) -> int:
         if not isinstance(v, int) or isinstance(v, bool):
             raise ValueError(f"must be an integer, got {v!r}")
         _bounds(v, lo, hi)
         return v
+
     return check
 
 
-def number(lo: float | None = None, hi: float | None = None, positive: bool = False) -> Callable[[Any], float]:
+def number(
+    lo: float | None = None, hi: float | None = None, positive: bool = False
+) -> Callable[[Any], float]:
     """Checker: an int or float within bounds (strictly > 0 if ``positive``)."""
+
     def check(v: Any) -> float:
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise ValueError(f"must be a number, got {v!r}")
@@ -76,6 +83,7 @@ def number(lo: float | None = None, hi: float | None = None, positive: bool = Fa
             raise ValueError(f"must be > 0, got {v!r}")
         _bounds(v, lo, hi)
         return float(v)
+
     return check
 
 
@@ -87,6 +95,7 @@ def choice(options: Iterable[str]) -> Callable[[Any], str]:
         if v not in opts:
             raise ValueError(f"must be one of {', '.join(opts)}, got {v!r}")
         return v
+
     return check
 
 

@@ -10,10 +10,11 @@ finds no idle connection opens one more (counted as ``new_connections`` in
 ``summary.json``), its handshake on the critical path: on fb-slice-busy the largest
 coflow alone left 129 of 670 flows to open one (first byte after release: p95 1.9 s).
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from coflowbed.agent_types import PoolOrder
 from workload.agent.proto import MAX_POOL
@@ -39,5 +40,7 @@ def pair_counts(dag: Dag) -> dict[tuple[str, str], int]:
 
 def pool_orders(dag: Dag, address: Mapping[str, tuple[str, int]]) -> list[PoolOrder]:
     """One order per pair the DAG uses; ``address`` gives each host's (ip, data port)."""
-    return [PoolOrder(src, *address[dst], min(MAX_POOL, n + SPARE))
-            for (src, dst), n in sorted(pair_counts(dag).items())]
+    return [
+        PoolOrder(src, *address[dst], min(MAX_POOL, n + SPARE))
+        for (src, dst), n in sorted(pair_counts(dag).items())
+    ]

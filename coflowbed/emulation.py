@@ -2,29 +2,47 @@
 controller (its coflow scheduler, ``controller.scheduler_service``) and their flows sent
 through the host agents.
 
-Scheduling requests go to the controller in order on one lane with its own connection:
-a release waits for its ``register`` answer (its own entry is then in the switches and
-its level known), completions and polls do not wait.  Host socket priorities and paced
+Scheduling requests go to the controller in order on one pipelined connection of their
+own: a release waits for its ``register`` answer (its own entry is then in the switches
+and its level known), completions and polls do not wait, and nothing waits for the
+answer to an earlier request before sending.  Host socket priorities and paced
 rates the answers carry are applied on a second lane, so a release never waits behind
 agent round trips.  With an identity-ranked policy the controller answered the whole
 DAG's levels at ``open_job``, and releases make no round trip at all.
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from functools import partial
 
 from coflowbed.agent_types import SendOrder
 from coflowbed.calibrate import PREFIX as CALIBRATION_PREFIX
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
 from coflowbed.results import percentile
 from controller.lane import Lane
-from controller.messages import (POLL_COUNTERS, POLL_PROGRESS, Assignment, CloseJob, HostUpdates,
-                                 JobOpened, JobReport, OpenJob, Progress, Register,
-                                 Registered, Unregister)
+from controller.messages import (
+    POLL_COUNTERS,
+    POLL_PROGRESS,
+    Assignment,
+    CloseJob,
+    HostUpdates,
+    JobOpened,
+    JobReport,
+    OpenJob,
+    Progress,
+    Register,
+    Registered,
+    Reply,
+    Request,
+    Unregister,
+    parse_reply,
+    request_wire,
+)
 from topo.plan import FabricPlan
 from workload.dag import Coflow
 
@@ -66,53 +84,65 @@ class HostWriter:
 
 
 class SchedulerLink:
-    """The orchestrator's end of the coflow scheduler: requests in order on one lane
-    (with its own controller connection: a client is not thread-safe); the host
-    updates of every answer go to ``hosts``."""
+    """The orchestrator's end of the coflow scheduler: requests go out in order on one
+    pipelined connection (a completion's ``unregister`` never holds the next release's
+    ``register`` back by a round trip); the host updates of every answer go to
+    ``hosts``."""
 
     def __init__(self, client, hosts: HostWriter) -> None:
-        """Link over ``client`` (a ControllerClient used by the lane thread only)."""
+        """Link over ``client`` (a ``PipelinedClient``: ``submit(request) -> Future``)."""
         self.client, self.hosts = client, hosts
-        self.lane: Lane = Lane("scheduler", self._send)
+        self.error: BaseException | None = None
 
-    @property
-    def error(self) -> BaseException | None:
-        """The first failed request or host update."""
-        return self.lane.error or self.hosts.lane.error
+    def send(self, msg: Request) -> Future:
+        """Send ``msg``; the future settles with the controller's typed answer."""
+        if self.error is not None or self.hosts.lane.error is not None:
+            raise RuntimeError(f"controller request failed: {self.error or self.hosts.lane.error}")
+        answer: Future = Future()
+        self.client.submit(request_wire(msg)).add_done_callback(
+            partial(self._answered, msg, answer)
+        )
+        return answer
 
-    def send(self, msg) -> Future:
-        """Queue ``msg``; the future settles with the controller's answer."""
-        self._check()
-        return self.lane.put(msg)
+    def ask(self, msg: Request, timeout: float = REQUEST_TIMEOUT_S) -> Reply:
+        """The controller's answer to ``msg`` (in order after everything sent before)."""
+        return self.send(msg).result(timeout)
 
-    def ask(self, msg, timeout: float = REQUEST_TIMEOUT_S):
-        """The controller's answer to ``msg``, in order after everything queued (sent from
-        this thread when nothing is: no hand-over on a release's path)."""
-        self._check()
-        ran, reply = self.lane.apply_if_idle(msg)
-        return reply if ran else self.lane.put(msg).result(timeout)
-
-    def _check(self) -> None:
-        """RuntimeError once a request or host update failed."""
-        if self.error is not None:
-            raise RuntimeError(f"controller request failed: {self.error}")
-
-    def _send(self, msg):
-        """One request; forward the host updates of its answer."""
-        call = {OpenJob: self.client.open_job, Register: self.client.register,
-                Unregister: self.client.unregister, Progress: self.client.progress,
-                CloseJob: lambda _msg: self.client.close_job()}[type(msg)]
-        reply = call(msg)
-        self.hosts.put(reply.hosts if isinstance(reply, Registered) else
-                       reply if isinstance(reply, HostUpdates) else HostUpdates())
+    def open_job(self, msg: OpenJob) -> JobOpened:
+        """The answer to ``open_job``."""
+        reply = self.ask(msg)
+        assert isinstance(reply, JobOpened)
         return reply
 
+    def register(self, msg: Register) -> Registered:
+        """The answer to ``register``: sent once the coflow's own entry is written."""
+        reply = self.ask(msg)
+        assert isinstance(reply, Registered)
+        return reply
+
+    def _answered(self, msg: Request, answer: Future, raw: Future) -> None:
+        """Parse the reply, forward its host updates, settle ``answer``."""
+        try:
+            reply = parse_reply(msg, raw.result())
+        except Exception as exc:  # handed to the waiter, and kept for the executor
+            self.error = self.error or exc
+            answer.set_exception(exc)
+            return
+        if isinstance(reply, Registered):
+            self.hosts.put(reply.hosts)
+        elif isinstance(reply, HostUpdates):
+            self.hosts.put(reply)
+        answer.set_result(reply)
+
     def close(self) -> JobReport:
-        """Finish queued requests, then close the job (its report)."""
-        report = self.lane.put(CloseJob())
-        self.lane.close()
-        self.hosts.lane.close()
-        return report.result(0)
+        """Close the job (after everything sent before): its report; then stop."""
+        try:
+            report = self.ask(CloseJob())
+        finally:
+            self.client.close()
+            self.hosts.lane.close()
+        assert isinstance(report, JobReport)
+        return report
 
 
 @dataclass
@@ -142,24 +172,35 @@ class ReleaseTimes:
 
     def summary(self) -> dict:
         """Milliseconds (median, p95, max) for summary.json."""
-        return {"releases": self.releases, "new_connections": self.new_connections,
-                "start_ms": _ms_stats(self.start_s), "first_byte_ms": _ms_stats(self.first_byte_s),
-                "writes_waited": len(self.write_s), "write_ms": _ms_stats(self.write_s)}
+        return {
+            "releases": self.releases,
+            "new_connections": self.new_connections,
+            "start_ms": _ms_stats(self.start_s),
+            "first_byte_ms": _ms_stats(self.first_byte_s),
+            "writes_waited": len(self.write_s),
+            "write_ms": _ms_stats(self.write_s),
+        }
 
 
 def _ms_stats(values: list[float]) -> dict | None:
     """count, median, p95 and max of ``values`` (seconds) in ms; None when empty."""
-    if not values:
+    median, p95 = percentile(values, 50), percentile(values, 95)
+    if median is None or p95 is None:  # no values
         return None
-    return {"count": len(values), "median": round(percentile(values, 50) * 1e3, 3),
-            "p95": round(percentile(values, 95) * 1e3, 3), "max": round(max(values) * 1e3, 3)}
+    return {
+        "count": len(values),
+        "median": round(median * 1e3, 3),
+        "p95": round(p95 * 1e3, 3),
+        "max": round(max(values) * 1e3, 3),
+    }
 
 
 class EmulationBackend:
     """Backend of ``DagExecutor`` for a running fabric (controller + agents)."""
 
-    def __init__(self, job: OpenJob, controller, agents, plan: FabricPlan, data_port: int,
-                 scheduler_client) -> None:
+    def __init__(
+        self, job: OpenJob, controller, agents, plan: FabricPlan, data_port: int, scheduler_client
+    ) -> None:
         """Backend for ``job``; ``scheduler_client`` is a second controller connection,
         used only by the scheduling lane."""
         self.job, self.controller, self.agents = job, controller, agents
@@ -176,7 +217,7 @@ class EmulationBackend:
     def preinstall(self) -> None:
         """Before the iteration: open the job (identity-ranked policies' entries are
         written now, so that releases make no controller round trip)."""
-        self.opened = self.link.ask(self.job)
+        self.opened = self.link.open_job(self.job)
 
     @property
     def fixed(self) -> Mapping[str, Assignment] | None:
@@ -191,7 +232,7 @@ class EmulationBackend:
         if fixed is not None:
             assigned, reply = fixed[cid], None
         else:
-            reply = self.link.ask(Register(coflow, now, self._drain()))
+            reply = self.link.register(Register(coflow, now, self._drain()))
             assigned = reply.assignment
             self.times.write_s.append(time.monotonic() - t_release)
         self.active[cid] = coflow
@@ -200,10 +241,21 @@ class EmulationBackend:
         for f in coflow.flows:
             self.times.released[f.flow_id] = t_release
         # one write per sending agent, so a coflow's flows start together
-        self.agents.send_many([
-            SendOrder(f.src, f.flow_id, self.ip[f.dst], self.data_port, f.bytes, assigned.tag,
-                      assigned.level, None if reply is None else reply.pair_rate(f.src, f.dst))
-            for f in coflow.flows])
+        self.agents.send_many(
+            [
+                SendOrder(
+                    f.src,
+                    f.flow_id,
+                    self.ip[f.dst],
+                    self.data_port,
+                    f.bytes,
+                    assigned.tag,
+                    assigned.level,
+                    None if reply is None else reply.pair_rate(f.src, f.dst),
+                )
+                for f in coflow.flows
+            ]
+        )
 
     def finished(self, coflow: Coflow, now: float) -> None:
         """Tell the scheduler; the re-decision is applied behind, without waiting."""
@@ -235,7 +287,9 @@ class EmulationBackend:
                 self._done_flows.append(fid)
                 out.append(FlowDone(fid, ev["last_ns"] / 1e9, int(ev["bytes"])))
             elif kind == "flow_failed":
-                out.append(FlowFailed(fid or "(unknown)", f"{ev.host}: {ev.get('error', 'unknown error')}"))
+                out.append(
+                    FlowFailed(fid or "(unknown)", f"{ev.host}: {ev.get('error', 'unknown error')}")
+                )
             elif kind == "agent_lost":
                 out.append(FlowFailed("(agent)", f"agent of {ev.host} lost: {ev.get('error')}"))
         return out

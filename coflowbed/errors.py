@@ -2,6 +2,7 @@
 
 ``UserError`` lives in ``workload.errors`` (the lowest layer that raises it); it is
 re-exported here so that ``from coflowbed.errors import UserError`` keeps working."""
+
 from __future__ import annotations
 
 from workload.errors import UserError

@@ -5,13 +5,15 @@ It knows nothing of Mininet: a ``Backend`` starts coflows and reports flow event
 same executor drives the emulated fabric and, in unit tests, a fake.  Waiting is always
 for an event with a timeout (the next timer), never a blind sleep.
 """
+
 from __future__ import annotations
 
 import heapq
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from coflowbed.results import CoflowRecord, FlowRecord, IterationRecord
 from workload.dag import Coflow, Compute, Dag, node_id
@@ -70,15 +72,23 @@ class RunFailed(Exception):
 class DagExecutor:
     """Executes one DAG on a backend; ``run`` returns when every node finished."""
 
-    def __init__(self, dag: Dag, backend: Backend, clock: Callable[[], float] = time.monotonic,
-                 on_coflow_done: Callable[[CoflowRecord, int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        dag: Dag,
+        backend: Backend,
+        clock: Callable[[], float] = time.monotonic,
+        on_coflow_done: Callable[[CoflowRecord, int, int], None] | None = None,
+    ) -> None:
         dag.validate()
         self.dag, self.backend, self.clock = dag, backend, clock
         self.on_coflow_done = on_coflow_done
         self.t0: float | None = None
         self.coflow_records = {cf.coflow_id: CoflowRecord.of(cf) for cf in dag.coflows}
-        self.flow_records = {f.flow_id: FlowRecord(f.flow_id, cf.coflow_id, f.src, f.dst, f.bytes)
-                             for cf in dag.coflows for f in cf.flows}
+        self.flow_records = {
+            f.flow_id: FlowRecord(f.flow_id, cf.coflow_id, f.src, f.dst, f.bytes)
+            for cf in dag.coflows
+            for f in cf.flows
+        }
         self._nodes = {node_id(n): n for n in dag.nodes()}
         self._waiting = {nid: len(n.deps) for nid, n in self._nodes.items()}
         self._children: dict[str, list[str]] = {}
@@ -103,8 +113,10 @@ class DagExecutor:
         while len(self._finished) < len(self._nodes):
             now = self.now()
             if now >= deadline_s:
-                raise RunFailed(f"deadline of {deadline_s:.0f} s passed with "
-                                f"{len(self._nodes) - len(self._finished)} nodes unfinished")
+                raise RunFailed(
+                    f"deadline of {deadline_s:.0f} s passed with "
+                    f"{len(self._nodes) - len(self._finished)} nodes unfinished"
+                )
             if next_tick is not None and now >= next_tick:
                 next_tick = self._rel(self.backend.tick(self._abs(now)))
             self._fire_timers(now)
@@ -127,8 +139,10 @@ class DagExecutor:
                 s[1] = max(s[1], self._finished[nid])
             else:
                 s[2] = False
-        return [IterationRecord(i, s or 0.0, f if complete else None)
-                for i, (s, f, complete) in sorted(spans.items())]
+        return [
+            IterationRecord(i, s or 0.0, f if complete else None)
+            for i, (s, f, complete) in sorted(spans.items())
+        ]
 
     # -- internals ------------------------------------------------------------------
     def _abs(self, rel: float) -> float:
@@ -139,8 +153,11 @@ class DagExecutor:
 
     def _wait_time(self, next_tick: float | None, deadline_s: float) -> float:
         """How long to wait for events: until the next timer, tick or deadline."""
-        horizon = min(deadline_s, self._timers[0][0] if self._timers else deadline_s,
-                      next_tick if next_tick is not None else deadline_s)
+        horizon = min(
+            deadline_s,
+            self._timers[0][0] if self._timers else deadline_s,
+            next_tick if next_tick is not None else deadline_s,
+        )
         return max(0.0, min(horizon - self.now(), 1.0))
 
     def _push(self, t: float, kind: str, nid: str) -> None:
@@ -166,8 +183,14 @@ class DagExecutor:
         else:
             self._release(nid, now)
 
+    def _coflow(self, nid: str) -> Coflow:
+        """The coflow node ``nid`` (never called for a compute node)."""
+        node = self._nodes[nid]
+        assert isinstance(node, Coflow), nid
+        return node
+
     def _release(self, nid: str, now: float) -> None:
-        cf = self._nodes[nid]
+        cf = self._coflow(nid)
         self._started[nid] = now
         self.coflow_records[nid].arrival_s = now
         if not cf.flows:  # nothing crosses the fabric (e.g. all flows intra-host)
@@ -206,9 +229,11 @@ class DagExecutor:
             crec.start_s = rec.start_s
         if open_flows:
             return
-        crec.finish_s = max(self.flow_records[f.flow_id].finish_s for f in self._nodes[cid].flows)
-        self.backend.finished(self._nodes[cid], ev.t)
-        self._complete(cid, crec.finish_s)
+        cf = self._coflow(cid)
+        finish = max(self.flow_records[f.flow_id].finish_s or 0.0 for f in cf.flows)  # all set
+        crec.finish_s = finish
+        self.backend.finished(cf, ev.t)
+        self._complete(cid, finish)
         if self.on_coflow_done:
             done = sum(1 for r in self.coflow_records.values() if r.finish_s is not None)
             self.on_coflow_done(crec, done, len(self.coflow_records))

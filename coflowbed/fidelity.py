@@ -17,6 +17,7 @@ Which simulation is the reference (``reference``):
   the run's K levels, and its per-flow rates enforced as the emulator enforces them
   (``policy_rates``: meters or pacing, both hard caps; a rate of 0 installs no cap).
 """
+
 from __future__ import annotations
 
 import csv
@@ -24,15 +25,17 @@ import json
 import logging
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from coflowbed.errors import UserError
 from coflowbed.results import RunSummary, mean, percentile, read_csv_rows
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
+from controller.policies.static import StaticPolicy
 from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:
@@ -51,7 +54,7 @@ TABLE = "fidelity.csv"
 class RunInputs:
     """What the fidelity simulation needs from a run's resolved scenario."""
 
-    plan: "FabricPlan"
+    plan: FabricPlan
     levels: int
     policy: str
     params: dict
@@ -70,6 +73,7 @@ class CoflowComparison:
     ratio: float | None
 
 
+@dataclass(frozen=True)
 class _Block:
     """A ``fidelity`` block of summary.json."""
 
@@ -123,7 +127,7 @@ class Replay:
 
     reference: str
     policy: Policy
-    result: "SimResult"
+    result: SimResult
     wall_s: float
 
 
@@ -142,14 +146,18 @@ class EmulatedRates(Policy):
         for attr in ("clairvoyant", "hold_rates", "byte_thresholds", "compression"):
             setattr(self, attr, getattr(inner, attr))
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """``inner``'s decisions with rates too small to install dropped."""
-        return {cid: Decision(d.rank, self._caps(d.flow_rates_bps))
-                for cid, d in self.inner.decide(states, fabric, now).items()}
+        return {
+            cid: Decision(d.rank, self._caps(d.flow_rates_bps))
+            for cid, d in self.inner.decide(states, fabric, now).items()
+        }
 
-    def decide_table(self, table, ids: Sequence[str], seq: np.ndarray,
-                     now: float) -> TableDecision | None:
+    def decide_table(
+        self, table, ids: Sequence[str], seq: np.ndarray, now: float
+    ) -> TableDecision | None:
         """``inner``'s vectorised decision with uninstalled rates made infinite."""
         got = self.inner.decide_table(table, ids, seq, now)
         if got is None or got.flow_rates_bps is None:
@@ -168,6 +176,7 @@ class EmulatedRates(Policy):
 
 # --- a run folder's inputs -------------------------------------------------------------
 
+
 def need(path: Path) -> Path:
     """``path`` if it exists, else UserError naming it."""
     if not path.exists():
@@ -183,8 +192,14 @@ def read_inputs(run_dir: Path) -> RunInputs:
     if not isinstance(scen, dict):
         raise UserError(str(run_dir / "scenario.yaml"), None, "must be a mapping")
     name, params = _policy_spec(scen.get("policy", "static"))
-    return RunInputs(_read_plan(run_dir, scen), int(scen.get("levels", MAX_LEVELS)), name, params,
-                     scen.get("policy_rates", "meters"), _meters_bps(scen))
+    return RunInputs(
+        _read_plan(run_dir, scen),
+        int(scen.get("levels", MAX_LEVELS)),
+        name,
+        params,
+        scen.get("policy_rates", "meters"),
+        _meters_bps(scen),
+    )
 
 
 def _read_plan(run_dir: Path, scen: dict):
@@ -192,8 +207,11 @@ def _read_plan(run_dir: Path, scen: dict):
     from topo.plan import FabricPlan
 
     try:
-        fabric = json.loads((run_dir / "fabric.json").read_text()) if \
-            (run_dir / "fabric.json").exists() else dict(scen["fabric"])
+        fabric = (
+            json.loads((run_dir / "fabric.json").read_text())
+            if (run_dir / "fabric.json").exists()
+            else dict(scen["fabric"])
+        )
         fabric.setdefault("fabric_bw_mbps", fabric.get("host_bw_mbps"))  # loader's default
         return FabricPlan.from_dict(fabric)
     except (KeyError, TypeError, ValueError) as exc:
@@ -210,8 +228,11 @@ def _policy_spec(spec) -> tuple[str, dict]:
 def _meters_bps(scen: dict) -> dict[str, float]:
     """Each listed coflow's ``rate_mbps`` in bit/s (ids as the scenario loader makes them)."""
     items = (scen.get("workload") or {}).get("coflows") or []
-    return {str(c.get("id", f"c{i + 1}")): float(c["rate_mbps"]) * 1e6
-            for i, c in enumerate(items) if isinstance(c, dict) and c.get("rate_mbps")}
+    return {
+        str(c.get("id", f"c{i + 1}")): float(c["rate_mbps"]) * 1e6
+        for i, c in enumerate(items)
+        if isinstance(c, dict) and c.get("rate_mbps")
+    }
 
 
 def read_dag(run_dir: Path):
@@ -235,6 +256,7 @@ def used_levels(measured: Mapping[str, dict]) -> dict[str, int]:
 
 
 # --- the reference simulation ------------------------------------------------------------
+
 
 def run_policy(inputs: RunInputs) -> Policy | None:
     """The run's registered policy object (None under ``static``: the replay takes the
@@ -260,18 +282,26 @@ def reference_of(policy: Policy | None) -> str:
     return LEVELS if policy is None or policy.ranks_by_identity else POLICY
 
 
-def reference_policy(inputs: RunInputs, used: Mapping[str, int],
-                     reference: str = AUTO) -> tuple[str, Policy]:
+def reference_policy(
+    inputs: RunInputs, used: Mapping[str, int], reference: str = AUTO
+) -> tuple[str, Policy]:
     """(reference, the policy to simulate): ``auto`` picks by the run's policy."""
+    policy = run_policy(inputs)
     if reference == AUTO:
-        reference = reference_of(run_policy(inputs))
-    if reference == LEVELS:
+        reference = reference_of(policy)
+    if reference == LEVELS or policy is None:  # ``static`` has only its levels to replay
         return LEVELS, levels_policy(inputs, used)
-    return POLICY, EmulatedRates(run_policy(inputs))
+    return POLICY, EmulatedRates(policy)
 
 
-def replay(inputs: RunInputs, dag, used: Mapping[str, int], reference: str = AUTO,
-           fabric_kind: str = "leafspine", wall_limit_s: float = math.inf) -> Replay:
+def replay(
+    inputs: RunInputs,
+    dag,
+    used: Mapping[str, int],
+    reference: str = AUTO,
+    fabric_kind: str = "leafspine",
+    wall_limit_s: float = math.inf,
+) -> Replay:
     """Simulate ``dag`` on the run's fabric and K levels with the reference policy."""
     from coflowbed.commands.simulate import scenario_fabric
     from coflowbed.sim import simulate
@@ -283,8 +313,9 @@ def replay(inputs: RunInputs, dag, used: Mapping[str, int], reference: str = AUT
     return Replay(kind, policy, result, time.perf_counter() - t0)
 
 
-def compare_coflows(result, measured: Mapping[str, dict],
-                    used: Mapping[str, int]) -> list[CoflowComparison]:
+def compare_coflows(
+    result, measured: Mapping[str, dict], used: Mapping[str, int]
+) -> list[CoflowComparison]:
     """Per simulated coflow: recorded level, measured and simulated CCT, their ratio."""
     rows = []
     for rec in result.coflow_records():
@@ -305,6 +336,7 @@ def write_table(rows: Sequence[CoflowComparison], path: Path) -> None:
 
 # --- the figure ----------------------------------------------------------------------------
 
+
 def measure(run_dir: Path, partial: bool) -> Fidelity | FidelitySkipped:
     """The fidelity figure of the run in ``run_dir`` (writes ``fidelity.csv`` there)."""
     inputs, measured = read_inputs(run_dir), read_measured(run_dir)
@@ -313,32 +345,47 @@ def measure(run_dir: Path, partial: bool) -> Fidelity | FidelitySkipped:
     used = used_levels(measured)
     rp = replay(inputs, read_dag(run_dir), used, AUTO, wall_limit_s=WALL_LIMIT_S)
     if rp.result.partial:
-        raise RuntimeError(f"simulation stopped unfinished after {rp.wall_s:.0f} s "
-                           f"(limit {WALL_LIMIT_S:.0f} s)")
+        raise RuntimeError(
+            f"simulation stopped unfinished after {rp.wall_s:.0f} s (limit {WALL_LIMIT_S:.0f} s)"
+        )
     rows = compare_coflows(rp.result, measured, used)
     write_table(rows, run_dir / TABLE)
     its = _iteration_times(read_csv_rows(need(run_dir / "iterations.csv")))
     return figure(rp, inputs, rows, its, partial)
 
 
-def figure(rp: Replay, inputs: RunInputs, rows: Sequence[CoflowComparison],
-           emulated_its: Mapping[int, float], partial: bool) -> Fidelity:
+def figure(
+    rp: Replay,
+    inputs: RunInputs,
+    rows: Sequence[CoflowComparison],
+    emulated_its: Mapping[int, float],
+    partial: bool,
+) -> Fidelity:
     """The block from a replay, its per-coflow rows and the run's iteration times."""
     compared = [r for r in rows if r.ratio is not None and math.isfinite(r.ratio)]
-    ratios = [r.ratio for r in compared]
-    sim_its = {it.iteration: it.time_s for it in rp.result.iteration_records()
-               if it.time_s is not None}
+    ratios = [r.ratio for r in compared if r.ratio is not None]
+    sim_its = {
+        it.iteration: it.time_s for it in rp.result.iteration_records() if it.time_s is not None
+    }
     common = sorted(emulated_its.keys() & sim_its.keys())
     sim_it = mean([sim_its[i] for i in common])
     emu_it = mean([emulated_its[i] for i in common])
     return Fidelity(
-        reference=rp.reference, sim_policy=rp.policy.name, levels=inputs.levels,
-        rate_caps=_rate_caps(rp, inputs), model=rp.result.sim.fabric.description,
-        partial=partial, coflows_compared=len(compared), coflows_total=len(rows),
+        reference=rp.reference,
+        sim_policy=rp.policy.name,
+        levels=inputs.levels,
+        rate_caps=_rate_caps(rp, inputs),
+        model=rp.result.sim.fabric.description,
+        partial=partial,
+        coflows_compared=len(compared),
+        coflows_total=len(rows),
         iteration_ratio=emu_it / sim_it if sim_it and emu_it is not None else None,
-        cct_ratio_p50=percentile(ratios, 50), cct_ratio_p90=percentile(ratios, 90),
-        sim_iteration_time_s=sim_it, sim_avg_cct_s=mean([r.simulated_cct_s for r in compared]),
-        sim_wall_s=round(rp.wall_s, 3))
+        cct_ratio_p50=percentile(ratios, 50),
+        cct_ratio_p90=percentile(ratios, 90),
+        sim_iteration_time_s=sim_it,
+        sim_avg_cct_s=mean([r.simulated_cct_s for r in compared if r.simulated_cct_s is not None]),
+        sim_wall_s=round(rp.wall_s, 3),
+    )
 
 
 def _iteration_times(rows: Sequence[dict]) -> dict[int, float]:
@@ -350,7 +397,7 @@ def _rate_caps(rp: Replay, inputs: RunInputs) -> str:
     """How the model capped rates: the run's meters, its policy's rates, or not at all."""
     if isinstance(rp.policy, EmulatedRates):
         return inputs.policy_rates if rp.policy.saw_rates else "none"
-    return "meters" if rp.policy.rates_bps else "none"
+    return "meters" if isinstance(rp.policy, StaticPolicy) and rp.policy.rates_bps else "none"
 
 
 def attach(run_dir: Path, summary: RunSummary, skip: str | None = None) -> RunSummary:
@@ -374,17 +421,21 @@ def _measure_or_error(run_dir: Path, partial: bool) -> FidelityBlock:
         return FidelityError(error)
 
 
-def describe(block: dict | None) -> str:
+def describe(block: Mapping[str, Any] | None) -> str:
     """One line for logs and the run summary: the ratios, or why there are none."""
     if not block:
         return "fidelity n/a"
     if "error" in block or "skipped" in block:
-        return f"fidelity {'failed' if 'error' in block else 'skipped'}: " \
-               f"{block.get('error') or block.get('skipped')}"
-    return (f"fidelity ({block['reference']}{', partial' if block['partial'] else ''}): "
-            f"iteration x{_fmt(block['iteration_ratio'])}, CCT x{_fmt(block['cct_ratio_p50'])} "
-            f"p50 / x{_fmt(block['cct_ratio_p90'])} p90 over {block['coflows_compared']} "
-            f"coflows, simulated in {block['sim_wall_s']:.2f} s")
+        return (
+            f"fidelity {'failed' if 'error' in block else 'skipped'}: "
+            f"{block.get('error') or block.get('skipped')}"
+        )
+    return (
+        f"fidelity ({block['reference']}{', partial' if block['partial'] else ''}): "
+        f"iteration x{_fmt(block['iteration_ratio'])}, CCT x{_fmt(block['cct_ratio_p50'])} "
+        f"p50 / x{_fmt(block['cct_ratio_p90'])} p90 over {block['coflows_compared']} "
+        f"coflows, simulated in {block['sim_wall_s']:.2f} s"
+    )
 
 
 def _fmt(v: float | None) -> str:

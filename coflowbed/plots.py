@@ -1,5 +1,6 @@
 """Plots made from a run folder's files, after the measurement: a coflow timeline
 (one bar per coflow from arrival to finish, coloured by level) and a CCT CDF per type."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,15 +21,23 @@ def timeline(rows: list[dict], out: Path, title: str) -> Path:
     for i, r in enumerate(rows):
         end = r["finish_s"] if r["finish_s"] is not None else r["arrival_s"]
         colour = cmap(r["level"]) if isinstance(r["level"], int) else "grey"
-        ax.barh(i, end - r["arrival_s"], left=r["arrival_s"], color=colour,
-                hatch="" if r["finish_s"] is not None else "//")
+        ax.barh(
+            i,
+            end - r["arrival_s"],
+            left=r["arrival_s"],
+            color=colour,
+            hatch="" if r["finish_s"] is not None else "//",
+        )
         if len(rows) <= 40:  # label small charts: level and CCT at the bar's end
             cct = "unfinished" if r["cct_s"] is None else f"{r['cct_s']:.2f} s"
             ax.text(end, i, f" L{r['level']} {cct}", va="center", fontsize=8)
     ends = [r["finish_s"] or r["arrival_s"] for r in rows]
     ax.set_xlim(0, 1.15 * max(ends, default=1.0) or 1.0)  # room for the labels
-    ax.set_yticks(range(len(rows)), [f"{r['coflow_id']} ({r['ctype']})" for r in rows],
-                  fontsize=7 if len(rows) > 20 else 9)
+    ax.set_yticks(
+        range(len(rows)),
+        [f"{r['coflow_id']} ({r['ctype']})" for r in rows],
+        fontsize=7 if len(rows) > 20 else 9,
+    )
     ax.invert_yaxis()
     ax.set_xlabel("time since start (s)")
     ax.set_title(f"{title}: coflows from arrival to completion (colour = level, 0 darkest)")
@@ -44,8 +53,12 @@ def cct_cdf(rows: list[dict], out: Path, title: str) -> Path:
     for ctype in sorted({r["ctype"] for r in rows}):
         ccts = sorted(r["cct_s"] for r in rows if r["ctype"] == ctype and r["cct_s"] is not None)
         if ccts:
-            ax.step(ccts, [(i + 1) / len(ccts) for i in range(len(ccts))], where="post",
-                    label=f"{ctype} (n={len(ccts)})")
+            ax.step(
+                ccts,
+                [(i + 1) / len(ccts) for i in range(len(ccts))],
+                where="post",
+                label=f"{ctype} (n={len(ccts)})",
+            )
     ax.set_xlabel("coflow completion time (s)")
     ax.set_ylabel("fraction of coflows")
     ax.set_title(f"{title}: CCT distribution")
@@ -61,12 +74,19 @@ def plot_run(run_dir: Path) -> list[Path]:
     """Write timeline.png and cct_cdf.png into ``run_dir``; returns their paths."""
     rows = read_coflows_csv(run_dir / "coflows.csv")
     title = run_dir.name
-    return [timeline(rows, run_dir / "timeline.png", title), cct_cdf(rows, run_dir / "cct_cdf.png", title)]
+    return [
+        timeline(rows, run_dir / "timeline.png", title),
+        cct_cdf(rows, run_dir / "cct_cdf.png", title),
+    ]
 
 
 def compare_bars(table: list[dict], out: Path, title: str) -> Path:
     """Average and P95 CCT and iteration time per policy, side by side."""
-    metrics = [("avg_cct_s", "avg CCT"), ("p95_cct_s", "P95 CCT"), ("iteration_time_s", "iteration")]
+    metrics = [
+        ("avg_cct_s", "avg CCT"),
+        ("p95_cct_s", "P95 CCT"),
+        ("iteration_time_s", "iteration"),
+    ]
     metrics = [(k, lbl) for k, lbl in metrics if any(row.get(k) is not None for row in table)]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.5), squeeze=False)
     names = [row["policy"] for row in table]

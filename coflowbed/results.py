@@ -5,14 +5,16 @@ Times are seconds since the run's time zero (the first coflow release).  A run t
 not finish every coflow is written with ``partial: true`` and its unfinished coflows
 have an empty ``finish_s``.
 """
+
 from __future__ import annotations
 
 import csv
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from workload.dag import Coflow
 
@@ -59,11 +61,21 @@ class CoflowRecord:
         return self.finish_s - self.arrival_s
 
     @classmethod
-    def of(cls, cf: Coflow) -> "CoflowRecord":
+    def of(cls, cf: Coflow) -> CoflowRecord:
         """An empty record carrying the coflow's identity."""
         i = cf.identity
-        return cls(cf.coflow_id, cf.ctype.value, i.job, i.iteration, i.mid, i.lid,
-                   i.collective, i.step, len(cf.flows), cf.bytes)
+        return cls(
+            cf.coflow_id,
+            cf.ctype.value,
+            i.job,
+            i.iteration,
+            i.mid,
+            i.lid,
+            i.collective,
+            i.step,
+            len(cf.flows),
+            cf.bytes,
+        )
 
 
 @dataclass
@@ -178,8 +190,13 @@ class RunSummary:
             raise ValueError(f"{source}: {unknown[0]}: unknown key")
         try:
             by_type = {t: CctStats(**st) for t, st in data["cct_by_type"].items()}
-            return cls(**{**data, "cct_by_type": by_type,
-                          "iteration_times_s": tuple(data["iteration_times_s"])})
+            return cls(
+                **{
+                    **data,
+                    "cct_by_type": by_type,
+                    "iteration_times_s": tuple(data["iteration_times_s"]),
+                }
+            )
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{source}: not a run summary: {e}") from None
 
@@ -198,16 +215,32 @@ class RunSummary:
             raise ValueError(f"{path}: cannot read: {e}") from None
 
 
-def summarize(coflows: Sequence[CoflowRecord], iterations: Sequence[IterationRecord],
-              partial: bool, extra: Mapping[str, Any] | None = None) -> RunSummary:
+def summarize(
+    coflows: Sequence[CoflowRecord],
+    iterations: Sequence[IterationRecord],
+    partial: bool,
+    extra: Mapping[str, Any] | None = None,
+) -> RunSummary:
     """The run summary: overall and per-type CCT, iteration time, plus ``extra`` facts
     (fields of RunSummary: TypeError on anything else)."""
     overall = cct_stats(coflows)
-    by_type = {t: cct_stats(r for r in coflows if r.ctype == t)
-               for t in sorted({r.ctype for r in coflows})}
+    by_type = {
+        t: cct_stats(r for r in coflows if r.ctype == t) for t in sorted({r.ctype for r in coflows})
+    }
     its = [it.time_s for it in iterations if it.time_s is not None]
-    return RunSummary(partial, overall.count, len(coflows), overall.avg_s, overall.p95_s,
-                      overall.max_s, by_type, len(its), mean(its), tuple(its), **(extra or {}))
+    return RunSummary(
+        partial,
+        overall.count,
+        len(coflows),
+        overall.avg_s,
+        overall.p95_s,
+        overall.max_s,
+        by_type,
+        len(its),
+        mean(its),
+        tuple(its),
+        **(extra or {}),
+    )
 
 
 def _write_csv(path: Path, rows: Sequence, extra_cols: dict | None = None) -> None:
@@ -226,9 +259,14 @@ def _write_csv(path: Path, rows: Sequence, extra_cols: dict | None = None) -> No
             w.writerow({k: ("" if v is None else v) for k, v in d.items()})
 
 
-def write_results(out_dir: Path, flows: Sequence[FlowRecord], coflows: Sequence[CoflowRecord],
-                  iterations: Sequence[IterationRecord], partial: bool,
-                  extra: Mapping[str, Any] | None = None) -> RunSummary:
+def write_results(
+    out_dir: Path,
+    flows: Sequence[FlowRecord],
+    coflows: Sequence[CoflowRecord],
+    iterations: Sequence[IterationRecord],
+    partial: bool,
+    extra: Mapping[str, Any] | None = None,
+) -> RunSummary:
     """Write the four result files into ``out_dir``; return the summary."""
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_csv(out_dir / "flows.csv", flows)

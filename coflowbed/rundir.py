@@ -1,5 +1,6 @@
 """Run folders: ``results/<time>-<topo>-<workload>-<policy>/`` holding the resolved
 inputs (``scenario.yaml``, ``dag.json``, ``fabric.json``) and the versions of what ran."""
+
 from __future__ import annotations
 
 import json
@@ -42,21 +43,31 @@ def new_run_dir(base: Path, scen: Scenario, policy: str | None = None) -> Path:
 def resolved_scenario(scen: Scenario) -> dict:
     """The scenario as run: the file's content plus every default made explicit."""
     out = dict(scen.raw)
-    out.update(name=scen.name, levels=scen.levels, queue_packets=scen.queue_packets,
-               switch=scen.switch, seed=scen.seed, timeout_s=scen.timeout_s,
-               policy_rates=scen.policy_rates,
-               policy={"name": scen.policy, "params": scen.policy_params})
+    out.update(
+        name=scen.name,
+        levels=scen.levels,
+        queue_packets=scen.queue_packets,
+        switch=scen.switch,
+        seed=scen.seed,
+        timeout_s=scen.timeout_s,
+        policy_rates=scen.policy_rates,
+        policy={"name": scen.policy, "params": scen.policy_params},
+    )
     if scen.plugins:
         out["plugins"] = scen.plugins  # absolute: the run folder is elsewhere
-    out["fabric"] = {k: v for k, v in scen.plan.to_dict().items()
-                     if k not in ("hosts", "switches", "links")}
+    out["fabric"] = {
+        k: v for k, v in scen.plan.to_dict().items() if k not in ("hosts", "switches", "links")
+    }
     return out
 
 
 def versions() -> dict:
     """Versions of what ran: python, packages, OVS (and the datapath it can use),
     kernel, git commit."""
-    out = {"python": platform.python_version(), "kernel": platform.release()}
+    out: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
     for pkg in ("os-ken", "mininet", "numpy", "scipy"):
         try:
             out[pkg] = metadata.version(pkg)

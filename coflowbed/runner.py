@@ -4,6 +4,7 @@ results — and clean-up of all of it on success, failure, Ctrl-C and SIGTERM.
 The registry entry (``coflowbed.runstate``) is written before anything starts, so a run
 killed with SIGKILL is still cleaned by ``coflowbed clean``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,8 +53,9 @@ def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcom
 
     scenario_policy(scen)  # a bad policy name or parameter stops the run before it starts
     run_id = f"{time.strftime('%H%M%S')}-{os.getpid()}"  # short: socket paths are limited
-    state = runstate.RunState(run_id, os.getpid(), str(out_dir),
-                              interfaces=_interface_names(scen), ovs_dir="")
+    state = runstate.RunState(
+        run_id, os.getpid(), str(out_dir), interfaces=_interface_names(scen), ovs_dir=""
+    )
     runtime = runstate.STATE_DIR / run_id
     state.ovs_dir = str(runtime)
     state.save()
@@ -83,8 +85,14 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             ports_before = _ports_now(controller)  # bring-up and calibration traffic
             executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress(backend))
             executor.run(deadline_s=scen.timeout_s)
-        except (RunFailed, Interrupted, KeyboardInterrupt, RuntimeError,
-                TimeoutError, OSError) as exc:
+        except (
+            RunFailed,
+            Interrupted,
+            KeyboardInterrupt,
+            RuntimeError,
+            TimeoutError,
+            OSError,
+        ) as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             log.error("run stopped: %s", error)
         except Exception as exc:  # a bug: keep its traceback, still mark the results partial
@@ -113,14 +121,22 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     fabric = start(scen.plan, runtime, meet, scen.levels, scen.queue_packets)
     stack.callback(fabric.stop)
     controller.wait_ready(START_TIMEOUT_S)  # every switch connected and routed
-    agents = AgentSet([fabric.host(h) for h in scen.plan.host_names()], runtime,
-                      DATA_PORT, log_dir=out_dir / "agents")
+    agents = AgentSet(
+        [fabric.host(h) for h in scen.plan.host_names()],
+        runtime,
+        DATA_PORT,
+        log_dir=out_dir / "agents",
+    )
     stack.callback(agents.stop)
     agents.start(START_TIMEOUT_S)
     apply_host_sysctls(fabric.host(h).pid for h in scen.plan.host_names())
     bringup_s = time.monotonic() - t0
-    log.info("fabric up in %.1f s (%d switches, %d hosts)", bringup_s,
-             len(scen.plan.switches), len(scen.plan.hosts))
+    log.info(
+        "fabric up in %.1f s (%d switches, %d hosts)",
+        bringup_s,
+        len(scen.plan.switches),
+        len(scen.plan.hosts),
+    )
     return controller, agents, bringup_s
 
 
@@ -132,10 +148,17 @@ def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dic
     backend.preinstall()
     address = {h: agents.address(h) for h in scen.plan.host_names()}
     report = agents.connect(pool_orders(scen.dag, address))
-    log.info("connections up: %d over %d pairs in %.2f s", report.connections, report.pairs,
-             report.setup_s)
-    return {"pairs": report.pairs, "preopened": report.connections,
-            "setup_s": round(report.setup_s, 3)}
+    log.info(
+        "connections up: %d over %d pairs in %.2f s",
+        report.connections,
+        report.pairs,
+        report.setup_s,
+    )
+    return {
+        "pairs": report.pairs,
+        "preopened": report.connections,
+        "setup_s": round(report.setup_s, 3),
+    }
 
 
 def _calibrate(scen: Scenario, agents) -> dict | None:
@@ -144,11 +167,13 @@ def _calibrate(scen: Scenario, agents) -> dict | None:
     return None if cal is None else cal.to_dict()
 
 
-def _start_bmv2_fabric(*args):
+def _start_bmv2_fabric(plan, run_dir: Path, ports, levels: int, queue_packets: int):
     """BMv2 switches (simple_switch_grpc), one gRPC port each (imported only when used)."""
     from topo.bmv2 import start_bmv2_fabric
 
-    return start_bmv2_fabric(*args, ready_timeout=START_TIMEOUT_S)
+    return start_bmv2_fabric(
+        plan, run_dir, ports, levels, queue_packets, ready_timeout=START_TIMEOUT_S
+    )
 
 
 def _save_counters(controller, out_dir: Path, ports_before: dict) -> None:
@@ -160,8 +185,12 @@ def _save_counters(controller, out_dir: Path, ports_before: dict) -> None:
 
     try:
         ports = controller.port_stats()
-        counters = {"ports": subtract_ports(ports, ports_before), "ports_before_iteration": ports_before,
-                    "meters": controller.meter_stats(), "tags": controller.tag_stats()}
+        counters = {
+            "ports": subtract_ports(ports, ports_before),
+            "ports_before_iteration": ports_before,
+            "meters": controller.meter_stats(),
+            "tags": controller.tag_stats(),
+        }
     except (OSError, RuntimeError) as exc:
         log.warning("could not read switch counters: %s", exc)
         return
@@ -175,33 +204,53 @@ def _ports_now(controller) -> dict:
 
 def subtract_ports(after: dict, before: dict) -> dict:
     """Per switch and port: counters of ``after`` less those of ``before`` (0 if absent)."""
-    return {sw: {port: {k: v - before.get(sw, {}).get(port, {}).get(k, 0) for k, v in c.items()}
-                 for port, c in ports.items()} for sw, ports in after.items()}
+    return {
+        sw: {
+            port: {k: v - before.get(sw, {}).get(port, {}).get(k, 0) for k, v in c.items()}
+            for port, c in ports.items()
+        }
+        for sw, ports in after.items()
+    }
 
 
 def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
     """The backend of the run: the scenario's job for the controller's scheduler, and
     controller and agents to run it on."""
-    from controller.client import ControllerClient
-
     from coflowbed.commands.simulate import policy_spec
+    from controller.client import PipelinedClient
 
     job = OpenJob(policy_spec(scen), scen.policy_rates == "pacing", tuple(scen.dag.coflows))
-    scheduler_client = ControllerClient(controller.path, timeout=30.0)  # one per thread
+    scheduler_client = PipelinedClient(controller.path, timeout=30.0)  # scheduling only
     return EmulationBackend(job, controller, agents, scen.plan, DATA_PORT, scheduler_client)
 
 
 def _progress(backend: EmulationBackend):
     """Callback: one line per finished coflow, with the count done / total."""
+
     def report(rec: results.CoflowRecord, done: int, total: int) -> None:
         rec.level = backend.levels.get(rec.coflow_id)
-        log.info("[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
-                 done, total, rec.coflow_id, rec.ctype, rec.cct_s, rec.bytes, rec.level)
+        log.info(
+            "[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
+            done,
+            total,
+            rec.coflow_id,
+            rec.ctype,
+            rec.cct_s,
+            rec.bytes,
+            rec.level,
+        )
+
     return report
 
 
-def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
-           backend: EmulationBackend | None, error: str | None, info: dict) -> dict:
+def _write(
+    scen: Scenario,
+    out_dir: Path,
+    executor: DagExecutor | None,
+    backend: EmulationBackend | None,
+    error: str | None,
+    info: dict,
+) -> results.RunSummary:
     """Write result files; partial unless every coflow finished without error."""
     coflows = list(executor.coflow_records.values()) if executor else []
     flows = list(executor.flow_records.values()) if executor else []
@@ -209,21 +258,38 @@ def _write(scen: Scenario, out_dir: Path, executor: DagExecutor | None,
     if backend is not None:
         _annotate_levels(coflows, backend)
     partial = error is not None or not coflows or any(c.finish_s is None for c in coflows)
-    extra = {"scenario": scen.name, "policy": scen.policy, "levels": scen.levels,
-             "switch": scen.switch, "byte_scale": scen.byte_scale, **info, "error": error, "fabric": {k: v for k, v in scen.plan.to_dict().items()
-                                        if k not in ("hosts", "switches", "links")}}
+    extra = {
+        "scenario": scen.name,
+        "policy": scen.policy,
+        "levels": scen.levels,
+        "switch": scen.switch,
+        "byte_scale": scen.byte_scale,
+        **info,
+        "error": error,
+        "fabric": {
+            k: v for k, v in scen.plan.to_dict().items() if k not in ("hosts", "switches", "links")
+        },
+    }
     report = None if backend is None else backend.report
     if report is not None and report.write_s:
         lat = list(report.write_s)
-        extra["level_change_s"] = {"count": len(lat), "median": results.percentile(lat, 50),
-                                   "p95": results.percentile(lat, 95), "max": max(lat),
-                                   "static_levels": report.static}
+        extra["level_change_s"] = {
+            "count": len(lat),
+            "median": results.percentile(lat, 50),
+            "p95": results.percentile(lat, 95),
+            "max": max(lat),
+            "static_levels": report.static,
+        }
     if backend is not None:
         extra["release"] = backend.times.summary()
     summary = results.write_results(out_dir, flows, coflows, its, partial, extra)
-    log.info("results in %s (%s): avg CCT %s s, p95 %s s", out_dir,
-             "PARTIAL" if partial else "complete", _fmt(summary.avg_cct_s),
-             _fmt(summary.p95_cct_s))
+    log.info(
+        "results in %s (%s): avg CCT %s s, p95 %s s",
+        out_dir,
+        "PARTIAL" if partial else "complete",
+        _fmt(summary.avg_cct_s),
+        _fmt(summary.p95_cct_s),
+    )
     return summary
 
 
@@ -262,6 +328,7 @@ def _interface_names(scen: Scenario) -> list[str]:
 @contextlib.contextmanager
 def _signals_raise():
     """Turn SIGTERM (and SIGHUP) into an exception so the run unwinds and cleans up."""
+
     def handler(signum, _frame):
         raise Interrupted(signal.Signals(signum).name)
 
@@ -295,8 +362,12 @@ def _final_cleanup(state: runstate.RunState, runtime: Path) -> None:
     leftovers = end_pids(stray)
     deleted = delete_interfaces(state.interfaces)
     if leftovers or deleted:
-        log.warning("clean-up ended %d stray processes %s and deleted %d interfaces",
-                    len(leftovers), names, len(deleted))
+        log.warning(
+            "clean-up ended %d stray processes %s and deleted %d interfaces",
+            len(leftovers),
+            names,
+            len(deleted),
+        )
     from topo.ovs import restore_sysctl
 
     restore_sysctl(runtime)

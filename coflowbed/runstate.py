@@ -7,6 +7,7 @@ state file ``/run/coflowbed/<run id>.json`` names the runner's PID, the run fold
 the interfaces the run creates; it is written before anything starts and removed after
 the run cleaned up.
 """
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@ Everything is validated before anything starts; see docs/scenarios.md for the sc
 The workload is one of: an explicit ``coflows`` list, an LLM ``job`` (preset name or job
 YAML), or a coflow-benchmark ``trace``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,8 +13,15 @@ from typing import Any
 
 from coflowbed.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.errors import UserError
-from topo.plan import (DEFAULT_MTU, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_MTU, MAX_SPINES,
-                       MIN_MTU, FabricPlan)
+from topo.plan import (
+    DEFAULT_MTU,
+    MAX_HOSTS_PER_LEAF,
+    MAX_LEAVES,
+    MAX_MTU,
+    MAX_SPINES,
+    MIN_MTU,
+    FabricPlan,
+)
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow, merge_pair_flows
 from workload.marking import MAX_LEVELS
 
@@ -22,10 +30,10 @@ SWITCH_KINDS = ("ovs", "bmv2")
 # band), or pacing at the sending host (SO_MAX_PACING_RATE), as Varys throttles senders.
 POLICY_RATES = ("meters", "pacing")
 # Link options Mininet's TCLink offers but this kernel cannot do (no netem): say so.
-UNSUPPORTED_LINK_KEYS = {
-    k: "not supported: the kernel has no netem qdisc, so link delay/loss/jitter cannot be emulated"
-    for k in ("delay", "delay_ms", "loss", "loss_pct", "jitter", "jitter_ms", "max_queue_size")
-}
+UNSUPPORTED_LINK_KEYS = dict.fromkeys(
+    ("delay", "delay_ms", "loss", "loss_pct", "jitter", "jitter_ms", "max_queue_size"),
+    "not supported: the kernel has no netem qdisc, so link delay/loss/jitter cannot be emulated",
+)
 
 
 @dataclass
@@ -81,8 +89,24 @@ def _parse(top: Section, path: Path) -> Scenario:
     dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path)
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
-    return Scenario(str(path), name, plan, levels, queue_packets, switch, policy, params, seed,
-                    timeout_s, dag, static_levels, rates, dict(top.data), plugins, policy_rates)
+    return Scenario(
+        str(path),
+        name,
+        plan,
+        levels,
+        queue_packets,
+        switch,
+        policy,
+        params,
+        seed,
+        timeout_s,
+        dag,
+        static_levels,
+        rates,
+        dict(top.data),
+        plugins,
+        policy_rates,
+    )
 
 
 def _load_plugins(top: Section, path: Path) -> list[str]:
@@ -99,8 +123,9 @@ def _load_plugins(top: Section, path: Path) -> list[str]:
         try:
             import_plugin(file)
         except Exception as exc:  # any error in user code: report it as bad input
-            raise UserError(str(path), f"plugins[{i}]",
-                            f"cannot import {file}: {type(exc).__name__}: {exc}") from None
+            raise UserError(
+                str(path), f"plugins[{i}]", f"cannot import {file}: {type(exc).__name__}: {exc}"
+            ) from None
         loaded.append(str(file))
     return loaded
 
@@ -143,8 +168,9 @@ def _mapping(v: Any) -> dict:
     return v
 
 
-def _parse_workload(sec: Section, plan: FabricPlan, levels: int,
-                    path: Path) -> tuple[Dag, dict, dict]:
+def _parse_workload(
+    sec: Section, plan: FabricPlan, levels: int, path: Path
+) -> tuple[Dag, dict, dict]:
     kinds = [k for k in ("coflows", "job", "trace") if sec.has(k)]
     if len(kinds) != 1:
         raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace")
@@ -163,7 +189,9 @@ def _parse_coflows(sec: Section, plan: FabricPlan, levels: int) -> tuple[Dag, di
     if not isinstance(items, list) or not items:
         raise sec.fail("coflows", "must be a non-empty list")
     hosts = set(plan.host_names())
-    coflows, lv, rates = [], {}, {}
+    coflows: list[Coflow] = []
+    lv: dict[str, int] = {}
+    rates: dict[str, float] = {}
     for i, item in enumerate(items):
         cs = Section(item, sec.source, f"workload.coflows[{i}]")
         cf, level, rate = _parse_one_coflow(cs, i, hosts, levels)
@@ -174,8 +202,17 @@ def _parse_coflows(sec: Section, plan: FabricPlan, levels: int) -> tuple[Dag, di
             lv[cf.coflow_id] = level
         if rate is not None:
             rates[cf.coflow_id] = rate
-    return Dag(coflows=coflows, meta={"byte_scale": sec.get("byte_scale", 1.0, number(positive=True)),
-                                      "workload": "coflows"}), lv, rates
+    return (
+        Dag(
+            coflows=coflows,
+            meta={
+                "byte_scale": sec.get("byte_scale", 1.0, number(positive=True)),
+                "workload": "coflows",
+            },
+        ),
+        lv,
+        rates,
+    )
 
 
 def _parse_one_coflow(cs: Section, i: int, hosts: set[str], levels: int):
@@ -184,13 +221,16 @@ def _parse_one_coflow(cs: Section, i: int, hosts: set[str], levels: int):
     level = cs.get("level", None, integer(0, levels - 1))
     rate = cs.get("rate_mbps", None, number(positive=True))
     ctype = CoflowType(cs.get("type", "OTHER", choice([t.value for t in CoflowType])))
-    ident = CoflowIdentity(ctype=ctype, mid=cs.get("mid", 0, integer(0)),
-                           lid=cs.get("lid", 0, integer(0)))
+    ident = CoflowIdentity(
+        ctype=ctype, mid=cs.get("mid", 0, integer(0)), lid=cs.get("lid", 0, integer(0))
+    )
     flows_raw = cs.get("flows")
     if not isinstance(flows_raw, list) or not flows_raw:
         raise cs.fail("flows", "must be a non-empty list of {src, dst, bytes}")
-    flows = tuple(_parse_flow(Section(fr, cs.source, f"{cs.path}.flows[{j}]"), f"{cid}.f{j}", hosts)
-                  for j, fr in enumerate(flows_raw))
+    flows = tuple(
+        _parse_flow(Section(fr, cs.source, f"{cs.path}.flows[{j}]"), f"{cid}.f{j}", hosts)
+        for j, fr in enumerate(flows_raw)
+    )
     cs.done()
     return Coflow(cid, flows, ident, release_s=arrival), level, rate
 
@@ -200,6 +240,7 @@ def _parse_flow(fs: Section, flow_id: str, hosts: set[str]) -> Flow:
         if v not in hosts:
             raise ValueError(f"unknown host {v!r} (the fabric has {', '.join(sorted(hosts))})")
         return v
+
     src, dst = fs.need("src", host), fs.need("dst", host)
     nbytes = fs.need("bytes", integer(1))
     if src == dst:
@@ -214,7 +255,7 @@ def _parse_job(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     from workload.jobspec import load_job, preset_path
 
     ref = sec.get("job", None, string)
-    job_path = preset_path(ref) if preset_path(ref) else (path.parent / ref)
+    job_path = preset_path(ref) or path.parent / ref
     overrides = sec.get("overrides", {}, _mapping)
     try:
         job = load_job(job_path, overrides=overrides)
@@ -231,9 +272,12 @@ def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
 
     ts = sec.section("trace")
     trace_path = path.parent / ts.need("path", string)
-    opts = dict(limit=ts.get("coflows", None, integer(1)), skip=ts.get("skip", 0, integer(0)),
-                time_scale=ts.get("time_scale", 1.0, number(positive=True)),
-                byte_scale=ts.get("byte_scale", 1.0, number(positive=True)))
+    opts = {
+        "limit": ts.get("coflows", None, integer(1)),
+        "skip": ts.get("skip", 0, integer(0)),
+        "time_scale": ts.get("time_scale", 1.0, number(positive=True)),
+        "byte_scale": ts.get("byte_scale", 1.0, number(positive=True)),
+    }
     ts.done()
     try:
         trace = fbtrace.read_trace(trace_path)

@@ -1,4 +1,5 @@
 """Starting the controller process (os-ken for OVS, P4Runtime for BMv2) of a run."""
+
 from __future__ import annotations
 
 import contextlib
@@ -16,8 +17,7 @@ LAUNCHERS = {"ovs": "controller.launcher", "bmv2": "controller.p4runtime.launche
 READY_TIMEOUT_S = 30.0
 
 
-def start_controller(scen: Scenario, out_dir: Path, runtime: Path,
-                     stack: contextlib.ExitStack):
+def start_controller(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.ExitStack):
     """Start the controller for ``scen.switch``; returns (ControllerClient, where the
     switches meet it: the OpenFlow port for OVS, {switch: gRPC port} for BMv2).
     Its stop is registered on ``stack``."""
@@ -28,12 +28,23 @@ def start_controller(scen: Scenario, out_dir: Path, runtime: Path,
     plan_path = runtime / "fabric.json"
     plan_path.write_text(scen.plan.to_json())
     api = runtime / "controller.sock"
-    argv = [sys.executable, "-m", LAUNCHERS[scen.switch], "--plan", str(plan_path),
-            "--api", str(api), "--log", str(out_dir / "controller.log"),
-            "--levels", str(scen.levels)]
+    argv = [
+        sys.executable,
+        "-m",
+        LAUNCHERS[scen.switch],
+        "--plan",
+        str(plan_path),
+        "--api",
+        str(api),
+        "--log",
+        str(out_dir / "controller.log"),
+        "--levels",
+        str(scen.levels),
+    ]
+    meet: int | dict[str, int]
     if scen.switch == "bmv2":
-        meet: int | dict[str, int] = {sw.name: free_tcp_port() for sw in scen.plan.switches}
-        argv += ["--grpc-ports", *[f"{n}={p}" for n, p in meet.items()]]
+        meet = grpc = {sw.name: free_tcp_port() for sw in scen.plan.switches}
+        argv += ["--grpc-ports", *[f"{n}={p}" for n, p in grpc.items()]]
     else:
         meet = free_tcp_port()
         argv += ["--of-port", str(meet)]
@@ -41,4 +52,4 @@ def start_controller(scen: Scenario, out_dir: Path, runtime: Path,
     stack.callback(ControllerProcess(proc, 0, api, out_dir / "controller.log").stop)
     wait_ready_line(proc, READY_TIMEOUT_S)
     log.info("controller pid %d (%s), API %s", proc.pid, scen.switch, api)
-    return ControllerClient(str(api), timeout=30.0), meet
+    return ControllerClient(api, timeout=30.0), meet

@@ -4,6 +4,7 @@ One request object per line, one response object per line, in order, on any numb
 concurrent connections (one thread each).  Requests are answered by a handler such as
 ``ControlPlane.handle(request, received)``.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 log = logging.getLogger("controller.api")
 MAX_LINE = 64 << 20  # an open_job carries the whole DAG (0.7 MB for mixtral-8x7b)
@@ -27,8 +28,9 @@ class ApiServer:
     def __init__(self, path: Path, handler: Handler, spawn: Callable | None = None) -> None:
         """Bind and listen on the Unix socket ``path`` (a stale file is replaced)."""
         self.path, self.handler = Path(path), handler
-        self.spawn = spawn or (lambda fn, *a: threading.Thread(target=fn, args=a,
-                                                              daemon=True).start())
+        self.spawn = spawn or (
+            lambda fn, *a: threading.Thread(target=fn, args=a, daemon=True).start()
+        )
         if self.path.is_socket():
             self.path.unlink()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -6,6 +6,7 @@ on ``threading.Event`` with timeouts, which an eventlet hub would not honour.  T
 launcher enforces ``OSKEN_HUB_TYPE=native``.  OpenFlow events arrive on the app's event
 thread and are never blocked on: installs and API requests run in threads of their own.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,13 @@ from pathlib import Path
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
-from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER,
-                                       HANDSHAKE_DISPATCHER, MAIN_DISPATCHER, set_ev_cls)
+from os_ken.controller.handler import (
+    CONFIG_DISPATCHER,
+    DEAD_DISPATCHER,
+    HANDSHAKE_DISPATCHER,
+    MAIN_DISPATCHER,
+    set_ev_cls,
+)
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
@@ -57,8 +63,7 @@ class CoflowApp(app_manager.OSKenApp):
             raise RuntimeError("CoflowApp needs OSKEN_HUB_TYPE=native (threads)")
         self.plan = load_plan(coflow_settings.plan_path)
         self.driver = OpenFlowDriver(self.plan, on_removed=self._on_removed)
-        self.plane = ControlPlane(self.plan, self.driver, coflow_settings.control,
-                                  spawn=hub.spawn)
+        self.plane = ControlPlane(self.plan, self.driver, coflow_settings.control, spawn=hub.spawn)
         self.api = ApiServer(coflow_settings.api_socket, self.plane.handle, spawn=hub.spawn)
 
     def _on_removed(self, switch: str, cookie: int, nbytes: int, packets: int) -> None:
@@ -88,15 +93,22 @@ class CoflowApp(app_manager.OSKenApp):
             if name:
                 self.plane.switch_disconnected(name)
 
-    @set_ev_cls([ofp_event.EventOFPBarrierReply, ofp_event.EventOFPFlowStatsReply,
-                 ofp_event.EventOFPPortStatsReply, ofp_event.EventOFPMeterStatsReply],
-                MAIN_DISPATCHER)
+    @set_ev_cls(
+        [
+            ofp_event.EventOFPBarrierReply,
+            ofp_event.EventOFPFlowStatsReply,
+            ofp_event.EventOFPPortStatsReply,
+            ofp_event.EventOFPMeterStatsReply,
+        ],
+        MAIN_DISPATCHER,
+    )
     def _reply(self, ev) -> None:
         """Replies to requests some thread waits for."""
         self.driver.on_reply(ev.msg)
 
-    @set_ev_cls(ofp_event.EventOFPErrorMsg,
-                [HANDSHAKE_DISPATCHER, CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    @set_ev_cls(
+        ofp_event.EventOFPErrorMsg, [HANDSHAKE_DISPATCHER, CONFIG_DISPATCHER, MAIN_DISPATCHER]
+    )
     def _error(self, ev) -> None:
         """Errors are matched to the write or request that caused them."""
         self.driver.on_error(ev.msg)

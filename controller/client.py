@@ -1,15 +1,31 @@
-"""Blocking client of the controller's control API (JSON lines on a Unix socket), for
-the orchestrator thread, tests and benchmarks.  Every call has a hard timeout."""
+"""Clients of the controller's control API (JSON lines on a Unix socket): the blocking
+``ControllerClient`` (one request at a time, a hard timeout on every call) for the
+orchestrator, tests and benchmarks, and the ``PipelinedClient`` the orchestrator's
+scheduling requests go through (requests sent without waiting for earlier answers)."""
+
 from __future__ import annotations
 
 import json
 import socket
+import threading
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from controller.coflow_table import TagEntry
-from controller.messages import (CloseJob, HostUpdates, JobOpened, JobReport, OpenJob, Progress,
-                                 Register, Registered, Unregister)
+from controller.messages import (
+    CloseJob,
+    HostUpdates,
+    JobOpened,
+    JobReport,
+    OpenJob,
+    Progress,
+    Register,
+    Registered,
+    Unregister,
+)
 
 
 class ControllerError(RuntimeError):
@@ -25,7 +41,7 @@ class ControllerClient:
         self._sock: socket.socket | None = None
         self._buf = b""
 
-    def __enter__(self) -> "ControllerClient":
+    def __enter__(self) -> ControllerClient:
         """Context manager: closes on exit."""
         return self
 
@@ -83,8 +99,9 @@ class ControllerClient:
         itself (op ``wait_ready`` blocks on a condition there)."""
         st = self.call({"op": "wait_ready", "timeout_s": timeout}, timeout + self.timeout)
         if not st["ready"]:
-            raise TimeoutError(f"controller not ready after {timeout:.0f} s "
-                               f"(connected: {st['switches']})")
+            raise TimeoutError(
+                f"controller not ready after {timeout:.0f} s (connected: {st['switches']})"
+            )
         return st
 
     def set(self, entries: Sequence[TagEntry], timeout: float | None = None) -> dict:
@@ -128,10 +145,77 @@ class ControllerClient:
 
     def close_job(self) -> JobReport:
         """End the job: the levels and ranks it ran at, and its write times."""
-        return JobReport.from_wire(_reply_body(self.call({"op": "close_job",
-                                                           **CloseJob().to_wire()})))
+        return JobReport.from_wire(
+            _reply_body(self.call({"op": "close_job", **CloseJob().to_wire()}))
+        )
 
 
 def _reply_body(reply: dict) -> dict:
     """A reply without its ``ok`` flag (the message itself)."""
     return {k: v for k, v in reply.items() if k != "ok"}
+
+
+class PipelinedClient:
+    """One connection on which requests go out without waiting for the answers to
+    earlier ones; the controller answers a connection's requests one by one, in order,
+    and a reader thread settles each request's future with its reply (ControllerError
+    when ``ok`` is false).  Any thread may ``submit``; the order of submission is the
+    order of processing.  A lost connection fails every pending and later request."""
+
+    def __init__(self, socket_path: Path, timeout: float = 10.0) -> None:
+        """Connect to the API at ``socket_path`` (``timeout`` bounds the connect)."""
+        self.path = Path(socket_path)
+        self.error: BaseException | None = None
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(str(self.path))
+        except OSError:
+            self._sock.close()
+            raise
+        self._sock.settimeout(None)  # the reader blocks; callers bound their waits
+        self._pending: deque[Future] = deque()
+        self._send = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name="api-reader", daemon=True)
+        self._reader.start()
+
+    def submit(self, request: dict) -> Future:
+        """Send ``request`` now; the future settles with its reply."""
+        done: Future = Future()
+        with self._send:
+            if self.error is not None:
+                raise ConnectionError(f"{self.path}: connection lost: {self.error}")
+            self._pending.append(done)
+            self._sock.sendall(json.dumps(request).encode() + b"\n")
+        return done
+
+    def close(self) -> None:
+        """Close the connection (pending requests fail) and stop the reader."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already gone
+        self._reader.join(5.0)
+        self._sock.close()
+
+    def _read(self) -> None:
+        """Settle pending futures in order until the connection ends."""
+        try:
+            with self._sock.makefile("rb") as rfile:
+                for line in rfile:
+                    self._settle(self._pending.popleft(), json.loads(line))
+            raise ConnectionError("controller closed the connection")
+        except (OSError, ValueError, IndexError) as exc:
+            with self._send:
+                self.error = exc
+                pending, self._pending = list(self._pending), deque()
+            for done in pending:
+                done.set_exception(ConnectionError(f"{self.path}: connection lost: {exc}"))
+
+    @staticmethod
+    def _settle(done: Future, reply: dict) -> None:
+        """One reply to its request's future."""
+        if reply.get("ok"):
+            done.set_result(reply)
+        else:
+            done.set_exception(ControllerError(reply.get("error", "unknown error")))

@@ -14,10 +14,11 @@ Rule cookies are ``(epoch << 8) | tag`` (``rule_cookie``, ``cookie_tag``,
 ``cookie_epoch``): the epoch is the tag's incarnation (a new one after every clear), so
 counters of removed rules can be credited to the right tag.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from topo.plan import FabricPlan
 from workload.marking import check_level, check_tag
@@ -50,9 +51,13 @@ class TagEntry:
     def to_wire(self) -> dict:
         """The entry as the control API's ``set`` carries it (``parse_entry`` reads it back)."""
         pairs = [{"src": p.src, "dst": p.dst, "rate_mbps": p.rate_mbps} for p in self.flow_rates]
-        return {"tag": self.tag, "level": self.level, "rate_mbps": self.rate_mbps,
-                "flow_rates": pairs or None,
-                "senders": None if self.senders is None else sorted(self.senders)}
+        return {
+            "tag": self.tag,
+            "level": self.level,
+            "rate_mbps": self.rate_mbps,
+            "flow_rates": pairs or None,
+            "senders": None if self.senders is None else sorted(self.senders),
+        }
 
 
 MeterKey = tuple  # ("host", tag, host) or ("pair", tag, src, dst)
@@ -127,8 +132,7 @@ def parse_entry(d, plan: FabricPlan, levels: int, where: str) -> TagEntry:
     raw = d.get("flow_rates") or []
     if not isinstance(raw, list):
         raise ValueError(f"{where}.flow_rates: must be a list or null")
-    pairs = tuple(_parse_flow_rate(x, plan, f"{where}.flow_rates[{i}]")
-                  for i, x in enumerate(raw))
+    pairs = tuple(_parse_flow_rate(x, plan, f"{where}.flow_rates[{i}]") for i, x in enumerate(raw))
     if len({(p.src, p.dst) for p in pairs}) != len(pairs):
         raise ValueError(f"{where}.flow_rates: a (src, dst) pair appears twice")
     return TagEntry(tag, level, rate, pairs, _parse_senders(d.get("senders"), plan, where))
@@ -187,9 +191,13 @@ def cookie_epoch(cookie: int) -> int:
     return cookie >> COOKIE_TAG_BITS
 
 
-def leaf_state(plan: FabricPlan, leaf: int, entries: Iterable[TagEntry],
-               epochs: Mapping[int, int], burst_s: float = DEFAULT_BURST_S
-               ) -> tuple[dict[RuleKey, TagRule], dict[MeterKey, MeterSpec]]:
+def leaf_state(
+    plan: FabricPlan,
+    leaf: int,
+    entries: Iterable[TagEntry],
+    epochs: Mapping[int, int],
+    burst_s: float = DEFAULT_BURST_S,
+) -> tuple[dict[RuleKey, TagRule], dict[MeterKey, MeterSpec]]:
     """Rules and meters leaf ``leaf`` must hold for ``entries``."""
     rules: dict[RuleKey, TagRule] = {}
     meters: dict[MeterKey, MeterSpec] = {}
@@ -199,7 +207,7 @@ def leaf_state(plan: FabricPlan, leaf: int, entries: Iterable[TagEntry],
         for h in hosts:
             if e.senders is not None and h.name not in e.senders:
                 continue
-            mkey = None
+            mkey: MeterKey | None = None
             if e.rate_mbps is not None:
                 mkey = ("host", e.tag, h.name)
                 meters[mkey] = meter_spec(mkey, e.rate_mbps, burst_s)
@@ -232,8 +240,17 @@ class LeafDiff:
 
     def count(self) -> int:
         """Number of writes in this diff."""
-        return sum(len(x) for x in (self.meters_add, self.meters_mod, self.rules_add,
-                                     self.rules_mod, self.rules_del, self.meters_del))
+        return sum(
+            len(x)
+            for x in (
+                self.meters_add,
+                self.meters_mod,
+                self.rules_add,
+                self.rules_mod,
+                self.rules_del,
+                self.meters_del,
+            )
+        )
 
 
 @dataclass
@@ -258,24 +275,28 @@ class LeafTable:
             used.add(nxt)
         return out
 
-    def diff(self, rules: Mapping[RuleKey, TagRule],
-             meters: Mapping[MeterKey, MeterSpec]) -> tuple[LeafDiff, dict[MeterKey, int]]:
+    def diff(
+        self, rules: Mapping[RuleKey, TagRule], meters: Mapping[MeterKey, MeterSpec]
+    ) -> tuple[LeafDiff, dict[MeterKey, int]]:
         """Changes to reach (rules, meters), and the meter ids after applying them."""
         new_ids = self._allocate(k for k in meters if k not in self.meters)
         ids = {**{k: v for k, v in self.meter_ids.items() if k in meters}, **new_ids}
         d = LeafDiff(meter_ids=ids)
         d.meters_add = [(new_ids[k], m) for k, m in meters.items() if k in new_ids]
-        d.meters_mod = [(ids[k], m) for k, m in meters.items()
-                        if k in self.meters and self.meters[k] != m]
+        d.meters_mod = [
+            (ids[k], m) for k, m in meters.items() if k in self.meters and self.meters[k] != m
+        ]
         d.rules_add = [r for k, r in rules.items() if k not in self.rules]
-        d.rules_mod = [r for k, r in rules.items()
-                       if k in self.rules and self.rules[k] != r]
+        d.rules_mod = [r for k, r in rules.items() if k in self.rules and self.rules[k] != r]
         d.rules_del = [r for k, r in self.rules.items() if k not in rules]
-        d.meters_del = [(self.meter_ids[k], m) for k, m in self.meters.items()
-                        if k not in meters]
+        d.meters_del = [(self.meter_ids[k], m) for k, m in self.meters.items() if k not in meters]
         return d, ids
 
-    def commit(self, rules: Mapping[RuleKey, TagRule], meters: Mapping[MeterKey, MeterSpec],
-               ids: Mapping[MeterKey, int]) -> None:
+    def commit(
+        self,
+        rules: Mapping[RuleKey, TagRule],
+        meters: Mapping[MeterKey, MeterSpec],
+        ids: Mapping[MeterKey, int],
+    ) -> None:
         """Record that the switch now holds (rules, meters) with meter ids ``ids``."""
         self.rules, self.meters, self.meter_ids = dict(rules), dict(meters), dict(ids)

@@ -12,10 +12,12 @@ K distinct ranks, each gets its own level (0, 1, ... in rank order).  With more:
   different levels while there are at most K distinct first fields; spare levels go to
   the most urgent groups first.  Beyond K groups, the first K-1 get their own level.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from controller.policies.base import Decision, Rank
 from workload.marking import MAX_LEVELS
@@ -49,8 +51,9 @@ def compress(ranks: Mapping[str, Rank], levels: int, how: str = "top") -> dict[s
     return {cid: lookup[r] for cid, r in keyed.items()}
 
 
-def compress_decisions(decisions: Mapping[str, Decision], levels: int,
-                       how: str = "top") -> dict[str, int]:
+def compress_decisions(
+    decisions: Mapping[str, Decision], levels: int, how: str = "top"
+) -> dict[str, int]:
     """``compress`` applied to the ranks of a policy's decisions."""
     return compress({cid: d.rank for cid, d in decisions.items()}, levels, how)
 
@@ -62,8 +65,10 @@ def describe_mapping(ranks: Mapping[str, Rank], levels: int, how: str = "top") -
     holders: dict[tuple, list[str]] = {}
     for cid, r in ranks.items():
         holders.setdefault(_as_tuple(cid, r), []).append(cid)
-    rows = [{"rank": [_plain(x) for x in r], "level": mapping[ids[0]], "coflows": sorted(ids)}
-            for r, ids in sorted(holders.items(), key=lambda kv: kv[0])]
+    rows = [
+        {"rank": [_plain(x) for x in r], "level": mapping[ids[0]], "coflows": sorted(ids)}
+        for r, ids in sorted(holders.items(), key=lambda kv: kv[0])
+    ]
     return {"scheme": scheme_name(how), "levels": levels, "table": rows}
 
 
@@ -107,8 +112,9 @@ def _lexicographic(distinct: Sequence[tuple], k: int) -> list[int]:
     return out
 
 
-def _lex_fill(d: Sequence[tuple], lo: int, hi: int, depth: int, budget: int, base: int,
-              out: list[int]) -> None:
+def _lex_fill(
+    d: Sequence[tuple], lo: int, hi: int, depth: int, budget: int, base: int, out: list[int]
+) -> None:
     """Assign levels base..base+budget-1 to the sorted distinct ranks d[lo:hi]."""
     if hi - lo <= budget:
         out[lo:hi] = range(base, base + hi - lo)
@@ -131,7 +137,7 @@ def _groups(d: Sequence[tuple], lo: int, hi: int, depth: int) -> list[tuple[int,
     runs: list[tuple[int, int]] = []
     start = lo
     for i in range(lo + 1, hi):
-        if d[i][:depth + 1] != d[start][:depth + 1]:
+        if d[i][: depth + 1] != d[start][: depth + 1]:
             runs.append((start, i))
             start = i
     runs.append((start, hi))
@@ -139,4 +145,7 @@ def _groups(d: Sequence[tuple], lo: int, hi: int, depth: int) -> list[tuple[int,
 
 
 _SCHEMES: dict[str, Callable[[Sequence[tuple], int], list[int]]] = {
-    "top": _top, "quantile": _quantile, "lexicographic": _lexicographic}
+    "top": _top,
+    "quantile": _quantile,
+    "lexicographic": _lexicographic,
+}

@@ -9,17 +9,26 @@ driver's event thread (which must never block: installs run in their own thread)
 Writes are serialised by one lock, so a reconnect re-install and a ``set`` never
 interleave.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
-from controller.coflow_table import (DEFAULT_BURST_S, LeafTable, TagEntry, cookie_epoch,
-                                     cookie_tag, leaf_state, parse_entries, parse_tags)
+from controller.coflow_table import (
+    DEFAULT_BURST_S,
+    LeafTable,
+    TagEntry,
+    cookie_epoch,
+    cookie_tag,
+    leaf_state,
+    parse_entries,
+    parse_tags,
+)
 from controller.messages import REQUESTS
 from controller.scheduler import PolicyError
 from controller.scheduler_service import EventLog, SchedulerService
@@ -50,8 +59,13 @@ def _spawn_thread(fn: Callable, *args) -> None:
 class ControlPlane:
     """Desired state + diffs + driver calls; ``handle`` answers one API request."""
 
-    def __init__(self, plan: FabricPlan, driver: SwitchDriver, config: ControlConfig,
-                 spawn: Callable = _spawn_thread) -> None:
+    def __init__(
+        self,
+        plan: FabricPlan,
+        driver: SwitchDriver,
+        config: ControlConfig,
+        spawn: Callable = _spawn_thread,
+    ) -> None:
         """Control plane of ``plan`` writing through ``driver``."""
         self.plan, self.driver, self.cfg, self.spawn = plan, driver, config, spawn
         self.leaves = [sw.name for sw in plan.switches if sw.role == "leaf"]
@@ -109,8 +123,9 @@ class ControlPlane:
         plans, diffs = {}, {}
         for name in leaves:
             leaf = self.plan.switch(name).index
-            rules, meters = leaf_state(self.plan, leaf, self.entries.values(),
-                                       self.epochs, self.cfg.burst_s)
+            rules, meters = leaf_state(
+                self.plan, leaf, self.entries.values(), self.epochs, self.cfg.burst_s
+            )
             diffs[name], ids = self.tables[name].diff(rules, meters)
             plans[name] = (rules, meters, ids)
         try:
@@ -133,8 +148,10 @@ class ControlPlane:
             op = request["op"]
             if op in SCHEDULER_OPS:
                 return {"ok": True, **self.scheduler.handle(op, request)}
-            allowed = {"op", {"set": "entries", "clear": "tags",
-                              "wait_ready": "timeout_s"}.get(op, "op")}
+            allowed = {
+                "op",
+                {"set": "entries", "clear": "tags", "wait_ready": "timeout_s"}.get(op, "op"),
+            }
             unknown = sorted(set(request) - allowed)
             if unknown:
                 raise ValueError(f"{unknown[0]}: unknown key for op {op!r}")
@@ -145,14 +162,20 @@ class ControlPlane:
 
     def op_status(self, _req: dict, _received: float) -> dict:
         """Connected switches and readiness."""
-        return {"switches": self.driver.connected(), "ready": self.all_ready(),
-                "levels": self.cfg.levels}
+        return {
+            "switches": self.driver.connected(),
+            "ready": self.all_ready(),
+            "levels": self.cfg.levels,
+        }
 
     def op_wait_ready(self, req: dict, received: float) -> dict:
         """Block until ready or ``timeout_s`` passed; then the status."""
         timeout = req.get("timeout_s", 0)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-                or not 0 <= timeout <= 3600:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 <= timeout <= 3600
+        ):
             raise ValueError(f"timeout_s: must be a number in 0..3600, got {timeout!r}")
         with self._ready_changed:
             self._ready_changed.wait_for(self.all_ready, timeout)
@@ -216,8 +239,9 @@ class ControlPlane:
 
     def op_tag_stats(self, _req: dict, _received: float) -> dict:
         """Bytes/packets per active tag, summed over leaves (removed rules included)."""
-        return {"tags": {str(t): {"bytes": b, "packets": p}
-                         for t, (b, p) in self._tag_totals().items()}}
+        return {
+            "tags": {str(t): {"bytes": b, "packets": p} for t, (b, p) in self._tag_totals().items()}
+        }
 
     def tag_bytes(self) -> dict[int, int]:
         """Bytes per active tag (what byte-threshold policies read)."""
@@ -247,9 +271,15 @@ class ControlPlane:
         """Per switch, per port counters."""
         out = {}
         for name in self.driver.connected():
-            out[name] = {str(c.port): {"rx_bytes": c.rx_bytes, "tx_bytes": c.tx_bytes,
-                                       "rx_packets": c.rx_packets, "tx_packets": c.tx_packets}
-                         for c in self.driver.port_counters(name, self.cfg.op_timeout_s)}
+            out[name] = {
+                str(c.port): {
+                    "rx_bytes": c.rx_bytes,
+                    "tx_bytes": c.tx_bytes,
+                    "rx_packets": c.rx_packets,
+                    "tx_packets": c.tx_packets,
+                }
+                for c in self.driver.port_counters(name, self.cfg.op_timeout_s)
+            }
         return {"switches": out}
 
     def op_meter_stats(self, _req: dict, _received: float) -> dict:
@@ -265,16 +295,28 @@ class ControlPlane:
         for name in self.leaves:
             if name not in self.driver.connected():
                 continue
-            keys = {mid: key for key, mid in self.tables[name].meter_ids.items()
-                    if only_tags is None or key[1] in only_tags}
+            keys = {
+                mid: key
+                for key, mid in self.tables[name].meter_ids.items()
+                if only_tags is None or key[1] in only_tags
+            }
             if not keys:
                 continue
             for c in self.driver.meter_counters(name, self.cfg.op_timeout_s):
                 if c.meter_id not in keys and only_tags is not None:
                     continue
                 key = keys.get(c.meter_id, ("?", None, None))
-                meters.append({"switch": name, "meter_id": c.meter_id, "tag": key[1],
-                               "src": key[2], "dst": key[3] if len(key) > 3 else None,
-                               "packets_in": c.packets_in, "bytes_in": c.bytes_in,
-                               "drop_packets": c.drop_packets, "drop_bytes": c.drop_bytes})
+                meters.append(
+                    {
+                        "switch": name,
+                        "meter_id": c.meter_id,
+                        "tag": key[1],
+                        "src": key[2],
+                        "dst": key[3] if len(key) > 3 else None,
+                        "packets_in": c.packets_in,
+                        "bytes_in": c.bytes_in,
+                        "drop_packets": c.drop_packets,
+                        "drop_bytes": c.drop_bytes,
+                    }
+                )
         return meters

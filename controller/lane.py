@@ -4,12 +4,14 @@ worker was busy is merged and applied as one (switch and host writes); without, 
 are applied one by one (requests whose order and answers matter).  ``apply_if_idle``
 applies an item in the caller's thread when nothing is queued or being applied (no
 hand-over to the worker and back on a latency-critical path), in the same order."""
+
 from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 STOP_TIMEOUT_S = 30.0
@@ -19,8 +21,9 @@ class Lane(Generic[T]):
     """Applies ``apply(item)`` for queued items on its own thread; the first failure is
     kept in ``error`` and fails that item's future (later items still run)."""
 
-    def __init__(self, name: str, apply: Callable[[T], Any],
-                 merge: Callable[[Sequence[T]], T] | None = None) -> None:
+    def __init__(
+        self, name: str, apply: Callable[[T], Any], merge: Callable[[Sequence[T]], T] | None = None
+    ) -> None:
         """Start the worker thread ``name``."""
         self.apply, self.merge = apply, merge
         self.error: BaseException | None = None

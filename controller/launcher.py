@@ -10,6 +10,7 @@ it (the API socket file is removed).
 
 :func:`start_controller` does all that from Python and returns a handle to stop it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,12 +53,12 @@ def add_control_args(p: argparse.ArgumentParser) -> None:
     """The control-plane options both launchers (OpenFlow, P4Runtime) take; defaults
     from ``ControlConfig``."""
     d = ControlConfig()
-    p.add_argument("--levels", type=int, default=d.levels,
-                   help=f"priority levels K (1..{MAX_LEVELS})")
+    p.add_argument(
+        "--levels", type=int, default=d.levels, help=f"priority levels K (1..{MAX_LEVELS})"
+    )
     p.add_argument("--pid-file", type=Path, help="default: <log>.pid")
     p.add_argument("--burst-s", type=float, default=d.burst_s, help="meter burst, s of rate")
-    p.add_argument("--op-timeout-s", type=float, default=d.op_timeout_s,
-                   help="switch op timeout")
+    p.add_argument("--op-timeout-s", type=float, default=d.op_timeout_s, help="switch op timeout")
 
 
 def control_config(args: argparse.Namespace) -> ControlConfig:
@@ -65,17 +66,21 @@ def control_config(args: argparse.Namespace) -> ControlConfig:
     of range."""
     if not 1 <= args.levels <= MAX_LEVELS:
         raise ValueError(f"--levels: must be 1..{MAX_LEVELS}, got {args.levels}")
-    return ControlConfig(levels=args.levels, burst_s=args.burst_s,
-                         op_timeout_s=args.op_timeout_s,
-                         events_path=Path(args.log).parent / EVENTS_FILE)
+    return ControlConfig(
+        levels=args.levels,
+        burst_s=args.burst_s,
+        op_timeout_s=args.op_timeout_s,
+        events_path=Path(args.log).parent / EVENTS_FILE,
+    )
 
 
 def setup_logging(path: Path) -> None:
     """Everything (os-ken included) to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter(
-        "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
+    )
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)
@@ -86,9 +91,7 @@ def _signal_listening(ready: threading.Event) -> None:
     inside a thread of its own and offers no other readiness signal)."""
     from os_ken.controller import controller as ofc
 
-    base = ofc.StreamServer
-
-    class SignallingStreamServer(base):
+    class SignallingStreamServer(ofc.StreamServer):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             ready.set()
@@ -107,8 +110,11 @@ def run(args: argparse.Namespace) -> int:
 
     listening = threading.Event()
     _signal_listening(listening)
-    cfg.CONF(["--ofp-listen-host", OF_LISTEN_HOST, "--ofp-tcp-listen-port",
-              str(args.of_port)], project="os_ken", default_config_files=[])
+    cfg.CONF(
+        ["--ofp-listen-host", OF_LISTEN_HOST, "--ofp-tcp-listen-port", str(args.of_port)],
+        project="os_ken",
+        default_config_files=[],
+    )
     settings = AppSettings(args.plan, args.api, control_config(args))
     mgr = AppManager.get_instance()
     mgr.load_apps(["controller.app"])
@@ -116,8 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if not listening.wait(LISTEN_TIMEOUT_S):
         raise RuntimeError(f"OpenFlow listener on port {args.of_port} did not start")
     _install_signal_handlers(mgr)
-    log.info("controller ready: OpenFlow %s:%d, API %s", OF_LISTEN_HOST, args.of_port,
-             args.api)
+    log.info("controller ready: OpenFlow %s:%d, API %s", OF_LISTEN_HOST, args.of_port, args.api)
     print(READY_LINE, flush=True)
     hub.joinall(services)
     return 0
@@ -126,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
 def _install_signal_handlers(mgr) -> None:
     """SIGTERM/SIGINT: close the apps (removes the API socket) and exit at once (os-ken's
     threads are not daemons and have no stop protocol)."""
+
     def stop(signum, _frame):
         log.info("signal %d: stopping", signum)
         for app in list(mgr.applications.values()):
@@ -151,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return 2
     from controller.app import load_plan
+
     try:
         load_plan(args.plan)
     except ValueError as e:
@@ -196,22 +203,31 @@ class ControllerProcess:
 def wait_ready_line(proc: subprocess.Popen, timeout: float) -> None:
     """Wait for READY on ``proc``'s stdout; RuntimeError on exit or timeout."""
     sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
+    out = proc.stdout
+    if out is None:
+        raise RuntimeError("controller started without a stdout pipe")
+    sel.register(out, selectors.EVENT_READ)
     try:
         if not sel.select(timeout):
             raise RuntimeError(f"controller printed no {READY_LINE} within {timeout:.0f} s")
-        line = proc.stdout.readline().strip()
+        line = out.readline().strip()
     finally:
         sel.close()
     if line != READY_LINE:
         proc.wait(5)
-        raise RuntimeError(f"controller exited (code {proc.returncode}) before "
-                           f"{READY_LINE}; see its log")
+        raise RuntimeError(
+            f"controller exited (code {proc.returncode}) before {READY_LINE}; see its log"
+        )
 
 
-def start_controller(plan_json: Path, run_dir: Path, of_port: int | None = None,
-                     levels: int = MAX_LEVELS, timeout: float = 30.0,
-                     extra_args: list[str] | None = None) -> ControllerProcess:
+def start_controller(
+    plan_json: Path,
+    run_dir: Path,
+    of_port: int | None = None,
+    levels: int = MAX_LEVELS,
+    timeout: float = 30.0,
+    extra_args: list[str] | None = None,
+) -> ControllerProcess:
     """Start the launcher for the plan in ``plan_json``; files go to ``run_dir``
     (``controller.log``, ``controller.pid``, ``controller.sock``).  Returns once READY.
     The child inherits os.environ (COFLOWBED_RUN included)."""
@@ -219,11 +235,30 @@ def start_controller(plan_json: Path, run_dir: Path, of_port: int | None = None,
     run_dir.mkdir(parents=True, exist_ok=True)
     port = of_port or free_tcp_port()
     sock, log_path = run_dir / "controller.sock", run_dir / "controller.log"
-    argv = [sys.executable, "-m", "controller.launcher", "--plan", str(plan_json),
-            "--of-port", str(port), "--api", str(sock), "--log", str(log_path),
-            "--levels", str(levels), "--pid-file", str(run_dir / "controller.pid")]
-    proc = subprocess.Popen(argv + list(extra_args or []), stdout=subprocess.PIPE,
-                            text=True, cwd=REPO, env=dict(os.environ))
+    argv = [
+        sys.executable,
+        "-m",
+        "controller.launcher",
+        "--plan",
+        str(plan_json),
+        "--of-port",
+        str(port),
+        "--api",
+        str(sock),
+        "--log",
+        str(log_path),
+        "--levels",
+        str(levels),
+        "--pid-file",
+        str(run_dir / "controller.pid"),
+    ]
+    proc = subprocess.Popen(
+        argv + list(extra_args or []),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ),
+    )
     try:
         wait_ready_line(proc, timeout)
     except BaseException:

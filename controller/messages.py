@@ -13,10 +13,12 @@ reject unknown and missing keys).
 ``HostUpdates`` carry what the sending hosts must change for coflows already running:
 socket priorities (``HostLevel``) and, in pacing mode, paced rates (``HostRate``).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from controller.coflow_table import FlowRate
 from workload.dag import Coflow
@@ -27,7 +29,7 @@ POLL_COUNTERS = "counters"  # the controller reads its tag counters (D-CLAS thre
 POLL_PROGRESS = "progress"  # the orchestrator sends the agents' acknowledged bytes (SEBF)
 
 
-def _fields(d: Any, where: str, required: set[str], optional: set[str] = frozenset()) -> dict:
+def _fields(d: Any, where: str, required: set[str], optional: frozenset[str] = frozenset()) -> dict:
     """``d`` as a dict with exactly the ``required`` keys and some ``optional`` ones
     (``op`` is the request's own); ValueError naming ``where`` and the key otherwise."""
     if not isinstance(d, dict):
@@ -84,9 +86,13 @@ class PolicySpec:
 
     def to_wire(self) -> dict:
         """JSON form."""
-        return {"name": self.name, "params": dict(self.params),
-                "static_levels": dict(self.static_levels),
-                "static_rates_mbps": dict(self.static_rates_mbps), "plugins": list(self.plugins)}
+        return {
+            "name": self.name,
+            "params": dict(self.params),
+            "static_levels": dict(self.static_levels),
+            "static_rates_mbps": dict(self.static_rates_mbps),
+            "plugins": list(self.plugins),
+        }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "policy") -> PolicySpec:
@@ -94,12 +100,17 @@ class PolicySpec:
         d = _fields(d, where, {"name", "params", "static_levels", "static_rates_mbps", "plugins"})
         if not isinstance(d["name"], str) or not isinstance(d["params"], dict):
             raise ValueError(f"{where}: name must be a string and params an object")
-        levels = {str(k): _int(v, f"{where}.static_levels.{k}")
-                  for k, v in _mapping(d["static_levels"], f"{where}.static_levels").items()}
-        rates = {str(k): _number(v, f"{where}.static_rates_mbps.{k}")
-                 for k, v in _mapping(d["static_rates_mbps"], f"{where}.static_rates_mbps").items()}
-        return cls(d["name"], dict(d["params"]), levels, rates,
-                   _strings(d["plugins"], f"{where}.plugins"))
+        levels = {
+            str(k): _int(v, f"{where}.static_levels.{k}")
+            for k, v in _mapping(d["static_levels"], f"{where}.static_levels").items()
+        }
+        rates = {
+            str(k): _number(v, f"{where}.static_rates_mbps.{k}")
+            for k, v in _mapping(d["static_rates_mbps"], f"{where}.static_rates_mbps").items()
+        }
+        return cls(
+            d["name"], dict(d["params"]), levels, rates, _strings(d["plugins"], f"{where}.plugins")
+        )
 
 
 def _mapping(v: Any, where: str) -> dict:
@@ -121,8 +132,11 @@ class OpenJob:
 
     def to_wire(self) -> dict:
         """JSON form."""
-        return {"policy": self.policy.to_wire(), "pacing": self.pacing,
-                "coflows": [coflow_to_dict(c) for c in self.coflows]}
+        return {
+            "policy": self.policy.to_wire(),
+            "pacing": self.pacing,
+            "coflows": [coflow_to_dict(c) for c in self.coflows],
+        }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "open_job") -> OpenJob:
@@ -130,8 +144,11 @@ class OpenJob:
         d = _fields(d, where, {"policy", "pacing", "coflows"})
         if not isinstance(d["pacing"], bool) or not isinstance(d["coflows"], list):
             raise ValueError(f"{where}: pacing must be a boolean and coflows a list")
-        return cls(PolicySpec.from_wire(d["policy"], f"{where}.policy"), d["pacing"],
-                   tuple(_coflow(c, f"{where}.coflows[{i}]") for i, c in enumerate(d["coflows"])))
+        return cls(
+            PolicySpec.from_wire(d["policy"], f"{where}.policy"),
+            d["pacing"],
+            tuple(_coflow(c, f"{where}.coflows[{i}]") for i, c in enumerate(d["coflows"])),
+        )
 
 
 @dataclass(frozen=True)
@@ -154,8 +171,9 @@ class JobOpened:
 
     def to_wire(self) -> dict:
         """JSON form."""
-        fixed = None if self.fixed is None else {
-            cid: [a.tag, a.level] for cid, a in self.fixed.items()}
+        fixed = (
+            None if self.fixed is None else {cid: [a.tag, a.level] for cid, a in self.fixed.items()}
+        )
         return {"fixed": fixed, "poll": self.poll}
 
     @classmethod
@@ -164,9 +182,16 @@ class JobOpened:
         d = _fields(d, where, {"fixed", "poll"})
         if d["poll"] not in (None, POLL_COUNTERS, POLL_PROGRESS):
             raise ValueError(f"{where}.poll: unknown poll kind {d['poll']!r}")
-        fixed = None if d["fixed"] is None else {
-            cid: Assignment(_int(tl[0], f"{where}.fixed.{cid}"), _int(tl[1], f"{where}.fixed.{cid}"))
-            for cid, tl in _mapping(d["fixed"], f"{where}.fixed").items()}
+        fixed = (
+            None
+            if d["fixed"] is None
+            else {
+                cid: Assignment(
+                    _int(tl[0], f"{where}.fixed.{cid}"), _int(tl[1], f"{where}.fixed.{cid}")
+                )
+                for cid, tl in _mapping(d["fixed"], f"{where}.fixed").items()
+            }
+        )
         return cls(fixed, d["poll"])
 
 
@@ -202,19 +227,23 @@ class HostUpdates:
 
     def to_wire(self) -> dict:
         """JSON form."""
-        return {"levels": [[u.host, u.tag, u.level] for u in self.levels],
-                "rates": [[u.src, u.tag, u.dst, u.rate_mbps] for u in self.rates]}
+        return {
+            "levels": [[u.host, u.tag, u.level] for u in self.levels],
+            "rates": [[u.src, u.tag, u.dst, u.rate_mbps] for u in self.rates],
+        }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "hosts") -> HostUpdates:
         """Parse the JSON form."""
         d = _fields(d, where, {"levels", "rates"})
         try:
-            levels = tuple(HostLevel(str(h), _int(t, where), _int(lv, where))
-                           for h, t, lv in d["levels"])
-            rates = tuple(HostRate(str(s), _int(t, where), str(dst),
-                                   None if r is None else _number(r, where))
-                          for s, t, dst, r in d["rates"])
+            levels = tuple(
+                HostLevel(str(h), _int(t, where), _int(lv, where)) for h, t, lv in d["levels"]
+            )
+            rates = tuple(
+                HostRate(str(s), _int(t, where), str(dst), None if r is None else _number(r, where))
+                for s, t, dst, r in d["rates"]
+            )
         except (TypeError, ValueError) as e:
             raise ValueError(f"{where}: malformed host updates: {e}") from None
         return cls(levels, rates)
@@ -232,15 +261,21 @@ class Register:
 
     def to_wire(self) -> dict:
         """JSON form."""
-        return {"coflow": coflow_to_dict(self.coflow), "now": self.now,
-                "done_flows": list(self.done_flows)}
+        return {
+            "coflow": coflow_to_dict(self.coflow),
+            "now": self.now,
+            "done_flows": list(self.done_flows),
+        }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "register") -> Register:
         """Parse the JSON form."""
         d = _fields(d, where, {"coflow", "now", "done_flows"})
-        return cls(_coflow(d["coflow"], f"{where}.coflow"), _number(d["now"], f"{where}.now"),
-                   _strings(d["done_flows"], f"{where}.done_flows"))
+        return cls(
+            _coflow(d["coflow"], f"{where}.coflow"),
+            _number(d["now"], f"{where}.now"),
+            _strings(d["done_flows"], f"{where}.done_flows"),
+        )
 
 
 @dataclass(frozen=True)
@@ -255,21 +290,28 @@ class Registered:
 
     def to_wire(self) -> dict:
         """JSON form."""
-        return {"tag": self.assignment.tag, "level": self.assignment.level,
-                "pair_rates": [[p.src, p.dst, p.rate_mbps] for p in self.pair_rates],
-                "hosts": self.hosts.to_wire()}
+        return {
+            "tag": self.assignment.tag,
+            "level": self.assignment.level,
+            "pair_rates": [[p.src, p.dst, p.rate_mbps] for p in self.pair_rates],
+            "hosts": self.hosts.to_wire(),
+        }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "registered") -> Registered:
         """Parse the JSON form."""
         d = _fields(d, where, {"tag", "level", "pair_rates", "hosts"})
         try:
-            pairs = tuple(FlowRate(str(s), str(dst), _number(r, where))
-                          for s, dst, r in d["pair_rates"])
+            pairs = tuple(
+                FlowRate(str(s), str(dst), _number(r, where)) for s, dst, r in d["pair_rates"]
+            )
         except (TypeError, ValueError) as e:
             raise ValueError(f"{where}.pair_rates: malformed: {e}") from None
-        return cls(Assignment(_int(d["tag"], f"{where}.tag"), _int(d["level"], f"{where}.level")),
-                   pairs, HostUpdates.from_wire(d["hosts"], f"{where}.hosts"))
+        return cls(
+            Assignment(_int(d["tag"], f"{where}.tag"), _int(d["level"], f"{where}.level")),
+            pairs,
+            HostUpdates.from_wire(d["hosts"], f"{where}.hosts"),
+        )
 
     def pair_rate(self, src: str, dst: str) -> float | None:
         """The rate a new flow src -> dst of the coflow starts at (None: unpaced)."""
@@ -294,8 +336,11 @@ class Unregister:
         d = _fields(d, where, {"coflow_id", "now", "done_flows"})
         if not isinstance(d["coflow_id"], str):
             raise ValueError(f"{where}.coflow_id: must be a string")
-        return cls(d["coflow_id"], _number(d["now"], f"{where}.now"),
-                   _strings(d["done_flows"], f"{where}.done_flows"))
+        return cls(
+            d["coflow_id"],
+            _number(d["now"], f"{where}.now"),
+            _strings(d["done_flows"], f"{where}.done_flows"),
+        )
 
 
 @dataclass(frozen=True)
@@ -315,10 +360,15 @@ class Progress:
     def from_wire(cls, d: Any, where: str = "progress") -> Progress:
         """Parse the JSON form."""
         d = _fields(d, where, {"now", "acked", "done_flows"})
-        acked = {str(k): _int(v, f"{where}.acked.{k}")
-                 for k, v in _mapping(d["acked"], f"{where}.acked").items()}
-        return cls(_number(d["now"], f"{where}.now"), acked,
-                   _strings(d["done_flows"], f"{where}.done_flows"))
+        acked = {
+            str(k): _int(v, f"{where}.acked.{k}")
+            for k, v in _mapping(d["acked"], f"{where}.acked").items()
+        }
+        return cls(
+            _number(d["now"], f"{where}.now"),
+            acked,
+            _strings(d["done_flows"], f"{where}.done_flows"),
+        )
 
 
 @dataclass(frozen=True)
@@ -349,23 +399,57 @@ class JobReport:
 
     def to_wire(self) -> dict:
         """JSON form."""
-        return {"static": self.static, "levels": dict(self.levels), "ranks": dict(self.ranks),
-                "write_s": list(self.write_s)}
+        return {
+            "static": self.static,
+            "levels": dict(self.levels),
+            "ranks": dict(self.ranks),
+            "write_s": list(self.write_s),
+        }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "job_report") -> JobReport:
         """Parse the JSON form."""
         d = _fields(d, where, {"static", "levels", "ranks", "write_s"})
-        levels = {str(k): _int(v, f"{where}.levels.{k}")
-                  for k, v in _mapping(d["levels"], f"{where}.levels").items()}
+        levels = {
+            str(k): _int(v, f"{where}.levels.{k}")
+            for k, v in _mapping(d["levels"], f"{where}.levels").items()
+        }
         ranks = {str(k): str(v) for k, v in _mapping(d["ranks"], f"{where}.ranks").items()}
         if not isinstance(d["write_s"], list):
             raise ValueError(f"{where}.write_s: must be a list")
-        return cls(bool(d["static"]), levels, ranks,
-                   tuple(_number(x, f"{where}.write_s") for x in d["write_s"]))
+        return cls(
+            bool(d["static"]),
+            levels,
+            ranks,
+            tuple(_number(x, f"{where}.write_s") for x in d["write_s"]),
+        )
 
 
-REQUESTS = {"open_job": OpenJob, "register": Register, "unregister": Unregister,
-            "progress": Progress, "close_job": CloseJob}
-REPLIES = {"open_job": JobOpened, "register": Registered, "unregister": HostUpdates,
-           "progress": HostUpdates, "close_job": JobReport}
+Request = OpenJob | Register | Unregister | Progress | CloseJob
+Reply = JobOpened | Registered | HostUpdates | JobReport
+REQUESTS: dict[str, type[Request]] = {
+    "open_job": OpenJob,
+    "register": Register,
+    "unregister": Unregister,
+    "progress": Progress,
+    "close_job": CloseJob,
+}
+REPLIES: dict[str, type[Reply]] = {
+    "open_job": JobOpened,
+    "register": Registered,
+    "unregister": HostUpdates,
+    "progress": HostUpdates,
+    "close_job": JobReport,
+}
+OP_OF: dict[type[Request], str] = {cls: op for op, cls in REQUESTS.items()}
+
+
+def request_wire(msg: Request) -> dict:
+    """The control API request carrying ``msg``."""
+    return {"op": OP_OF[type(msg)], **msg.to_wire()}
+
+
+def parse_reply(msg: Request, reply: dict) -> Reply:
+    """The typed answer to ``msg`` from its API reply (``ok`` dropped)."""
+    body = {k: v for k, v in reply.items() if k != "ok"}
+    return REPLIES[OP_OF[type(msg)]].from_wire(body)

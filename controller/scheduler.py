@@ -15,11 +15,12 @@ Two modes:
   is written once per level used; nothing is written while coflows come and go, as with
   the static tag -> priority tables of the published LLM schedulers.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from controller.coflow_table import FlowRate, TagEntry
 from controller.compress import compress
@@ -80,6 +81,12 @@ class TagPool:
             raise RuntimeError(f"more than {TAG_MAX - TAG_MIN + 1} coflows active at once")
         return None
 
+    def take_clean(self) -> int:
+        """The smallest clean tag, right after ``reclaim`` (there is one then)."""
+        tag = self.take()
+        assert tag is not None, "reclaim left no clean tag"
+        return tag
+
     def give(self, tag: int) -> None:
         """``tag``'s coflow finished; its entry stays until ``reclaim``."""
         self._dirty.add(tag)
@@ -95,8 +102,14 @@ class TagPool:
 class LiveScheduler:
     """Policy -> levels/rates for the active coflows; emits minimal ``Changes``."""
 
-    def __init__(self, policy: Policy, fabric: FabricView, levels: int,
-                 all_coflows: list[Coflow] | None = None, pacing: bool = False) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        fabric: FabricView,
+        levels: int,
+        all_coflows: list[Coflow] | None = None,
+        pacing: bool = False,
+    ) -> None:
         """``policy`` decides (the scenario's ``static`` levels too: ``StaticPolicy``);
         ``all_coflows`` lets identity-ranked policies fix levels for the whole DAG."""
         self.policy, self.fabric, self.levels = policy, fabric, levels
@@ -123,16 +136,17 @@ class LiveScheduler:
     def arrive(self, coflow: Coflow, now: float) -> Changes:
         """Register ``coflow`` (gets a tag) and re-decide."""
         self.states[coflow.coflow_id] = CoflowState(
-            coflow, now, self._seq, 0, {f.flow_id: f.bytes for f in coflow.flows})
+            coflow, now, self._seq, 0, {f.flow_id: f.bytes for f in coflow.flows}
+        )
         self._seq += 1
         self._flow_coflow.update((f.flow_id, coflow.coflow_id) for f in coflow.flows)
         if self.fixed is not None:
-            return self._arrive_static(coflow.coflow_id)
+            return self._arrive_static(coflow.coflow_id, self.fixed[coflow.coflow_id])
         tag = self._pool.take()
         reclaimed = []
         if tag is None:
             reclaimed = self._pool.reclaim()
-            tag = self._pool.take()
+            tag = self._pool.take_clean()
         self.tags[coflow.coflow_id] = tag
         changes = self._decide(now)
         changes.clear_tags[:0] = reclaimed  # applied before the new entries
@@ -140,8 +154,10 @@ class LiveScheduler:
 
     def _levels_for_dag(self, coflows: list[Coflow]) -> dict[str, int]:
         """Static mode: one policy call over every coflow of the DAG, compressed once."""
-        states = [CoflowState(cf, cf.release_s, i, 0, {f.flow_id: f.bytes for f in cf.flows})
-                  for i, cf in enumerate(coflows)]
+        states = [
+            CoflowState(cf, cf.release_s, i, 0, {f.flow_id: f.bytes for f in cf.flows})
+            for i, cf in enumerate(coflows)
+        ]
         decisions = self._call_policy(states, 0.0)
         how = self.policy.dag_compression or self.policy.compression
         return self._compress({cid: d.rank for cid, d in decisions.items()}, how)
@@ -159,9 +175,8 @@ class LiveScheduler:
                 entries.append(_entry(tag, Installed(level, None, ())))
         return Changes(entries=entries)
 
-    def _arrive_static(self, cid: str) -> Changes:
+    def _arrive_static(self, cid: str, level: int) -> Changes:
         """The coflow's tag is its level's; write that tag's entry on first use only."""
-        level = self.fixed[cid]
         tag = TAG_MIN + level
         self.tags[cid] = tag
         self.installed[cid] = Installed(level, None, ())
@@ -237,16 +252,20 @@ class LiveScheduler:
             self.installed[cid] = inst
             self.last_level[cid] = inst.level
             tag = self.tags[cid]
-            if old is None or old.level != inst.level or old.rate_mbps != inst.rate_mbps or (
-                    not self.pacing and old.flow_rates != inst.flow_rates):
+            if (
+                old is None
+                or old.level != inst.level
+                or old.rate_mbps != inst.rate_mbps
+                or (not self.pacing and old.flow_rates != inst.flow_rates)
+            ):
                 # a dynamic tag belongs to one coflow: rules on its senders' ports only
                 senders = sorted({f.src for f in self.states[cid].coflow.flows})
                 changes.entries.append(_entry(tag, inst, not self.pacing, senders))
             if old is None:
                 continue
             if old.level != inst.level:
-                senders = {f.src for f in self.states[cid].coflow.flows}
-                changes.host_levels.extend(HostLevel(h, tag, inst.level) for h in sorted(senders))
+                hosts = sorted({f.src for f in self.states[cid].coflow.flows})
+                changes.host_levels.extend(HostLevel(h, tag, inst.level) for h in hosts)
             if self.pacing and old.flow_rates != inst.flow_rates:
                 changes.host_rates.extend(_rate_changes(tag, old, inst))
         return changes
@@ -262,13 +281,20 @@ class LiveScheduler:
         """Installed state every active coflow should have now."""
         states = list(self.states.values())
         if isinstance(self.policy, StaticPolicy):  # levels and per-host meters as given
-            return {s.coflow_id: Installed(self.policy.level_of(s.coflow_id),
-                                           _mbps(self.policy.host_rate_bps(s.coflow_id)), ())
-                    for s in states}
+            return {
+                s.coflow_id: Installed(
+                    self.policy.level_of(s.coflow_id),
+                    _mbps(self.policy.host_rate_bps(s.coflow_id)),
+                    (),
+                )
+                for s in states
+            }
         decisions = self._call_policy(states, now)
         levels = self._compress({cid: d.rank for cid, d in decisions.items()})
-        return {cid: Installed(levels[cid], None, _flow_rates(self.states[cid], decisions[cid]))
-                for cid in decisions}
+        return {
+            cid: Installed(levels[cid], None, _flow_rates(self.states[cid], decisions[cid]))
+            for cid in decisions
+        }
 
     def _call_policy(self, states: list[CoflowState], now: float) -> dict[str, Decision]:
         name = self.policy.name or type(self.policy).__name__
@@ -326,24 +352,40 @@ def _keep_close_rates(old: Installed, new: Installed) -> Installed:
     installed: re-deciding on progress moves every MADD rate a little, and rewriting
     them all would cost writes (and lag) for no effect."""
     before = {(s, d): r for s, d, r in old.flow_rates}
-    rates = tuple((s, d, before[(s, d)] if (s, d) in before and
-                   abs(r - before[(s, d)]) <= RATE_MARGIN * before[(s, d)] else r)
-                  for s, d, r in new.flow_rates)
+    rates = tuple(
+        (
+            s,
+            d,
+            before[(s, d)]
+            if (s, d) in before and abs(r - before[(s, d)]) <= RATE_MARGIN * before[(s, d)]
+            else r,
+        )
+        for s, d, r in new.flow_rates
+    )
     return Installed(new.level, new.rate_mbps, rates)
 
 
-def _entry(tag: int, inst: Installed, with_flow_rates: bool = True,
-           senders: list[str] | None = None) -> TagEntry:
+def _entry(
+    tag: int, inst: Installed, with_flow_rates: bool = True, senders: list[str] | None = None
+) -> TagEntry:
     """A controller 'set' entry (per-pair meters only when rates are not paced; rules
     only on ``senders``' ports when given, else on every host port)."""
     pairs = inst.flow_rates if with_flow_rates else ()
-    return TagEntry(tag, inst.level, inst.rate_mbps, tuple(FlowRate(s, d, r) for s, d, r in pairs),
-                    None if senders is None else frozenset(senders))
+    return TagEntry(
+        tag,
+        inst.level,
+        inst.rate_mbps,
+        tuple(FlowRate(s, d, r) for s, d, r in pairs),
+        None if senders is None else frozenset(senders),
+    )
 
 
 def _rate_changes(tag: int, old: Installed, new: Installed) -> list[HostRate]:
     """The new paced rate (None: unpaced) of every pair whose rate changed."""
     before = {(s, d): r for s, d, r in old.flow_rates}
     after = {(s, d): r for s, d, r in new.flow_rates}
-    return [HostRate(s, tag, d, after.get((s, d))) for (s, d) in sorted(before.keys() | after.keys())
-            if before.get((s, d)) != after.get((s, d))]
+    return [
+        HostRate(s, tag, d, after.get((s, d)))
+        for (s, d) in sorted(before.keys() | after.keys())
+        if before.get((s, d)) != after.get((s, d))
+    ]

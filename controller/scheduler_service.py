@@ -8,25 +8,39 @@ written behind it, and the host updates it implies go back in the answer for the
 orchestrator to forward to the agents.  Every request and what it changed is appended
 to an event log (JSON lines) that ``replay`` feeds back through a fresh scheduler.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from controller.coflow_table import FlowRate, TagEntry
 from controller.lane import Lane
-from controller.messages import (POLL_COUNTERS, POLL_PROGRESS, REQUESTS, Assignment, CloseJob,
-                                 HostUpdates, JobOpened, JobReport, OpenJob, Progress, Register,
-                                 Registered, Unregister)
+from controller.messages import (
+    POLL_COUNTERS,
+    POLL_PROGRESS,
+    REQUESTS,
+    Assignment,
+    CloseJob,
+    HostUpdates,
+    JobOpened,
+    JobReport,
+    OpenJob,
+    Progress,
+    Register,
+    Registered,
+    Unregister,
+)
 from controller.policies.base import FabricView, Policy
 from controller.policies.plugins import import_plugin
 from controller.policies.static import StaticPolicy
-from controller.scheduler import Changes, LiveScheduler, PolicyError
+from controller.scheduler import Changes, LiveScheduler
 from topo.plan import FabricPlan
 from workload.marking import TAG_MIN
 
@@ -53,8 +67,9 @@ def build_policy(spec, levels: int) -> Policy:
         except Exception as exc:  # user code: report it as bad input
             raise ValueError(f"plugin {path}: {type(exc).__name__}: {exc}") from None
     if spec.name == "static":
-        return StaticPolicy(spec.static_levels, levels - 1,
-                            {k: v * 1e6 for k, v in spec.static_rates_mbps.items()})
+        return StaticPolicy(
+            spec.static_levels, levels - 1, {k: v * 1e6 for k, v in spec.static_rates_mbps.items()}
+        )
     return policies.get(spec.name, **spec.params)
 
 
@@ -78,8 +93,10 @@ def split_own(changes: Changes, tag: int) -> tuple[Changes, Changes]:
     """(what a new coflow's packets need now: clears and its own entry; the rest)."""
     own = [e for e in changes.entries if e.tag == tag]
     others = [e for e in changes.entries if e.tag != tag]
-    return (Changes(entries=own, clear_tags=changes.clear_tags),
-            Changes(entries=others, host_levels=changes.host_levels, host_rates=changes.host_rates))
+    return (
+        Changes(entries=own, clear_tags=changes.clear_tags),
+        Changes(entries=others, host_levels=changes.host_levels, host_rates=changes.host_rates),
+    )
 
 
 @dataclass
@@ -95,8 +112,13 @@ class _Job:
 class SchedulerService:
     """Answers open_job / register / unregister / progress / close_job."""
 
-    def __init__(self, plan: FabricPlan, levels: int, writer: SwitchWriter,
-                 record: Callable[[dict], None] | None = None) -> None:
+    def __init__(
+        self,
+        plan: FabricPlan,
+        levels: int,
+        writer: SwitchWriter,
+        record: Callable[[dict], None] | None = None,
+    ) -> None:
         """Scheduler for ``plan`` with ``levels`` levels, writing through ``writer``;
         ``record`` receives every event (request and resulting changes)."""
         self.plan, self.levels, self.writer, self.record = plan, levels, writer, record
@@ -116,12 +138,17 @@ class SchedulerService:
             if self.job is not None:
                 raise ValueError("open_job: a job is already open (close_job first)")
             policy = build_policy(msg.policy, self.levels)
-            view = FabricView.uniform(self.plan.host_names(), self.plan.host_bw_mbps * 1e6,
-                                      self.levels)
-            sched = LiveScheduler(policy, view, self.levels, all_coflows=list(msg.coflows),
-                                  pacing=msg.pacing)
-            poll = POLL_COUNTERS if policy.byte_thresholds else (
-                POLL_PROGRESS if sched.wants_progress() else None)
+            view = FabricView.uniform(
+                self.plan.host_names(), self.plan.host_bw_mbps * 1e6, self.levels
+            )
+            sched = LiveScheduler(
+                policy, view, self.levels, all_coflows=list(msg.coflows), pacing=msg.pacing
+            )
+            poll = (
+                POLL_COUNTERS
+                if policy.byte_thresholds
+                else (POLL_PROGRESS if sched.wants_progress() else None)
+            )
             write_s: list[float] = []
             lane = Lane("switch-writer", lambda ch: self._write(write_s, ch), merge_changes)
             job = _Job(sched, lane, poll, write_s)
@@ -130,8 +157,11 @@ class SchedulerService:
             if pre:
                 job.lane.put(pre).result(WRITE_TIMEOUT_S)
             self.job = job
-        fixed = None if sched.fixed is None else {
-            cid: Assignment(TAG_MIN + lv, lv) for cid, lv in sched.fixed.items()}
+        fixed = (
+            None
+            if sched.fixed is None
+            else {cid: Assignment(TAG_MIN + lv, lv) for cid, lv in sched.fixed.items()}
+        )
         return JobOpened(fixed, poll)
 
     def register(self, msg: Register) -> Registered:
@@ -149,8 +179,11 @@ class SchedulerService:
                 own_done = job.lane.put(own)
             if rest.entries or rest.clear_tags:
                 job.lane.put(rest)
-            reply = Registered(Assignment(tag, sched.level_of(cid)),
-                               self._pair_rates(sched, msg.coflow), rest.hosts())
+            reply = Registered(
+                Assignment(tag, sched.level_of(cid)),
+                self._pair_rates(sched, msg.coflow),
+                rest.hosts(),
+            )
             self._log("register", msg, changes)
         if own_done is not None:
             own_done.result(WRITE_TIMEOUT_S)
@@ -186,8 +219,12 @@ class SchedulerService:
         job.lane.close()
         sched = job.scheduler
         self._log("close_job", msg, Changes())
-        return JobReport(sched.is_static, dict(sched.last_level),
-                         {cid: str(r) for cid, r in sched.last_rank.items()}, tuple(job.write_s))
+        return JobReport(
+            sched.is_static,
+            dict(sched.last_level),
+            {cid: str(r) for cid, r in sched.last_rank.items()},
+            tuple(job.write_s),
+        )
 
     # --- helpers -----------------------------------------------------------------------
     def _open(self, check_writes: bool = True) -> _Job:
@@ -205,8 +242,9 @@ class SchedulerService:
         for fid in flows:
             sched.flow_done(fid)
 
-    def _queue(self, job: _Job, op: str, msg: Any, changes: Changes,
-               extra: dict | None = None) -> HostUpdates:
+    def _queue(
+        self, job: _Job, op: str, msg: Any, changes: Changes, extra: dict | None = None
+    ) -> HostUpdates:
         """Queue the switch part of ``changes``; the host part is the answer."""
         if changes.entries or changes.clear_tags:
             job.lane.put(changes)
@@ -232,8 +270,14 @@ class SchedulerService:
     def _log(self, op: str, msg: Any, changes: Changes, extra: dict | None = None) -> None:
         """Hand one event (request and resulting changes) to ``record``."""
         if self.record is not None:
-            self.record({"op": op, "request": msg.to_wire(), "changes": changes_to_wire(changes),
-                         **(extra or {})})
+            self.record(
+                {
+                    "op": op,
+                    "request": msg.to_wire(),
+                    "changes": changes_to_wire(changes),
+                    **(extra or {}),
+                }
+            )
 
 
 class EventLog:
@@ -256,8 +300,11 @@ class EventLog:
 
 def changes_to_wire(changes: Changes) -> dict:
     """``changes`` as JSON (the event log's form; compared by ``replay``)."""
-    return {"entries": [e.to_wire() for e in changes.entries], "clear_tags": list(changes.clear_tags),
-            **changes.hosts().to_wire()}
+    return {
+        "entries": [e.to_wire() for e in changes.entries],
+        "clear_tags": list(changes.clear_tags),
+        **changes.hosts().to_wire(),
+    }
 
 
 class _NoSwitches:
@@ -279,8 +326,9 @@ class _NoSwitches:
         return dict(self.tag_counts)
 
 
-def replay(plan: FabricPlan, levels: int, events: Sequence[dict],
-           on_event: Callable[[dict, dict], None]) -> None:
+def replay(
+    plan: FabricPlan, levels: int, events: Sequence[dict], on_event: Callable[[dict, dict], None]
+) -> None:
     """Feed a recorded event log through a fresh scheduler (no switches; counter polls
     read the counters the log recorded), calling ``on_event(recorded, replayed)`` with
     each recorded event and the one the replay produced (both in their JSON form)."""

@@ -1,4 +1,5 @@
 """Running the ``coflowbed`` command line from integration tests, as a user would."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,8 +12,13 @@ SCENARIOS = REPO / "coflowbed" / "scenarios"
 
 def coflowbed(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """``python -m coflowbed ARGS`` in the repository; output captured."""
-    return subprocess.run([sys.executable, "-m", "coflowbed", *map(str, args)], cwd=REPO,
-                          text=True, capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "coflowbed", *map(str, args)],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 def coflowbed_ok(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

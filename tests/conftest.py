@@ -1,4 +1,5 @@
 """Shared fixtures and the skip rules for tests that need root, Open vSwitch or BMv2."""
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,9 @@ def _root_fabric_missing() -> str | None:
 def pytest_collection_modifyitems(config, items):
     """Skip root/bmv2-marked tests with a reason when their requirements are missing."""
     root_reason = _root_fabric_missing()
-    bmv2_reason = None if shutil.which("simple_switch_grpc") else "simple_switch_grpc (BMv2) not installed"
+    bmv2_reason = (
+        None if shutil.which("simple_switch_grpc") else "simple_switch_grpc (BMv2) not installed"
+    )
     for item in items:
         if root_reason and ("root" in item.keywords or "bmv2" in item.keywords):
             item.add_marker(pytest.mark.skip(reason=root_reason))

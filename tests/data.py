@@ -1,7 +1,10 @@
-"""Paths of the data shipped in the repository's ``data/`` (shared test helper)."""
+"""Paths of the data and scenarios shipped in the repository (shared test helper)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FB_TRACE = REPO / "data" / "FB2010-1Hr-150-0.txt"
+SCENARIOS = REPO / "coflowbed" / "scenarios"
+DEFAULT_SCENARIO = SCENARIOS / "default.yaml"

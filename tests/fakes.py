@@ -1,9 +1,11 @@
 """Stand-ins for the switches and the control API socket, for unit tests of the control
 plane, its coflow scheduler and the orchestrator's backend (shared test helper)."""
+
 from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import Future
 
 from controller.client import ControllerClient, ControllerError
 from controller.control_plane import ControlConfig, ControlPlane
@@ -50,8 +52,9 @@ class FakeDriver(SwitchDriver):
 def ready_plane(plan: FabricPlan = PLAN, levels: int = 4, **config):
     """A control plane over a FakeDriver with every switch installed (inline)."""
     drv = FakeDriver(plan)
-    plane = ControlPlane(plan, drv, ControlConfig(levels=levels, **config),
-                         spawn=lambda fn, *a: fn(*a))  # installs run inline
+    plane = ControlPlane(
+        plan, drv, ControlConfig(levels=levels, **config), spawn=lambda fn, *a: fn(*a)
+    )  # installs run inline
     for sw in plan.switches:
         plane.switch_connected(sw.name)
     return plane, drv
@@ -73,3 +76,12 @@ class LoopbackClient(ControllerClient):
         if not reply.get("ok"):
             raise ControllerError(reply.get("error", "unknown error"))
         return reply
+
+    def submit(self, request: dict) -> Future:
+        """``PipelinedClient.submit``: answered at once, in order (the raw reply)."""
+        done: Future = Future()
+        try:
+            done.set_result(self.call(request))
+        except ControllerError as exc:
+            done.set_exception(exc)
+        return done

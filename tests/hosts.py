@@ -1,4 +1,5 @@
 """Stand-in hosts for tests of the agents without Mininet (shared test helper)."""
+
 from __future__ import annotations
 
 import subprocess

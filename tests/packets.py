@@ -16,6 +16,7 @@ wire.
 
 Every wait below polls a condition (frames captured, counters moved) until a deadline.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,6 +65,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 # --- sockets ---------------------------------------------------------------------------
+
 
 def netns_packet_socket(pid: int, dev: str) -> socket.socket:
     """An AF_PACKET socket bound to ``dev`` in the network namespace of process ``pid``
@@ -126,6 +128,7 @@ class EgressCapture(SuperSocket):
 
 # --- frames ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Probe:
     """Frames of one send: ``frames[i]`` carries the marker ``token`` and sequence i."""
@@ -139,7 +142,7 @@ class Probe:
 
     def seq_of(self, pkt: Packet) -> int:
         """Sequence number of our frame ``pkt``."""
-        return int(pkt[Raw].load[len(self.token):len(self.token) + 5])
+        return int(pkt[Raw].load[len(self.token) : len(self.token) + 5])
 
     @property
     def nbytes(self) -> int:
@@ -147,8 +150,9 @@ class Probe:
         return sum(len(f) for f in self.frames)
 
 
-def make_probe(src: HostPlan, dst: HostPlan, dscp: int, proto: str, count: int,
-               size: int = 200) -> Probe:
+def make_probe(
+    src: HostPlan, dst: HostPlan, dscp: int, proto: str, count: int, size: int = 200
+) -> Probe:
     """``count`` frames of ``size`` bytes from ``src`` to ``dst`` with ``dscp``; ``proto``
     "udp" or "tcp" (a PSH/ACK segment).  Checksums are fixed here (the frames are
     re-dissected), so a frame on the wire can be compared byte for byte."""
@@ -158,10 +162,16 @@ def make_probe(src: HostPlan, dst: HostPlan, dscp: int, proto: str, count: int,
     sport = 20000 + next(_seq) % 20000
     frames = []
     for i in range(count):
-        l4 = (UDP(sport=sport, dport=DPORT) if proto == "udp" else
-              TCP(sport=sport, dport=DPORT, flags="PA", seq=1000 + 100 * i, ack=1))
-        head = (Ether(src=src.mac, dst=dst.mac) /
-                IP(src=src.ip, dst=dst.ip, tos=tos_byte(dscp), ttl=64, id=i + 1) / l4)
+        l4 = (
+            UDP(sport=sport, dport=DPORT)
+            if proto == "udp"
+            else TCP(sport=sport, dport=DPORT, flags="PA", seq=1000 + 100 * i, ack=1)
+        )
+        head = (
+            Ether(src=src.mac, dst=dst.mac)
+            / IP(src=src.ip, dst=dst.ip, tos=tos_byte(dscp), ttl=64, id=i + 1)
+            / l4
+        )
         load = token + b"%05d:" % i
         load += b"x" * max(0, size - len(head) - len(load))
         frames.append(Ether(bytes(head / Raw(load))))
@@ -203,8 +213,8 @@ def send_probe(pid: int, dev: str, probe: Probe) -> float:
 
 # --- waiting ---------------------------------------------------------------------------
 
-def poll(read: Callable[[], object], done: Callable[[object], bool],
-         timeout: float = WAIT_S):
+
+def poll(read: Callable[[], object], done: Callable[[object], bool], timeout: float = WAIT_S):
     """Call ``read`` until ``done(value)`` or ``timeout`` s passed; the last value."""
     deadline = time.monotonic() + timeout
     while True:
@@ -263,8 +273,9 @@ class Stage:
             s.close()
         self.socks = []
 
-    def collect(self, probe: Probe, until: Callable[[list[Packet]], bool],
-                timeout: float = WAIT_S) -> list[Packet]:
+    def collect(
+        self, probe: Probe, until: Callable[[list[Packet]], bool], timeout: float = WAIT_S
+    ) -> list[Packet]:
         """Sniff until ``until(frames of probe seen so far)`` or ``timeout`` s, then take
         whatever else is already buffered; all frames of ``probe`` seen."""
         self._probe = probe
@@ -289,6 +300,7 @@ class Stage:
         how they must have moved: the probe's frames seen in ``level``'s class, every
         other frame in the class :func:`tc_level` gives it.  Polled until they agree
         (tc counts a frame at dequeue, just before the capture sees it)."""
+
         def read():
             moved = class_deltas(self.before, tc_reading(self.devs, self.levels))
             self._drain()
@@ -299,21 +311,23 @@ class Stage:
                     want[k][0] += 1
                     want[k][1] += len(f)
             return moved, {lv: tuple(v) for lv, v in want.items()}
+
         return poll(read, lambda mw: mw[0] == mw[1])
 
     def assert_class(self, level: int) -> None:
         """The probe's frames went through ``level``'s class and nothing unexplained
         moved any class (see :meth:`class_moves`)."""
         moved, want = self.class_moves(level)
-        assert moved == want, (f"{self.name} {self.devs}: tc classes moved {moved}, expected "
-                               f"{want} (our frames at level {level}, "
-                               f"{len(self.others)} other frames)")
+        assert moved == want, (
+            f"{self.name} {self.devs}: tc classes moved {moved}, expected "
+            f"{want} (our frames at level {level}, "
+            f"{len(self.others)} other frames)"
+        )
 
 
 def class_deltas(before: dict, after: dict) -> dict[int, tuple[int, int]]:
     """Per level (packets, bytes) that moved between two summed class_stats readings."""
-    return {lv: (after[lv][0] - before[lv][0], after[lv][1] - before[lv][1])
-            for lv in after}
+    return {lv: (after[lv][0] - before[lv][0], after[lv][1] - before[lv][1]) for lv in after}
 
 
 def tc_reading(devs: Sequence[str], levels: int) -> dict[int, tuple[int, int]]:
@@ -328,6 +342,7 @@ def tc_reading(devs: Sequence[str], levels: int) -> dict[int, tuple[int, int]]:
 
 # --- the bench -------------------------------------------------------------------------
 
+
 @dataclass
 class Bench:
     """A running fabric with its controller, as the packet tests use it."""
@@ -339,8 +354,9 @@ class Bench:
 
     def uplinks(self, leaf: int) -> list[str]:
         """Egress interfaces of leaf ``leaf`` towards the spines."""
-        return [intf_name(f"l{leaf}", self.plan.uplink_port(s))
-                for s in range(1, self.plan.spines + 1)]
+        return [
+            intf_name(f"l{leaf}", self.plan.uplink_port(s)) for s in range(1, self.plan.spines + 1)
+        ]
 
     def to_host(self, host: HostPlan) -> list[str]:
         """Egress interface of ``host``'s leaf towards it."""
@@ -363,8 +379,16 @@ def describe(probe: Probe, seen: list[Packet]) -> str:
     return ", ".join(f"#{probe.seq_of(p)} dscp {dscp_of(p)}" for p in seen) or "nothing"
 
 
-def check_forwarding(bench: Bench, src: HostPlan, dst: HostPlan, dscp_sent: int,
-                     dscp_wire: int, level: int, proto: str, count: int = 5) -> None:
+def check_forwarding(
+    bench: Bench,
+    src: HostPlan,
+    dst: HostPlan,
+    dscp_sent: int,
+    dscp_wire: int,
+    level: int,
+    proto: str,
+    count: int = 5,
+) -> None:
     """Send ``count`` frames with ``dscp_sent`` from ``src`` to ``dst``; on the ingress
     leaf's uplinks and on the receiving leaf's port to ``dst`` every frame must appear
     exactly once, equal to the sent frame with DSCP ``dscp_wire`` (checksum recomputed,
@@ -373,21 +397,26 @@ def check_forwarding(bench: Bench, src: HostPlan, dst: HostPlan, dscp_sent: int,
     probe = make_probe(src, dst, dscp_sent, proto, count)
     expected = {i: with_dscp(f, dscp_wire) for i, f in enumerate(probe.frames)}
     with contextlib.ExitStack() as stack:
-        stages = [stack.enter_context(Stage(name, devs, bench.levels)) for name, devs in
-                  (("uplink", bench.uplinks(src.leaf)), ("to-host", bench.to_host(dst)))]
+        stages = [
+            stack.enter_context(Stage(name, devs, bench.levels))
+            for name, devs in (("uplink", bench.uplinks(src.leaf)), ("to-host", bench.to_host(dst)))
+        ]
         bench.send(src, probe)
         for st in stages:
             seen = st.collect(probe, lambda s: len(s) >= count)
             got = sorted(probe.seq_of(p) for p in seen)
-            assert got == list(range(count)), \
+            assert got == list(range(count)), (
                 f"{st.name} {st.devs}: frames {got} of {count} ({describe(probe, seen)})"
+            )
             for p in seen:
                 i = probe.seq_of(p)
-                assert dscp_of(p) == dscp_wire, \
+                assert dscp_of(p) == dscp_wire, (
                     f"{st.name}: frame #{i} has DSCP {dscp_of(p)}, expected {dscp_wire}"
+                )
                 assert ip_checksum_ok(p), f"{st.name}: frame #{i} has a bad IPv4 checksum"
-                assert bytes(p) == expected[i], \
+                assert bytes(p) == expected[i], (
                     f"{st.name}: frame #{i} differs from the sent one beyond its DSCP"
+                )
         for st in stages:
             st.assert_class(level)
 
@@ -403,19 +432,32 @@ class MeterVerdict:
     elapsed_s: float
 
 
-def meter_counters(client: ControllerClient, leaf: str, tag: int,
-                   src: str) -> tuple[int, int]:
+def meter_counters(client: ControllerClient, leaf: str, tag: int, src: str) -> tuple[int, int]:
     """(packets_in, drop_packets) of the one installed meter of (tag, src) on ``leaf``
     (meter_stats also lists meters removed by earlier clears, with ``retired: true``)."""
-    ms = [m for m in client.meter_stats()
-          if m["switch"] == leaf and m["tag"] == tag and m["src"] == src and m["dst"] is None
-          and not m.get("retired")]
+    ms = [
+        m
+        for m in client.meter_stats()
+        if m["switch"] == leaf
+        and m["tag"] == tag
+        and m["src"] == src
+        and m["dst"] is None
+        and not m.get("retired")
+    ]
     assert len(ms) == 1, f"meters of tag {tag} from {src} on {leaf}: {ms}"
     return ms[0]["packets_in"], ms[0]["drop_packets"]
 
 
-def send_burst(bench: Bench, src: HostPlan, dst: HostPlan, tag: int, level: int,
-               count: int, size: int, metered: bool) -> tuple[Probe, MeterVerdict, tuple]:
+def send_burst(
+    bench: Bench,
+    src: HostPlan,
+    dst: HostPlan,
+    tag: int,
+    level: int,
+    count: int,
+    size: int,
+    metered: bool,
+) -> tuple[Probe, MeterVerdict, tuple]:
     """A burst of ``count`` frames of ``size`` B with ``tag`` from ``src``; waits until
     every frame is accounted for: seen on the uplinks, or (``metered``) dropped by the
     meter.  Returns the probe, the verdict and the uplinks' class moves for ``level``
@@ -440,9 +482,17 @@ def send_burst(bench: Bench, src: HostPlan, dst: HostPlan, tag: int, level: int,
     return probe, MeterVerdict(count, list(seen), counters[0], counters[1], elapsed), moves
 
 
-def check_meter(bench: Bench, src: HostPlan, dst: HostPlan, tag: int, level: int,
-                rate_mbps: float, count: int = 60, size: int = 1000,
-                burst_s: float = DEFAULT_BURST_S) -> MeterVerdict:
+def check_meter(
+    bench: Bench,
+    src: HostPlan,
+    dst: HostPlan,
+    tag: int,
+    level: int,
+    rate_mbps: float,
+    count: int = 60,
+    size: int = 1000,
+    burst_s: float = DEFAULT_BURST_S,
+) -> MeterVerdict:
     """A tag metered at ``rate_mbps`` (its meter's burst: ``burst_s`` of the rate) and a
     back-to-back burst of ``count`` x ``size`` B, many times that burst: part of it passes
     and part is dropped; the meter saw every frame, its drop counter and the frames on the
@@ -454,35 +504,42 @@ def check_meter(bench: Bench, src: HostPlan, dst: HostPlan, tag: int, level: int
     assert count * size > 4 * bucket, "the burst must be well over the meter's burst"
     bench.client.set([TagEntry(tag, level, rate_mbps, senders=frozenset({src.name}))])
     try:
-        probe, v, (moved, want) = send_burst(bench, src, dst, tag, level, count, size,
-                                             metered=True)
+        probe, v, (moved, want) = send_burst(bench, src, dst, tag, level, count, size, metered=True)
     finally:
         bench.client.clear([tag])
     passed = len(v.passed)
     assert v.packets_in == count, f"the meter saw {v.packets_in} of {count} frames"
-    assert passed + v.drop_packets == count, \
+    assert passed + v.drop_packets == count, (
         f"{passed} frames on the wire + {v.drop_packets} dropped != {count} sent"
+    )
     assert 0 < passed < count, f"{passed} of {count} frames passed the meter"
     high = bucket + refill * v.elapsed_s + size
-    assert bucket - size <= passed * size <= high, \
-        (f"{passed * size} B passed; the bucket holds {bucket} B and refilled "
-         f"{refill * v.elapsed_s:.0f} B in {v.elapsed_s * 1000:.0f} ms")
-    assert sorted({dscp_of(p) for p in v.passed}) == [level_dscp(level)], \
-        describe(probe, v.passed)
+    assert bucket - size <= passed * size <= high, (
+        f"{passed * size} B passed; the bucket holds {bucket} B and refilled "
+        f"{refill * v.elapsed_s:.0f} B in {v.elapsed_s * 1000:.0f} ms"
+    )
+    assert sorted({dscp_of(p) for p in v.passed}) == [level_dscp(level)], describe(probe, v.passed)
     assert moved == want, f"uplink tc classes moved {moved}, expected {want}"
     return v
 
 
-def check_unmetered_burst(bench: Bench, src: HostPlan, dst: HostPlan, tag: int,
-                          level: int, count: int = 60, size: int = 1000) -> None:
+def check_unmetered_burst(
+    bench: Bench,
+    src: HostPlan,
+    dst: HostPlan,
+    tag: int,
+    level: int,
+    count: int = 60,
+    size: int = 1000,
+) -> None:
     """The same burst as :func:`check_meter` with a tag that has no meter: every frame
     reaches the uplinks, at the tag's level, through that level's tc class."""
     bench.client.set([TagEntry(tag, level, senders=frozenset({src.name}))])
     try:
-        probe, v, (moved, want) = send_burst(bench, src, dst, tag, level, count, size,
-                                             metered=False)
-        meters = [m for m in bench.client.meter_stats()
-                  if m["tag"] == tag and not m.get("retired")]
+        probe, v, (moved, want) = send_burst(
+            bench, src, dst, tag, level, count, size, metered=False
+        )
+        meters = [m for m in bench.client.meter_stats() if m["tag"] == tag and not m.get("retired")]
     finally:
         bench.client.clear([tag])
     got = sorted(probe.seq_of(p) for p in v.passed)
@@ -494,12 +551,14 @@ def check_unmetered_burst(bench: Bench, src: HostPlan, dst: HostPlan, tag: int,
 
 # --- fabric bring-up -------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def ovs_bench(plan: FabricPlan, run_dir: Path, levels: int) -> Iterator[Bench]:
     """Controller (os-ken, OpenFlow 1.3) + OVS fabric of ``plan``, as the OVS fabric
     tests bring them up; both stopped on exit."""
     from controller.launcher import start_controller
     from topo.net import start_fabric
+
     plan_json = run_dir / "plan.json"
     plan_json.write_text(plan.to_json())
     ctl = start_controller(plan_json, run_dir, levels=levels)
@@ -546,12 +605,17 @@ def bmv2_bench(plan: FabricPlan, run_dir: Path, levels: int) -> Iterator[Bench]:
     both stopped on exit."""
     from controller.p4runtime.launcher import launcher_argv
     from topo.bmv2 import grpc_ports, start_bmv2_fabric
+
     ports = grpc_ports(plan, _free_port_block(len(plan.switches)))
     (run_dir / "plan.json").write_text(plan.to_json())
     api = run_dir / "controller.sock"
-    proc = subprocess.Popen(launcher_argv(run_dir / "plan.json", api,
-                                          run_dir / "controller.log", ports, levels=levels),
-                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=dict(os.environ))
+    proc = subprocess.Popen(
+        launcher_argv(run_dir / "plan.json", api, run_dir / "controller.log", ports, levels=levels),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ),
+    )
     fab = None
     try:
         line = _first_line(proc, 60)

@@ -18,6 +18,7 @@ The port schedulers are the same tc HTB ones as on OVS (topo.qos), on every egre
 every interface gets the plan's MTU before the switches start (as on OVS; BMv2 reads
 frames through libpcap, whose default snapshot length, 256 KiB, holds a jumbo frame).
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
+
+# isort: split
 from mininet.link import Link
 from mininet.net import Mininet
 from mininet.node import Switch
@@ -62,38 +65,60 @@ def bmv2_available() -> str | None:
 def grpc_ports(plan: FabricPlan, base: int) -> dict[str, int]:
     """gRPC port of every switch: ``base`` + its position in the plan."""
     if not 1024 <= base <= 65535 - len(plan.switches) - THRIFT_OFFSET:
-        raise ValueError(f"grpc base port must leave room for {len(plan.switches)} "
-                         f"switches below 65535, got {base}")
+        raise ValueError(
+            f"grpc base port must leave room for {len(plan.switches)} "
+            f"switches below 65535, got {base}"
+        )
     return {sw.name: base + i for i, sw in enumerate(plan.switches)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_thrift(binary: str = BINARY) -> bool:
     """True if ``binary`` was built with the Thrift runtime server (it then opens a
     Thrift port, 9090 unless told otherwise, and accepts ``--thrift-port``)."""
-    res = subprocess.run([binary, "--help"], capture_output=True, text=True,
-                         timeout=CMD_TIMEOUT_S)
+    res = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=CMD_TIMEOUT_S)
     return "--thrift-port" in res.stdout + res.stderr
 
 
-def switch_argv(name: str, device_id: int, grpc_port: int, ports: dict[int, str],
-                log_file: Path, binary: str = BINARY, thrift: bool = True) -> list[str]:
+def switch_argv(
+    name: str,
+    device_id: int,
+    grpc_port: int,
+    ports: dict[int, str],
+    log_file: Path,
+    binary: str = BINARY,
+    thrift: bool = True,
+) -> list[str]:
     """Command line of one switch (``ports``: port number -> interface name);
     ``thrift``: the binary has a Thrift server, whose port must differ per switch."""
-    argv = [binary, "--device-id", str(device_id), "--log-file", str(log_file),
-            "--log-level", "warn"]
+    argv = [
+        binary,
+        "--device-id",
+        str(device_id),
+        "--log-file",
+        str(log_file),
+        "--log-level",
+        "warn",
+    ]
     if thrift:
         argv += ["--thrift-port", str(grpc_port + THRIFT_OFFSET)]
     for port, intf in sorted(ports.items()):
         argv += ["-i", f"{port}@{intf}"]
-    return argv + ["--no-p4", "--", "--grpc-server-addr", f"{GRPC_HOST}:{grpc_port}",
-                   "--priority-queues", str(PRIORITY_QUEUES)]
+    return argv + [
+        "--no-p4",
+        "--",
+        "--grpc-server-addr",
+        f"{GRPC_HOST}:{grpc_port}",
+        "--priority-queues",
+        str(PRIORITY_QUEUES),
+    ]
 
 
 def wait_port(host: str, port: int, pid: int, timeout: float) -> None:
     """Return once ``host:port`` accepts TCP; RuntimeError if ``pid`` exits first or
     ``timeout`` passes.  Between attempts it waits on the process (pidfd), not a sleep."""
     import socket
+
     deadline = time.monotonic() + timeout
     fd = os.pidfd_open(pid)
     try:
@@ -118,8 +143,7 @@ class BMv2Switch(Switch):
     """One simple_switch_grpc (see module docstring).  Params: ``grpc_port``,
     ``device_id``, ``log_dir``."""
 
-    def __init__(self, name: str, grpc_port: int, device_id: int, log_dir: Path,
-                 **params) -> None:
+    def __init__(self, name: str, grpc_port: int, device_id: int, log_dir: Path, **params) -> None:
         """Configure (not start) switch ``name``."""
         super().__init__(name, **params)
         self.grpc_port, self.device_id, self.log_dir = grpc_port, device_id, Path(log_dir)
@@ -140,15 +164,27 @@ class BMv2Switch(Switch):
             disable_offloads(intf)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         out = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115 (child owns it)
-        argv = switch_argv(self.name, self.device_id, self.grpc_port, self.port_map(),
-                           self.log_dir / f"{self.name}-bmv2", thrift=has_thrift())
+        argv = switch_argv(
+            self.name,
+            self.device_id,
+            self.grpc_port,
+            self.port_map(),
+            self.log_dir / f"{self.name}-bmv2",
+            thrift=has_thrift(),
+        )
         try:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=dict(os.environ))
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=dict(os.environ),
+            )
         finally:
             out.close()
-        log.info("%s: %s pid %d, gRPC %s:%d", self.name, BINARY, self.proc.pid, GRPC_HOST,
-                 self.grpc_port)
+        log.info(
+            "%s: %s pid %d, gRPC %s:%d", self.name, BINARY, self.proc.pid, GRPC_HOST, self.grpc_port
+        )
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         """Return once the gRPC port accepts connections."""
@@ -204,18 +240,31 @@ class BMv2Fabric:
 
 def _build_net(plan: FabricPlan, ports: dict[str, int], run_dir: Path) -> Mininet:
     """Mininet object of BMv2 switches for ``plan`` (built, not started)."""
-    net = Mininet(topo=LeafSpineTopo(plan=plan), switch=BMv2Switch, controller=None,
-                  link=Link, build=False, autoSetMacs=False, autoStaticArp=False)
+    net = Mininet(
+        topo=LeafSpineTopo(plan=plan),
+        switch=BMv2Switch,
+        controller=None,
+        link=Link,
+        build=False,
+        autoSetMacs=False,
+        autoStaticArp=False,
+    )
     for sw in plan.switches:  # per-switch parameters the Topo cannot carry
-        net.topo.nodeInfo(sw.name).update(grpc_port=ports[sw.name], device_id=sw.dpid,
-                                          log_dir=run_dir / "bmv2")
+        net.topo.nodeInfo(sw.name).update(
+            grpc_port=ports[sw.name], device_id=sw.dpid, log_dir=run_dir / "bmv2"
+        )
     net.build()
     return net
 
 
-def start_bmv2_fabric(plan: FabricPlan, run_dir: Path, ports: dict[str, int],
-                      levels: int = MAX_LEVELS, queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
-                      ready_timeout: float = 60.0) -> BMv2Fabric:
+def start_bmv2_fabric(
+    plan: FabricPlan,
+    run_dir: Path,
+    ports: dict[str, int],
+    levels: int = MAX_LEVELS,
+    queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
+    ready_timeout: float = 60.0,
+) -> BMv2Fabric:
     """Start the BMv2 fabric of ``plan`` (switch ``n`` serving gRPC on ``ports[n]``
     within ``ready_timeout``), the plan's MTU on every interface, static ARP, host
     offloads off and port schedulers on every egress.  It returns without waiting for

@@ -22,21 +22,26 @@ qdisc to about two jumbo frames: the backlog waits in the socket instead of in t
 emulated NIC's FIFOs, where a new flow's first packets would queue behind it
 (fb-slice-busy under fair: average CCT 1.35-1.36x the fluid model's against 1.49-1.55x,
 3 runs each).  The settings are per network namespace, so they change only the hosts."""
+
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 CONGESTION_CONTROL = "reno"
 TSQ_LIMIT_BYTES = 16384  # per socket in the qdisc: the kernel's default is 4 MiB
-HOST_SYSCTLS: Mapping[str, str] = {"net.ipv4.tcp_slow_start_after_idle": "0",
-                                   "net.ipv4.tcp_congestion_control": CONGESTION_CONTROL,
-                                   "net.ipv4.tcp_limit_output_bytes": str(TSQ_LIMIT_BYTES)}
+HOST_SYSCTLS: Mapping[str, str] = {
+    "net.ipv4.tcp_slow_start_after_idle": "0",
+    "net.ipv4.tcp_congestion_control": CONGESTION_CONTROL,
+    "net.ipv4.tcp_limit_output_bytes": str(TSQ_LIMIT_BYTES),
+}
 # With the back-off capped at 1 s, the default 15 retries would give a starved connection
 # up after ~15 s (ETIMEDOUT); 80 keep it alive past the agents' 60 s stall timeout.
-RTO_CAP_SYSCTLS: Mapping[str, str] = {"net.ipv4.tcp_rto_max_ms": "1000",
-                                      "net.ipv4.tcp_retries2": "80"}
+RTO_CAP_SYSCTLS: Mapping[str, str] = {
+    "net.ipv4.tcp_rto_max_ms": "1000",
+    "net.ipv4.tcp_retries2": "80",
+}
 PROC_SYS = Path("/proc/sys")
 RTO_CAP = True
 
@@ -46,13 +51,22 @@ def host_sysctls(proc_sys: Path = PROC_SYS) -> dict[str, str]:
     if RTO_CAP and Path(proc_sys, "net", "ipv4", "tcp_rto_max_ms").exists():
         return {**HOST_SYSCTLS, **RTO_CAP_SYSCTLS}
     return dict(HOST_SYSCTLS)
+
+
 CMD_TIMEOUT_S = 30.0
 
 
 def sysctl_argv(netns_pid: int, settings: Mapping[str, str]) -> list[str]:
     """The command that applies ``settings`` in the namespace of ``netns_pid``."""
-    return ["mnexec", "-a", str(netns_pid), "sysctl", "-q", "-w",
-            *(f"{key}={value}" for key, value in settings.items())]
+    return [
+        "mnexec",
+        "-a",
+        str(netns_pid),
+        "sysctl",
+        "-q",
+        "-w",
+        *(f"{key}={value}" for key, value in settings.items()),
+    ]
 
 
 def apply_host_sysctls(netns_pids: Iterable[int]) -> None:
@@ -60,8 +74,11 @@ def apply_host_sysctls(netns_pids: Iterable[int]) -> None:
     that failed."""
     settings = host_sysctls()
     for pid in netns_pids:
-        res = subprocess.run(sysctl_argv(pid, settings), capture_output=True, text=True,
-                             timeout=CMD_TIMEOUT_S)
+        res = subprocess.run(
+            sysctl_argv(pid, settings), capture_output=True, text=True, timeout=CMD_TIMEOUT_S
+        )
         if res.returncode != 0:
-            raise RuntimeError(f"sysctl in host namespace of pid {pid} failed: "
-                               f"{(res.stderr or res.stdout).strip()}")
+            raise RuntimeError(
+                f"sysctl in host namespace of pid {pid} failed: "
+                f"{(res.stderr or res.stdout).strip()}"
+            )

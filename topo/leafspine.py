@@ -1,8 +1,11 @@
 """The leaf-spine fabric as a pure Mininet ``Topo``, built only from a FabricPlan:
 explicit dpids, explicit port numbers on both ends of every link, host IP/MAC."""
+
 from __future__ import annotations
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
+
+# isort: split
 from mininet.topo import Topo
 
 from topo.plan import FABRIC_PREFIX_LEN, FabricPlan

@@ -2,6 +2,7 @@
 ``logging.setLoggerClass(MininetLogger)``, so every logger created after the first Mininet
 import gets a handler of its own (records printed twice, without newlines, invisible to
 pytest's caplog).  The modules of ``topo`` that use Mininet import this first."""
+
 from __future__ import annotations
 
 import logging

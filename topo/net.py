@@ -10,6 +10,7 @@ Names of everything created in the root namespace are recorded in
 find them; :func:`interface_names` / :func:`bridge_names` give the same from the plan,
 and :func:`cleanup` removes leftovers by name.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
+
+# isort: split
 from mininet.link import Link
 from mininet.net import Mininet
 
 from topo import qos
 from topo.leafspine import LeafSpineTopo, intf_name
-from topo.ovs import (USER_DATAPATH, OvsService, db_socket, detect_datapath, ovs_env,
-                      restore_sysctl, stop_daemons)
+from topo.ovs import (
+    USER_DATAPATH,
+    OvsService,
+    db_socket,
+    detect_datapath,
+    ovs_env,
+    restore_sysctl,
+    stop_daemons,
+)
 from topo.plan import FabricPlan
 from topo.switch import PlainRemoteController, set_linux_noop_qos, switch_class
 from workload.marking import MAX_LEVELS
@@ -44,15 +54,17 @@ def bridge_names(plan: FabricPlan) -> list[str]:
 
 def switch_interfaces(plan: FabricPlan) -> list[str]:
     """Switch-side veth ends (root namespace)."""
-    return [intf_name(n, p) for link in plan.links
-            for n, p in ((link.node1, link.port1), (link.node2, link.port2))
-            if not n.startswith("h")]
+    return [
+        intf_name(n, p)
+        for link in plan.links
+        for n, p in ((link.node1, link.port1), (link.node2, link.port2))
+        if not n.startswith("h")
+    ]
 
 
 def host_interfaces(plan: FabricPlan) -> list[str]:
     """Host-side veth ends (inside host namespaces; in the root one only mid-setup)."""
-    return [intf_name(link.node1, link.port1) for link in plan.links
-            if link.node1.startswith("h")]
+    return [intf_name(link.node1, link.port1) for link in plan.links if link.node1.startswith("h")]
 
 
 def interface_names(plan: FabricPlan) -> list[str]:
@@ -60,14 +72,16 @@ def interface_names(plan: FabricPlan) -> list[str]:
     return switch_interfaces(plan) + host_interfaces(plan) + bridge_names(plan)
 
 
-def port_schedulers(plan: FabricPlan, levels: int, queue_packets: int
-                    ) -> tuple[list[qos.PortScheduler], dict[str, qos.PortScheduler]]:
+def port_schedulers(
+    plan: FabricPlan, levels: int, queue_packets: int
+) -> tuple[list[qos.PortScheduler], dict[str, qos.PortScheduler]]:
     """Schedulers for both ends of every link: (root-namespace ones, host -> its NIC's)."""
     root, hosts = [], {}
     for link in plan.links:
         for node, port in ((link.node1, link.port1), (link.node2, link.port2)):
-            ps = qos.PortScheduler(intf_name(node, port), link.bw_mbps, levels, queue_packets,
-                                   plan.mtu)
+            ps = qos.PortScheduler(
+                intf_name(node, port), link.bw_mbps, levels, queue_packets, plan.mtu
+            )
             if node.startswith("h"):
                 hosts[node] = ps
             else:
@@ -109,8 +123,13 @@ class Fabric:
 def _record(plan: FabricPlan, run_dir: Path, datapath: str) -> None:
     """Write the names clean-up needs (and the bridges' datapath) before creating
     anything."""
-    data = {"interfaces": interface_names(plan), "bridges": bridge_names(plan),
-            "ovs_env": ovs_env(run_dir), "datapath": datapath, "plan": plan.to_dict()}
+    data = {
+        "interfaces": interface_names(plan),
+        "bridges": bridge_names(plan),
+        "ovs_env": ovs_env(run_dir),
+        "datapath": datapath,
+        "plan": plan.to_dict(),
+    }
     (run_dir / RECORD).write_text(json.dumps(data, indent=1))
 
 
@@ -130,8 +149,11 @@ def static_arp(net: Mininet, plan: FabricPlan) -> None:
     """Permanent neighbour entries for every other host, one ``ip -batch`` per host."""
     for h in plan.hosts:
         dev = intf_name(h.name, 0)
-        lines = [f"neigh replace {o.ip} lladdr {o.mac} dev {dev} nud permanent"
-                 for o in plan.hosts if o.name != h.name]
+        lines = [
+            f"neigh replace {o.ip} lladdr {o.mac} dev {dev} nud permanent"
+            for o in plan.hosts
+            if o.name != h.name
+        ]
         run_ip_batch(lines, f"static ARP on {h.name}", net.get(h.name).pid)
 
 
@@ -146,12 +168,12 @@ def apply_mtu(net: Mininet, plan: FabricPlan) -> None:
     ``net.start()``, so the switches open their ports at the final MTU."""
     run_ip_batch(mtu_lines(switch_interfaces(plan), plan.mtu), "MTU of the switch ports")
     for h in plan.hosts:
-        run_ip_batch(mtu_lines([intf_name(h.name, 0)], plan.mtu), f"MTU on {h.name}",
-                     net.get(h.name).pid)
+        run_ip_batch(
+            mtu_lines([intf_name(h.name, 0)], plan.mtu), f"MTU on {h.name}", net.get(h.name).pid
+        )
 
 
-def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int,
-                          queue_packets: int) -> None:
+def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int, queue_packets: int) -> None:
     """linux-noop QoS on every switch port (OVS keeps off tc), then tc everywhere."""
     root, hosts = port_schedulers(plan, levels, queue_packets)
     set_linux_noop_qos([ps.dev for ps in root])
@@ -162,18 +184,28 @@ def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int,
 
 def _build_net(plan: FabricPlan, controller_port: int, datapath: str) -> Mininet:
     """Mininet object for ``plan`` on OVS ``datapath`` (built, not started)."""
-    net = Mininet(topo=LeafSpineTopo(plan=plan), switch=switch_class(datapath),
-                  controller=None, link=Link, build=False, autoSetMacs=False,
-                  autoStaticArp=False)
+    net = Mininet(
+        topo=LeafSpineTopo(plan=plan),
+        switch=switch_class(datapath),
+        controller=None,
+        link=Link,
+        build=False,
+        autoSetMacs=False,
+        autoStaticArp=False,
+    )
     net.addController(PlainRemoteController("c0", ip="127.0.0.1", port=controller_port))
     net.build()
     return net
 
 
-def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int,
-                 levels: int = MAX_LEVELS,
-                 queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
-                 userspace_tso: bool = True) -> Fabric:
+def start_fabric(
+    plan: FabricPlan,
+    run_dir: Path,
+    controller_port: int,
+    levels: int = MAX_LEVELS,
+    queue_packets: int = qos.DEFAULT_QUEUE_PACKETS,
+    userspace_tso: bool = True,
+) -> Fabric:
     """Start OVS and the Mininet fabric of ``plan``, pointed at the controller on
     127.0.0.1:``controller_port``.  It returns without waiting for the controller: the
     caller waits for every switch to be connected and routed on the controller's API
@@ -203,10 +235,25 @@ def start_fabric(plan: FabricPlan, run_dir: Path, controller_port: int,
         else:
             ovs.stop()
         raise
-    fab = Fabric(plan, run_dir, net, ovs, levels, queue_packets,
-                 time.monotonic() - t0, interface_names(plan), datapath)
-    log.info("fabric up in %.2f s (%d switches, %d hosts, datapath %s, MTU %d)",
-             fab.bringup_s, len(plan.switches), len(plan.hosts), datapath, plan.mtu)
+    fab = Fabric(
+        plan,
+        run_dir,
+        net,
+        ovs,
+        levels,
+        queue_packets,
+        time.monotonic() - t0,
+        interface_names(plan),
+        datapath,
+    )
+    log.info(
+        "fabric up in %.2f s (%d switches, %d hosts, datapath %s, MTU %d)",
+        fab.bringup_s,
+        len(plan.switches),
+        len(plan.hosts),
+        datapath,
+        plan.mtu,
+    )
     return fab
 
 
@@ -219,16 +266,19 @@ def cleanup(run_dir: Path) -> list[str]:
     if rec and db_socket(run_dir).is_socket():
         env = {**os.environ, **rec["ovs_env"]}
         for br in rec["bridges"]:
-            res = subprocess.run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br],
-                                 env=env, capture_output=True, timeout=CMD_TIMEOUT_S)
+            res = subprocess.run(
+                ["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br],
+                env=env,
+                capture_output=True,
+                timeout=CMD_TIMEOUT_S,
+            )
             if res.returncode == 0:
                 removed.append(f"bridge {br}")
     for pid in stop_daemons(run_dir):
         removed.append(f"pid {pid}")
     for name in rec.get("interfaces", []):
         if Path("/sys/class/net", name).exists():
-            subprocess.run(["ip", "link", "del", name], capture_output=True,
-                           timeout=CMD_TIMEOUT_S)
+            subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=CMD_TIMEOUT_S)
             removed.append(f"link {name}")
     if restore_sysctl(run_dir) is not None:
         removed.append("sysctl net.core.wmem_default")

@@ -22,6 +22,7 @@ settings above stay in place either way (harmless for the kernel datapath).  The
 branch cannot run on the project's own machines (no module): it only changes the
 bridges' datapath type.
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,8 +63,7 @@ def db_socket(run_dir: Path) -> Path:
     return ovs_dir(run_dir) / "db.sock"
 
 
-def detect_datapath(module_dir: Path = OVS_MODULE, modprobe: tuple[str, ...] = MODPROBE
-                    ) -> str:
+def detect_datapath(module_dir: Path = OVS_MODULE, modprobe: tuple[str, ...] = MODPROBE) -> str:
     """``"system"`` when the openvswitch kernel module is loaded (``module_dir`` exists)
     or ``modprobe`` loads it, else ``"netdev"`` (the userspace datapath)."""
     if Path(module_dir).exists():
@@ -80,8 +80,9 @@ def _run(argv: list[str], timeout: float = CMD_TIMEOUT_S) -> str:
     """Run ``argv`` (no shell) and return stdout; RuntimeError with stderr on failure."""
     res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     if res.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed (exit {res.returncode}): "
-                           f"{(res.stderr or res.stdout).strip()}")
+        raise RuntimeError(
+            f"{argv[0]} failed (exit {res.returncode}): {(res.stderr or res.stdout).strip()}"
+        )
     return res.stdout
 
 
@@ -184,10 +185,12 @@ class OvsService:
         self.dir = ovs_dir(self.run_dir)
         self.started = False
         if len(str(db_socket(self.run_dir).resolve())) > UNIX_PATH_MAX:
-            raise ValueError(f"run directory {self.run_dir}: path too long for a Unix "
-                             f"socket (max {UNIX_PATH_MAX} characters for db.sock)")
+            raise ValueError(
+                f"run directory {self.run_dir}: path too long for a Unix "
+                f"socket (max {UNIX_PATH_MAX} characters for db.sock)"
+            )
 
-    def __enter__(self) -> "OvsService":
+    def __enter__(self) -> OvsService:
         """Start on entry."""
         self.start()
         return self
@@ -207,22 +210,42 @@ class OvsService:
             db.unlink()  # stale database of an earlier run in the same directory
         _run(["ovsdb-tool", "create", str(db), str(SCHEMA)])
         sock = db_socket(self.run_dir).resolve()
-        _run(["ovsdb-server", str(db), f"--remote=punix:{sock}",
-              f"--pidfile={self.dir / 'ovsdb-server.pid'}", "--detach",
-              f"--log-file={self.dir / 'ovsdb-server.log'}"])
+        _run(
+            [
+                "ovsdb-server",
+                str(db),
+                f"--remote=punix:{sock}",
+                f"--pidfile={self.dir / 'ovsdb-server.pid'}",
+                "--detach",
+                f"--log-file={self.dir / 'ovsdb-server.log'}",
+            ]
+        )
         _run(["ovs-vsctl", "--no-wait", "init"])
-        _run(["ovs-vsctl", "--no-wait", "set", "Open_vSwitch", ".",
-              f"other_config:userspace-tso-enable={str(self.userspace_tso).lower()}"])
+        _run(
+            [
+                "ovs-vsctl",
+                "--no-wait",
+                "set",
+                "Open_vSwitch",
+                ".",
+                f"other_config:userspace-tso-enable={str(self.userspace_tso).lower()}",
+            ]
+        )
         save_and_raise_wmem(self.run_dir)
-        _run(["ovs-vswitchd", f"unix:{sock}",
-              f"--pidfile={self.dir / 'ovs-vswitchd.pid'}", "--detach",
-              f"--log-file={self.dir / 'ovs-vswitchd.log'}"])
+        _run(
+            [
+                "ovs-vswitchd",
+                f"unix:{sock}",
+                f"--pidfile={self.dir / 'ovs-vswitchd.pid'}",
+                "--detach",
+                f"--log-file={self.dir / 'ovs-vswitchd.log'}",
+            ]
+        )
         log.info("OVS started in %s (pids %s)", self.dir, self.pids())
 
     def pids(self) -> list[int]:
         """PIDs of the running daemons (ovs-vswitchd first)."""
-        return [p for p in (read_pid(self.dir / f"{n}.pid") for n in DAEMONS)
-                if p is not None]
+        return [p for p in (read_pid(self.dir / f"{n}.pid") for n in DAEMONS) if p is not None]
 
     def stop(self) -> None:
         """Stop both daemons by PID and restore the sysctl; idempotent."""

@@ -13,6 +13,7 @@ Addressing (documented in docs/fabric.md):
 Every interface of the fabric (both veth ends of every link) has the plan's ``mtu``
 (default 9000: at 1500 the two cores of a test machine saturate long before the links).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -113,22 +114,22 @@ class FabricPlan:
         object.__setattr__(self, "links", tuple(self._make_links()))
 
     def _make_hosts(self):
-        for l in range(1, self.leaves + 1):
+        for lf in range(1, self.leaves + 1):
             for n in range(1, self.hosts_per_leaf + 1):
-                yield HostPlan(f"h{l}{n}", l, n, host_ip(l, n), f"00:00:00:00:{l:02x}:{n:02x}")
+                yield HostPlan(f"h{lf}{n}", lf, n, host_ip(lf, n), f"00:00:00:00:{lf:02x}:{n:02x}")
 
     def _make_switches(self):
-        for l in range(1, self.leaves + 1):
-            yield SwitchPlan(f"l{l}", "leaf", l, 0x1000 + l)
+        for lf in range(1, self.leaves + 1):
+            yield SwitchPlan(f"l{lf}", "leaf", lf, 0x1000 + lf)
         for s in range(1, self.spines + 1):
             yield SwitchPlan(f"s{s}", "spine", s, 0x2000 + s)
 
     def _make_links(self):
         for h in self.hosts:
             yield LinkPlan(h.name, 0, f"l{h.leaf}", h.leaf_port, self.host_bw_mbps)
-        for l in range(1, self.leaves + 1):
+        for lf in range(1, self.leaves + 1):
             for s in range(1, self.spines + 1):
-                yield LinkPlan(f"l{l}", self.uplink_port(s), f"s{s}", l, self.fabric_bw_mbps)
+                yield LinkPlan(f"l{lf}", self.uplink_port(s), f"s{s}", lf, self.fabric_bw_mbps)
 
     @property
     def frame_bytes(self) -> int:
@@ -159,8 +160,10 @@ class FabricPlan:
 
     def to_dict(self) -> dict:
         """JSON-ready dict with the dimensions and everything derived."""
-        d = {k: getattr(self, k) for k in
-             ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps", "mtu")}
+        d = {
+            k: getattr(self, k)
+            for k in ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps", "mtu")
+        }
         d["hosts"] = [asdict(h) for h in self.hosts]
         d["switches"] = [asdict(s) for s in self.switches]
         d["links"] = [asdict(k) for k in self.links]
@@ -171,11 +174,17 @@ class FabricPlan:
         return json.dumps(self.to_dict(), indent=1)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "FabricPlan":
+    def from_dict(cls, d: dict) -> FabricPlan:
         """Rebuild a plan from ``to_dict`` output (derived parts are recomputed); a
         dict without ``mtu`` was recorded before the key existed, at LEGACY_MTU."""
-        return cls(d["spines"], d["leaves"], d["hosts_per_leaf"],
-                   d["host_bw_mbps"], d["fabric_bw_mbps"], d.get("mtu", LEGACY_MTU))
+        return cls(
+            d["spines"],
+            d["leaves"],
+            d["hosts_per_leaf"],
+            d["host_bw_mbps"],
+            d["fabric_bw_mbps"],
+            d.get("mtu", LEGACY_MTU),
+        )
 
 
 def check_mtu(mtu: int) -> None:
@@ -186,7 +195,10 @@ def check_mtu(mtu: int) -> None:
 
 def _check_dims(spines: int, leaves: int, hosts_per_leaf: int) -> None:
     """ValueError naming the first dimension out of its range."""
-    for key, val, hi in (("spines", spines, MAX_SPINES), ("leaves", leaves, MAX_LEAVES),
-                         ("hosts_per_leaf", hosts_per_leaf, MAX_HOSTS_PER_LEAF)):
+    for key, val, hi in (
+        ("spines", spines, MAX_SPINES),
+        ("leaves", leaves, MAX_LEAVES),
+        ("hosts_per_leaf", hosts_per_leaf, MAX_HOSTS_PER_LEAF),
+    ):
         if not isinstance(val, int) or isinstance(val, bool) or not 1 <= val <= hi:
             raise ValueError(f"{key} must be an integer in 1..{hi}, got {val!r}")

@@ -6,6 +6,7 @@ The sink counts bytes per connection and reports the bytes received inside a win
 with a given DSCP for a given time.  Both are ``python -c`` scripts started with
 ``host.popen`` (argument lists, no shell) and print one JSON line.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 SEND_BYTES = 65536  # bytes per send() of a source
 
-SINK = r'''
+SINK = r"""
 import json, socket, sys, threading, time
 port, n, warmup, window = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -45,12 +46,12 @@ with lock: b = dict(counts)
 t2 = time.monotonic()
 print(json.dumps({"window_s": t2 - t1, "bytes": {k: b[k] - a.get(k, 0) for k in b},
                   "total": b}), flush=True)
-'''
+"""
 
-SOURCE = r'''
+SOURCE = r"""
 import json, selectors, socket, sys, time
-dst, port, tos, secs, nconn = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-size = int(sys.argv[6])
+dst, port, tos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+secs, nconn, size = float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 socks = []
 for _ in range(nconn):
     s = socket.socket(); s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
@@ -64,7 +65,7 @@ while time.monotonic() < end:
         except (BlockingIOError, ConnectionError): pass
 for s in socks: s.close()
 print(json.dumps({"sent": sent}), flush=True)
-'''
+"""
 
 
 @dataclass
@@ -81,11 +82,16 @@ class Window:
         return n * 8 / self.window_s / 1e6
 
 
-def start_sink(host, port: int, conns: int, warmup: float, window: float,
-               timeout: float = 10.0) -> subprocess.Popen:
+def start_sink(
+    host, port: int, conns: int, warmup: float, window: float, timeout: float = 10.0
+) -> subprocess.Popen:
     """Start a sink on ``host``; returns once it listens (its LISTENING line)."""
-    proc = host.popen([sys.executable, "-c", SINK, str(port), str(conns), str(warmup),
-                       str(window)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = host.popen(
+        [sys.executable, "-c", SINK, str(port), str(conns), str(warmup), str(window)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     ready = sel.select(timeout)
@@ -96,13 +102,33 @@ def start_sink(host, port: int, conns: int, warmup: float, window: float,
     return proc
 
 
-def start_source(host, dst_ip: str, port: int, dscp: int, seconds: float,
-                 conns: int = 1, send_bytes: int = SEND_BYTES) -> subprocess.Popen:
+def start_source(
+    host,
+    dst_ip: str,
+    port: int,
+    dscp: int,
+    seconds: float,
+    conns: int = 1,
+    send_bytes: int = SEND_BYTES,
+) -> subprocess.Popen:
     """Start a source on ``host`` sending to dst_ip:port with ``dscp`` for ``seconds``,
     ``send_bytes`` per send() call."""
-    return host.popen([sys.executable, "-c", SOURCE, dst_ip, str(port), str(dscp << 2),
-                       str(seconds), str(conns), str(send_bytes)], stdout=subprocess.PIPE,
-                      stderr=subprocess.PIPE, text=True)
+    return host.popen(
+        [
+            sys.executable,
+            "-c",
+            SOURCE,
+            dst_ip,
+            str(port),
+            str(dscp << 2),
+            str(seconds),
+            str(conns),
+            str(send_bytes),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen, timeout: float) -> dict:

@@ -25,20 +25,28 @@ one batch per network namespace.  No netem here (docs/fabric.md, "Platform facts
 link delay/loss options are refused rather than silently ignored: see
 :data:`UNSUPPORTED_LINK_OPTIONS`.
 """
+
 from __future__ import annotations
 
 import logging
 import re
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from topo.plan import DEFAULT_MTU, ETH_HEADER_BYTES, check_mtu
+from workload.marking import (
+    DSCP_UNTAGGED,
+    HTB_MAJOR,
+    HTB_ROOT_MINOR,
+    MAX_LEVELS,
+    htb_classid,
+    level_dscp,
+    tos_byte,
+)
 
 LEGACY_FRAME_BYTES = 1514  # the unit of queue_packets: a full frame at MTU 1500
 MIN_QUEUE_FRAMES = 4  # a bucket holds at least this many frames of the port's MTU
-from workload.marking import (DSCP_UNTAGGED, HTB_MAJOR, HTB_ROOT_MINOR, MAX_LEVELS,
-                              htb_classid, level_dscp, tos_byte)
 
 log = logging.getLogger("topo.qos")
 
@@ -72,8 +80,9 @@ def reject_unsupported(options: Mapping[str, object], source: str) -> None:
     """ValueError ``"<source>: <key>: <reason>"`` for the first unsupported link option."""
     for key in options:
         if key in UNSUPPORTED_LINK_OPTIONS:
-            raise ValueError(f"{source}: {key}: unsupported link option "
-                             f"({UNSUPPORTED_LINK_OPTIONS[key]})")
+            raise ValueError(
+                f"{source}: {key}: unsupported link option ({UNSUPPORTED_LINK_OPTIONS[key]})"
+            )
 
 
 @dataclass(frozen=True)
@@ -138,15 +147,19 @@ def tc_batch_lines(ps: PortScheduler) -> list[str]:
     dev, link = ps.dev, f"{_kbit(ps.rate_mbps)}kbit"
     tiny = f"{_kbit(ps.rate_mbps * MIN_SHARE)}kbit"
     root = f"{HTB_MAJOR:x}:{HTB_ROOT_MINOR:x}"
-    lines = [f"qdisc replace dev {dev} root handle {HTB_MAJOR:x}: htb "
-             f"default {bucket_classid(0, 0).split(':')[1]}",
-             f"class add dev {dev} parent {HTB_MAJOR:x}: classid {root} htb rate {link} "
-             f"ceil {link} quantum {QUANTUM_BYTES} burst {ps.burst_bytes} "
-             f"cburst {ps.burst_bytes}"]
+    lines = [
+        f"qdisc replace dev {dev} root handle {HTB_MAJOR:x}: htb "
+        f"default {bucket_classid(0, 0).split(':')[1]}",
+        f"class add dev {dev} parent {HTB_MAJOR:x}: classid {root} htb rate {link} "
+        f"ceil {link} quantum {QUANTUM_BYTES} burst {ps.burst_bytes} "
+        f"cburst {ps.burst_bytes}",
+    ]
     for level in range(ps.levels):
-        lines.append(f"class add dev {dev} parent {root} classid {classid(level)} htb "
-                     f"rate {tiny} ceil {link} prio {level} quantum {QUANTUM_BYTES} "
-                     f"cburst {ps.burst_bytes}")
+        lines.append(
+            f"class add dev {dev} parent {root} classid {classid(level)} htb "
+            f"rate {tiny} ceil {link} prio {level} quantum {QUANTUM_BYTES} "
+            f"cburst {ps.burst_bytes}"
+        )
         lines.extend(_bucket_lines(ps, level, tiny, link))
     lines.extend(_filter_lines(dev, ps.levels))
     return lines
@@ -163,16 +176,23 @@ def _bucket_lines(ps: PortScheduler, level: int, tiny: str, link: str) -> list[s
     lines = []
     for b in range(BUCKETS):
         cid = bucket_classid(level, b)
-        lines += [f"class add dev {dev} parent {parent} classid {cid} htb rate {tiny} "
-                  f"ceil {link} prio {level} quantum {QUANTUM_BYTES} cburst {ps.burst_bytes}",
-                  f"qdisc add dev {dev} parent {cid} handle {cid.split(':')[1]}: "
-                  f"bfifo limit {ps.queue_bytes}"]
-    lines += [f"filter add dev {dev} parent {parent} prio 1 handle {table} protocol ip u32 "
-              f"divisor {BUCKETS}",
-              f"filter add dev {dev} parent {parent} prio 1 protocol ip u32 "
-              f"match u8 0 0 hashkey mask {(BUCKETS - 1) << 17:#010x} at 20 link {table}"]
-    lines += [f"filter add dev {dev} parent {parent} prio 1 protocol ip u32 ht {table}{b:x}: "
-              f"match u8 0 0 flowid {bucket_classid(level, b)}" for b in range(BUCKETS)]
+        lines += [
+            f"class add dev {dev} parent {parent} classid {cid} htb rate {tiny} "
+            f"ceil {link} prio {level} quantum {QUANTUM_BYTES} cburst {ps.burst_bytes}",
+            f"qdisc add dev {dev} parent {cid} handle {cid.split(':')[1]}: "
+            f"bfifo limit {ps.queue_bytes}",
+        ]
+    lines += [
+        f"filter add dev {dev} parent {parent} prio 1 handle {table} protocol ip u32 "
+        f"divisor {BUCKETS}",
+        f"filter add dev {dev} parent {parent} prio 1 protocol ip u32 "
+        f"match u8 0 0 hashkey mask {(BUCKETS - 1) << 17:#010x} at 20 link {table}",
+    ]
+    lines += [
+        f"filter add dev {dev} parent {parent} prio 1 protocol ip u32 ht {table}{b:x}: "
+        f"match u8 0 0 flowid {bucket_classid(level, b)}"
+        for b in range(BUCKETS)
+    ]
     return lines
 
 
@@ -182,26 +202,31 @@ def _filter_lines(dev: str, levels: int) -> list[str]:
     out = []
     codes = [(level_dscp(level), level) for level in range(levels)]
     for dscp, level in codes + [(DSCP_UNTAGGED, 0)]:
-        out.append(f"filter add dev {dev} parent {parent} protocol ip prio 1 u32 "
-                   f"match ip dsfield {tos_byte(dscp):#04x} 0xfc flowid {classid(level)}")
-    out.append(f"filter add dev {dev} parent {parent} protocol ip prio 2 u32 "
-               f"match u32 0 0 flowid {classid(levels - 1)}")
+        out.append(
+            f"filter add dev {dev} parent {parent} protocol ip prio 1 u32 "
+            f"match ip dsfield {tos_byte(dscp):#04x} 0xfc flowid {classid(level)}"
+        )
+    out.append(
+        f"filter add dev {dev} parent {parent} protocol ip prio 2 u32 "
+        f"match u32 0 0 flowid {classid(levels - 1)}"
+    )
     return out
 
 
-def run_batch(tool: str, lines: Sequence[str], what: str,
-              netns_pid: int | None = None) -> None:
+def run_batch(tool: str, lines: Sequence[str], what: str, netns_pid: int | None = None) -> None:
     """Run ``<tool> -batch -`` (``tc`` or ``ip``) with ``lines`` on stdin, inside the
     network namespace of ``netns_pid`` (a Mininet host's shell, via mnexec) or in the root
     namespace; RuntimeError naming ``what`` on failure."""
     argv = [tool, "-batch", "-"]
     if netns_pid is not None:
         argv = ["mnexec", "-a", str(netns_pid)] + argv
-    res = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True,
-                         text=True, timeout=TC_TIMEOUT_S)
+    res = subprocess.run(
+        argv, input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=TC_TIMEOUT_S
+    )
     if res.returncode != 0:
-        raise RuntimeError(f"{what} failed (exit {res.returncode}): "
-                           f"{(res.stderr or res.stdout).strip()}")
+        raise RuntimeError(
+            f"{what} failed (exit {res.returncode}): {(res.stderr or res.stdout).strip()}"
+        )
 
 
 def run_tc_batch(lines: Sequence[str], netns_pid: int | None = None) -> None:
@@ -226,8 +251,11 @@ class ClassStats:
     drops: int
 
 
-_CLASS_RE = re.compile(r"^class htb (\S+) .*?\n\s*Sent (\d+) bytes (\d+) pkt "
-                       r"\(dropped (\d+),", re.MULTILINE)
+_CLASS_RE = re.compile(
+    r"^class htb (\S+) .*?\n\s*Sent (\d+) bytes (\d+) pkt "
+    r"\(dropped (\d+),",
+    re.MULTILINE,
+)
 
 
 def parse_class_stats(tc_text: str, levels: int = MAX_LEVELS) -> dict[int, ClassStats]:
@@ -242,8 +270,9 @@ def parse_class_stats(tc_text: str, levels: int = MAX_LEVELS) -> dict[int, Class
     return out
 
 
-def class_stats(dev: str, netns_pid: int | None = None,
-                levels: int = MAX_LEVELS) -> dict[int, ClassStats]:
+def class_stats(
+    dev: str, netns_pid: int | None = None, levels: int = MAX_LEVELS
+) -> dict[int, ClassStats]:
     """Current per-level counters of the scheduler on ``dev``."""
     argv = ["tc", "-s", "class", "show", "dev", dev]
     if netns_pid is not None:

@@ -10,14 +10,17 @@
 - ``PlainRemoteController``: Mininet's RemoteController checks the port with telnet and
   can crash with UnicodeDecodeError; this one uses a plain socket connect.
 """
+
 from __future__ import annotations
 
 import logging
 import socket
 import subprocess
-from typing import Sequence
+from collections.abc import Sequence
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
+
+# isort: split
 from mininet.node import OVSSwitch, RemoteController
 
 log = logging.getLogger("topo.switch")
@@ -31,8 +34,13 @@ class CoflowOVSSwitch(OVSSwitch):
 
     def __init__(self, name: str, **params) -> None:
         """Force the options this testbed depends on (see module docstring)."""
-        params.update(datapath=self.DATAPATH, failMode="secure", protocols="OpenFlow13",
-                      batch=True, inband=False)
+        params.update(
+            datapath=self.DATAPATH,
+            failMode="secure",
+            protocols="OpenFlow13",
+            batch=True,
+            inband=False,
+        )
         super().__init__(name, **params)
 
 
@@ -54,8 +62,16 @@ def set_linux_noop_qos(ports: Sequence[str], timeout: float = VSCTL_TIMEOUT_S) -
     """One ovs-vsctl transaction: a shared QoS row ``type=linux-noop`` on every port."""
     if not ports:
         return
-    argv = ["ovs-vsctl", "--timeout", str(int(timeout)), "--", "--id=@noop", "create",
-            "QoS", "type=linux-noop"]
+    argv = [
+        "ovs-vsctl",
+        "--timeout",
+        str(int(timeout)),
+        "--",
+        "--id=@noop",
+        "create",
+        "QoS",
+        "type=linux-noop",
+    ]
     for port in ports:
         argv += ["--", "set", "Port", port, "qos=@noop"]
     res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 5)
@@ -65,13 +81,21 @@ def set_linux_noop_qos(ports: Sequence[str], timeout: float = VSCTL_TIMEOUT_S) -
 
 def port_qos_types(port: str, timeout: float = VSCTL_TIMEOUT_S) -> str:
     """QoS type of ``port`` as OVS records it ('' when none)."""
-    res = subprocess.run(["ovs-vsctl", "--timeout", str(int(timeout)), "get", "Port",
-                          port, "qos"], capture_output=True, text=True, timeout=timeout + 5)
+    res = subprocess.run(
+        ["ovs-vsctl", "--timeout", str(int(timeout)), "get", "Port", port, "qos"],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 5,
+    )
     qos = res.stdout.strip()
     if res.returncode != 0 or qos in ("", "[]"):
         return ""
-    res = subprocess.run(["ovs-vsctl", "get", "QoS", qos, "type"], capture_output=True,
-                         text=True, timeout=timeout + 5)
+    res = subprocess.run(
+        ["ovs-vsctl", "get", "QoS", qos, "type"],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 5,
+    )
     return res.stdout.strip().strip('"')
 
 

@@ -4,10 +4,11 @@ traffic matrix (with a seeded, skewed gate) and Hermod's matching decomposition.
 Hosts are indices within one pipeline stage.  Traffic between ranks on the same host
 (NVLink) never reaches the fabric and is dropped here.
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment

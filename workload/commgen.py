@@ -7,15 +7,15 @@ Coflow ids (stable, documented in docs/workloads.md):
 ``i<it>.ep.s<stage>g<group>.<F|B><mb>.L<lid>.<d|c>[.p<phase>]``,
 ``i<it>.dp.s<stage>.L<lid>.<rs|ag|ar>.<dense|expert>[.k<step>]``; flow ids append ``:<n>``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 import numpy as np
 
-from workload import collectives as coll
-from workload import sizes
+from workload import collectives as coll, sizes
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
 from workload.jobspec import JobSpec
 from workload.placement import Placement
@@ -42,27 +42,38 @@ class CommBuilder:
         self.job, self.pl, self.out = job, placement, out
         m, p = job.model, job.parallelism
         self.k, self.scale = placement.ranks_per_host, job.byte_scale
-        self.pp_bytes = self.k * p.tp * sizes.pp_message_bytes(
-            m.micro_batch, m.seq_len, m.hidden, p.tp, p.sequence_parallel)
+        self.pp_bytes = (
+            self.k
+            * p.tp
+            * sizes.pp_message_bytes(m.micro_batch, m.seq_len, m.hidden, p.tp, p.sequence_parallel)
+        )
         self.hosts_per_group = max(1, p.ep // self.k)
         self.ep_on_fabric = m.moe is not None and p.ep > self.k
-        if self.ep_on_fabric:
-            self.ep_bytes = sizes.ep_a2a_bytes(m.micro_batch, m.seq_len, m.hidden,
-                                               m.moe.top_k, p.tp)
+        if m.moe is not None and self.ep_on_fabric:
+            self.experts = m.moe.experts
+            self.ep_bytes = sizes.ep_a2a_bytes(
+                m.micro_batch, m.seq_len, m.hidden, m.moe.top_k, p.tp
+            )
         self._matrix = lru_cache(maxsize=8192)(self._ep_matrix)
 
     # -- PP ---------------------------------------------------------------
-    def pp(self, it: int, kind: str, src: int, dst: int, j: int, mb: int,
-           deps: Sequence[str]) -> str:
+    def pp(
+        self, it: int, kind: str, src: int, dst: int, j: int, mb: int, deps: Sequence[str]
+    ) -> str:
         """One PP send/recv coflow from virtual stage src to dst (a single flow between
         the j-th hosts of their devices, stage = vstage % pp)."""
         cid = pp_id(it, kind, src, dst, j, mb)
         lid = self.job.chunk_layers(src)[-1 if kind == "F" else 0]
         pp = self.job.parallelism.pp
-        ident = CoflowIdentity(CoflowType.PP, self.job.name, it, mb, lid, "send_recv", 0,
-                               PHASE[kind], src % pp)
-        flow = Flow(f"{cid}:0", self.pl.host(src % pp, j), self.pl.host(dst % pp, j),
-                    scaled(self.pp_bytes, self.scale))
+        ident = CoflowIdentity(
+            CoflowType.PP, self.job.name, it, mb, lid, "send_recv", 0, PHASE[kind], src % pp
+        )
+        flow = Flow(
+            f"{cid}:0",
+            self.pl.host(src % pp, j),
+            self.pl.host(dst % pp, j),
+            scaled(self.pp_bytes, self.scale),
+        )
         self.out.append(Coflow(cid, (flow,), ident, tuple(deps)))
         return cid
 
@@ -77,7 +88,7 @@ class CommBuilder:
         phases: the whole matrix, or Hermod's matchings when ``ep_matching`` is on."""
         job = self.job
         rng = np.random.default_rng([job.seed, it, lid, mb])
-        pop = coll.gate_popularity(job.model.moe.experts, job.ep_skew, rng)
+        pop = coll.gate_popularity(self.experts, job.ep_skew, rng)
         ranks = coll.a2a_rank_matrix(self.ep_bytes, job.parallelism.ep, pop)
         hosts = coll.scale_bytes(job.parallelism.tp * coll.host_matrix(ranks, self.k), self.scale)
         if transpose:
@@ -87,8 +98,17 @@ class CommBuilder:
         nz = np.nonzero(hosts)
         return [[(int(a), int(b), int(hosts[a, b])) for a, b in zip(*nz)]]
 
-    def ep(self, it: int, stage: int, kind: str, mb: int, lid: int, which: int,
-           group: int, deps: Sequence[str]) -> str:
+    def ep(
+        self,
+        it: int,
+        stage: int,
+        kind: str,
+        mb: int,
+        lid: int,
+        which: int,
+        group: int,
+        deps: Sequence[str],
+    ) -> str:
         """The all-to-all (``which`` 0 = dispatch direction, 1 = combine direction) of one
         EP group; returns the id of its last (sub-)coflow."""
         # fwd: dispatch T then combine T^T; bwd: grads retrace them (T, then T^T).
@@ -99,10 +119,13 @@ class CommBuilder:
         prev = tuple(deps)
         for step, phase in enumerate(phases):
             cid = base if len(phases) == 1 else f"{base}.p{step}"
-            flows = tuple(Flow(f"{cid}:{n}", row[first + a], row[first + b], nb)
-                          for n, (a, b, nb) in enumerate(phase))
-            ident = CoflowIdentity(CoflowType.EP, self.job.name, it, mb, lid, "all_to_all",
-                                   step, PHASE[kind], stage)
+            flows = tuple(
+                Flow(f"{cid}:{n}", row[first + a], row[first + b], nb)
+                for n, (a, b, nb) in enumerate(phase)
+            )
+            ident = CoflowIdentity(
+                CoflowType.EP, self.job.name, it, mb, lid, "all_to_all", step, PHASE[kind], stage
+            )
             self.out.append(Coflow(cid, flows, ident, prev))
             prev = (cid,)
         return prev[0]
@@ -112,18 +135,23 @@ class CommBuilder:
         """Buckets of layer ``lid``: (part, per-rank params, rings, ranks per ring)."""
         p = self.job.parallelism
         lp = sizes.rank_layer_params(self.job, lid)
-        parts = [("dense", lp.dense, coll.dense_dp_rings(p.dp, self.k), p.dp)]
+        parts: list[tuple[str, float, Iterable[list[int]], int]] = [
+            ("dense", lp.dense, coll.dense_dp_rings(p.dp, self.k), p.dp)
+        ]
         if lp.expert > 0 and p.dp // p.ep > 1:
-            parts.append(("expert", lp.expert, coll.expert_dp_rings(p.dp, p.ep, self.k),
-                          p.dp // p.ep))
+            parts.append(
+                ("expert", lp.expert, coll.expert_dp_rings(p.dp, p.ep, self.k), p.dp // p.ep)
+            )
         return parts
 
     def dp(self, it: int, stage: int, lid: int, deps: Sequence[str], mid: int) -> dict[str, str]:
         """ZeRO-2 reduce-scatter + all-gather (or one all-reduce) of each bucket of layer
         ``lid``; returns part -> id of the bucket's last coflow (parts on one host omitted)."""
         if self.job.dp_mode == "zero2":
-            plan = [("reduce_scatter", "rs", sizes.GRAD_BYTES), ("all_gather", "ag",
-                                                                  sizes.PARAM_BYTES)]
+            plan = [
+                ("reduce_scatter", "rs", sizes.GRAD_BYTES),
+                ("all_gather", "ag", sizes.PARAM_BYTES),
+            ]
         else:
             plan = [("all_reduce", "ar", sizes.GRAD_BYTES)]
         done: dict[str, str] = {}
@@ -134,13 +162,25 @@ class CommBuilder:
             prev = tuple(deps)
             for collective, short, width in plan:
                 base = f"i{it}.dp.s{stage}.L{lid}.{short}.{part}"
-                prev = self._ring(base, collective, stage, it, lid, mid, edges,
-                                  width * params, n, prev)
+                prev = self._ring(
+                    base, collective, stage, it, lid, mid, edges, width * params, n, prev
+                )
             done[part] = prev[0]
         return done
 
-    def _ring(self, base: str, collective: str, stage: int, it: int, lid: int, mid: int,
-              edges: dict, size: float, n: int, deps: tuple[str, ...]) -> tuple[str, ...]:
+    def _ring(
+        self,
+        base: str,
+        collective: str,
+        stage: int,
+        it: int,
+        lid: int,
+        mid: int,
+        edges: dict,
+        size: float,
+        n: int,
+        deps: tuple[str, ...],
+    ) -> tuple[str, ...]:
         """A ring collective over n ranks with per-rank buffer ``size``: its steps as a
         chain of coflows, or one collapsed coflow; returns (last id,)."""
         steps = sizes.ring_steps(collective, n)
@@ -151,10 +191,13 @@ class CommBuilder:
         for step in range(steps if expand else 1):
             cid = f"{base}.k{step}" if expand else base
             mult = 1 if expand else steps
-            flows = tuple(Flow(f"{cid}:{i}", row[a], row[b], scaled(nb * mult, self.scale))
-                          for i, ((a, b), nb) in enumerate(per_step.items()))
-            ident = CoflowIdentity(CoflowType.DP, self.job.name, it, mid, lid, collective,
-                                   step, "", stage)
+            flows = tuple(
+                Flow(f"{cid}:{i}", row[a], row[b], scaled(nb * mult, self.scale))
+                for i, ((a, b), nb) in enumerate(per_step.items())
+            )
+            ident = CoflowIdentity(
+                CoflowType.DP, self.job.name, it, mid, lid, collective, step, "", stage
+            )
             self.out.append(Coflow(cid, flows, ident, prev))
             prev = (cid,)
         return prev

@@ -3,6 +3,7 @@ takes its duration and a coflow takes the time its busiest host port needs alone
 (max over hosts of max(bytes sent, bytes received) / line rate).  Nothing can finish
 earlier on a fabric whose host ports run at ``line_rate_bps``.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict

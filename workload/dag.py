@@ -10,14 +10,17 @@ A DAG holds two kinds of nodes, both named by a unique string id:
 A node may start when every node in its ``deps`` has finished and, for coflows, not
 before ``release_s`` (trace arrival time).  Nothing here knows about Mininet or switches.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterator
 
 
-class CoflowType(str, Enum):
+# Not StrEnum (ruff UP042): that would change str() and f-strings of a member from
+# "CoflowType.PP" to "PP", which logs and messages may carry.
+class CoflowType(str, Enum):  # noqa: UP042
     """What a coflow carries; PP/EP/DP cross the fabric, TP stays inside a server."""
 
     PP = "PP"
@@ -174,5 +177,7 @@ def merge_pair_flows(cf: Coflow) -> Coflow:
         pairs[(f.src, f.dst)] = pairs.get((f.src, f.dst), 0) + f.bytes
     if len(pairs) == len(cf.flows):
         return cf
-    flows = tuple(Flow(f"{cf.coflow_id}.{src}-{dst}", src, dst, b) for (src, dst), b in pairs.items())
+    flows = tuple(
+        Flow(f"{cf.coflow_id}.{src}-{dst}", src, dst, b) for (src, dst), b in pairs.items()
+    )
     return Coflow(cf.coflow_id, flows, cf.identity, cf.deps, cf.release_s)

@@ -2,6 +2,7 @@
 file form of ``workload.dag.Dag``.  The layout is documented in docs/workloads.md;
 the loader checks every key and reports ``<file>: <key path>: <reason>``.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,20 @@ _IDENTITY_DEFAULTS = CoflowIdentity()
 def to_dict(dag: Dag) -> dict:
     """The DAG as a JSON-ready dict (computes first, then coflows, in DAG order)."""
     return {
-        "format": FORMAT, "version": VERSION, "meta": dag.meta,
-        "computes": [{"id": c.node_id, "host": c.host, "duration_s": c.duration_s,
-                      "deps": list(c.deps), "label": c.label, "iteration": c.iteration}
-                     for c in dag.computes],
+        "format": FORMAT,
+        "version": VERSION,
+        "meta": dag.meta,
+        "computes": [
+            {
+                "id": c.node_id,
+                "host": c.host,
+                "duration_s": c.duration_s,
+                "deps": list(c.deps),
+                "label": c.label,
+                "iteration": c.iteration,
+            }
+            for c in dag.computes
+        ],
         "coflows": [coflow_to_dict(cf) for cf in dag.coflows],
     }
 
@@ -33,10 +44,15 @@ def coflow_to_dict(cf: Coflow) -> dict:
     wire form of a coflow in the controller's scheduling messages."""
     ident = {f.name: getattr(cf.identity, f.name) for f in fields(CoflowIdentity)}
     ident["ctype"] = cf.identity.ctype.value
-    return {"id": cf.coflow_id, "identity": ident, "deps": list(cf.deps),
-            "release_s": cf.release_s,
-            "flows": [{"id": f.flow_id, "src": f.src, "dst": f.dst, "bytes": f.bytes}
-                      for f in cf.flows]}
+    return {
+        "id": cf.coflow_id,
+        "identity": ident,
+        "deps": list(cf.deps),
+        "release_s": cf.release_s,
+        "flows": [
+            {"id": f.flow_id, "src": f.src, "dst": f.dst, "bytes": f.bytes} for f in cf.flows
+        ],
+    }
 
 
 def dump(dag: Dag, path: str | Path) -> None:
@@ -58,8 +74,9 @@ def load(path: str | Path) -> Dag:
     except OSError as exc:
         raise SpecError(str(path), None, f"cannot read: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
-        raise SpecError(str(path), None, f"invalid JSON at line {exc.lineno} column "
-                                         f"{exc.colno}: {exc.msg}") from exc
+        raise SpecError(
+            str(path), None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
     return from_dict(data, str(path))
 
 
@@ -69,15 +86,20 @@ def from_dict(data: Any, source: str = "<dag>") -> Dag:
     if top.raw("format") != FORMAT:
         raise top.error("format", f"must be {FORMAT!r}, got {top.data.get('format')!r}")
     if top.raw("version") != VERSION:
-        raise top.error("version", f"unsupported version {top.data.get('version')!r} "
-                                   f"(this coflowbed reads {VERSION})")
+        raise top.error(
+            "version",
+            f"unsupported version {top.data.get('version')!r} (this coflowbed reads {VERSION})",
+        )
     meta = top.raw("meta", {})
     if not isinstance(meta, dict):
         raise top.error("meta", "must be a mapping")
-    computes = [_compute(Section(c, source, f"computes[{i}]"))
-                for i, c in enumerate(top.list("computes", []))]
-    coflows = [_coflow(Section(c, source, f"coflows[{i}]"))
-               for i, c in enumerate(top.list("coflows", []))]
+    computes = [
+        _compute(Section(c, source, f"computes[{i}]"))
+        for i, c in enumerate(top.list("computes", []))
+    ]
+    coflows = [
+        _coflow(Section(c, source, f"coflows[{i}]")) for i, c in enumerate(top.list("coflows", []))
+    ]
     top.done()
     dag = Dag(coflows, computes, meta)
     try:
@@ -89,8 +111,14 @@ def from_dict(data: Any, source: str = "<dag>") -> Dag:
 
 def _compute(s: Section) -> Compute:
     """One entry of ``computes``."""
-    node = Compute(s.str("id"), s.str("host"), s.float("duration_s", lo=0.0),
-                   _deps(s), s.raw("label", ""), s.int("iteration", 0, lo=0))
+    node = Compute(
+        s.str("id"),
+        s.str("host"),
+        s.float("duration_s", lo=0.0),
+        _deps(s),
+        s.raw("label", ""),
+        s.int("iteration", 0, lo=0),
+    )
     if not isinstance(node.label, str):
         raise s.error("label", "must be a string")
     s.done()
@@ -115,8 +143,9 @@ def _coflow(s: Section) -> Coflow:
     """One entry of ``coflows``; identity fields default as in CoflowIdentity."""
     cid = s.str("id")
     ident = _identity(s.section("identity", required=False))
-    flows = tuple(_flow(Section(f, s.source, f"{s.path}.flows[{i}]"))
-                  for i, f in enumerate(s.list("flows")))
+    flows = tuple(
+        _flow(Section(f, s.source, f"{s.path}.flows[{i}]")) for i, f in enumerate(s.list("flows"))
+    )
     if not flows:
         raise s.error("flows", "a coflow needs at least one flow")
     cf = Coflow(cid, flows, ident, _deps(s), s.float("release_s", 0.0, lo=0.0))
@@ -131,9 +160,16 @@ def _identity(s: Section | None) -> CoflowIdentity:
     d = _IDENTITY_DEFAULTS
     ctype = s.str("ctype", d.ctype.value, tuple(t.value for t in CoflowType))
     ident = CoflowIdentity(
-        CoflowType(ctype), s.str("job", d.job), s.int("iteration", d.iteration, lo=0),
-        s.int("mid", d.mid, lo=0), s.int("lid", d.lid, lo=0), _text(s, "collective"),
-        s.int("step", d.step, lo=0), _text(s, "phase"), s.int("stage", d.stage, lo=-1))
+        CoflowType(ctype),
+        s.str("job", d.job),
+        s.int("iteration", d.iteration, lo=0),
+        s.int("mid", d.mid, lo=0),
+        s.int("lid", d.lid, lo=0),
+        _text(s, "collective"),
+        s.int("step", d.step, lo=0),
+        _text(s, "phase"),
+        s.int("stage", d.stage, lo=-1),
+    )
     s.done()
     return ident
 

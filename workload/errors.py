@@ -2,6 +2,7 @@
 
 Defined here, in the lowest layer that raises it (``workload/`` imports nothing of
 ``coflowbed/``); ``coflowbed.errors`` re-exports it for the rest of the project."""
+
 from __future__ import annotations
 
 

@@ -15,6 +15,7 @@ coflow left with no flow is dropped too (``intra_host_coflows_dropped``).  With
 ``hosts=None`` every port is its own host ``p0..p<ports-1>`` (the trace's own big
 switch), so only flows from a port to itself are dropped.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,7 +26,7 @@ from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow
 
 log = logging.getLogger("workload.fbtrace")
 
-MB = 2 ** 20  # bytes in a trace MB
+MB = 2**20  # bytes in a trace MB
 
 
 class TraceError(ValueError):
@@ -101,12 +102,14 @@ def _parse_coflow(path: Path, no: int, text: str, ports: int) -> TraceCoflow:
     if arrival < 0:
         raise TraceError(f"{path}:{no}: arrival ms must be >= 0, got {arrival}")
     nm = _count(path, no, tok, 2, "#mappers")
-    mappers = tuple(_port(path, no, t, ports) for t in tok[3:3 + nm])
+    mappers = tuple(_port(path, no, t, ports) for t in tok[3 : 3 + nm])
     nr = _count(path, no, tok, 3 + nm, "#reducers")
     if len(tok) != 4 + nm + nr:
-        raise TraceError(f"{path}:{no}: expected {4 + nm + nr} fields for {nm} mappers and "
-                         f"{nr} reducers, got {len(tok)}")
-    reducers = tuple(_reducer(path, no, t, ports) for t in tok[4 + nm:])
+        raise TraceError(
+            f"{path}:{no}: expected {4 + nm + nr} fields for {nm} mappers and "
+            f"{nr} reducers, got {len(tok)}"
+        )
+    reducers = tuple(_reducer(path, no, t, ports) for t in tok[4 + nm :])
     for what, seq in (("mapper", mappers), ("reducer", [p for p, _ in reducers])):
         if len(set(seq)) != len(seq):
             raise TraceError(f"{path}:{no}: a {what} port appears twice")
@@ -153,19 +156,27 @@ def _int(path: Path, no: int, text: str, what: str) -> int:
         raise TraceError(f"{path}:{no}: {what} {text!r} is not an integer") from None
 
 
-def to_dag(trace: list[TraceCoflow], hosts: list[str] | None, *, limit: int | None = None,
-           skip: int = 0, time_scale: float = 1.0, byte_scale: float = 1.0) -> Dag:
+def to_dag(
+    trace: list[TraceCoflow],
+    hosts: list[str] | None,
+    *,
+    limit: int | None = None,
+    skip: int = 0,
+    time_scale: float = 1.0,
+    byte_scale: float = 1.0,
+) -> Dag:
     """Coflows of ``trace[skip:skip+limit]`` as a Dag (see the module doc for the port
     rule).  ``release_s`` counts from the first kept coflow's arrival (so skipping
     coflows does not leave the run idle at its start)."""
     if not time_scale > 0 or not byte_scale > 0:
         raise ValueError(f"time_scale and byte_scale must be > 0, got {time_scale}, {byte_scale}")
     ports = getattr(trace, "ports", 0) or 1 + max(
-        max(max(c.mappers), max(p for p, _ in c.reducers)) for c in trace)
+        max(max(c.mappers), max(p for p, _ in c.reducers)) for c in trace
+    )
     names = list(hosts) if hosts is not None else [f"p{p}" for p in range(ports)]
     if not names:
         raise ValueError("hosts must not be empty")
-    kept = trace[skip:skip + limit if limit is not None else None]
+    kept = trace[skip : skip + limit if limit is not None else None]
     t0 = kept[0].arrival_ms if kept else 0
     dropped = {"flows": 0, "bytes": 0, "coflows": 0}
     coflows = []
@@ -175,14 +186,27 @@ def to_dag(trace: list[TraceCoflow], hosts: list[str] | None, *, limit: int | No
             dropped["coflows"] += 1
             continue
         ident = CoflowIdentity(ctype=CoflowType.OTHER, job="fb", collective="shuffle")
-        coflows.append(Coflow(f"fb{tc.coflow_id}", tuple(flows), ident,
-                              release_s=(tc.arrival_ms - t0) / 1000 * time_scale))
-    meta = {"workload": "trace", "trace": getattr(trace, "path", ""), "ports": ports,
-            "port_map": "port p -> hosts[p % len(hosts)]", "coflows_read": len(kept),
-            "skip": skip, "time_scale": time_scale, "byte_scale": byte_scale,
-            "intra_host_flows_dropped": dropped["flows"],
-            "intra_host_bytes_dropped": dropped["bytes"],
-            "intra_host_coflows_dropped": dropped["coflows"]}
+        coflows.append(
+            Coflow(
+                f"fb{tc.coflow_id}",
+                tuple(flows),
+                ident,
+                release_s=(tc.arrival_ms - t0) / 1000 * time_scale,
+            )
+        )
+    meta = {
+        "workload": "trace",
+        "trace": getattr(trace, "path", ""),
+        "ports": ports,
+        "port_map": "port p -> hosts[p % len(hosts)]",
+        "coflows_read": len(kept),
+        "skip": skip,
+        "time_scale": time_scale,
+        "byte_scale": byte_scale,
+        "intra_host_flows_dropped": dropped["flows"],
+        "intra_host_bytes_dropped": dropped["bytes"],
+        "intra_host_coflows_dropped": dropped["coflows"],
+    }
     return Dag(coflows=coflows, meta=meta)
 
 

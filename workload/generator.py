@@ -13,10 +13,11 @@ Dependencies (docs/workloads.md has the picture):
 - a layer's DP bucket starts after the layer's last backward on every host of the stage;
   the next iteration's first forward of that layer waits for its all-gather.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from workload.commgen import CommBuilder, pp_id
 from workload.dag import Coflow, Compute, Dag
@@ -54,11 +55,11 @@ class _Builder:
         """One iteration of one stage: its schedule, then its DP buckets."""
         p = self.job.parallelism
         hosts = range(self.job.hosts_per_stage)
-        front: Front = {j: [self.last[(stage, j)]] if (stage, j) in self.last else []
-                        for j in hosts}
+        front: Front = {
+            j: [self.last[(stage, j)]] if (stage, j) in self.last else [] for j in hosts
+        }
         last_bwd: dict[int, list[str]] = {}
-        ops = stage_ops(self.job.schedule, p.pp, self.job.microbatches, stage,
-                        p.virtual_stages)
+        ops = stage_ops(self.job.schedule, p.pp, self.job.microbatches, stage, p.virtual_stages)
         # all-gathers of the previous iteration, consumed by each layer's first forward
         ready = {lid: self.ready.pop((stage, lid), {}) for lid in self.job.stage_layers(stage)}
         for kind, mb, vs in ops:
@@ -73,8 +74,9 @@ class _Builder:
             if done:
                 self.ready[(stage, lid)] = done
 
-    def _forward(self, it: int, stage: int, vs: int, mb: int, front: Front,
-                 ready: dict[int, dict[str, str]]) -> None:
+    def _forward(
+        self, it: int, stage: int, vs: int, mb: int, front: Front, ready: dict[int, dict[str, str]]
+    ) -> None:
         """Forward of ``mb`` through virtual stage ``vs``'s layers, then the PP send."""
         if vs > 0:
             for j, deps in front.items():
@@ -92,8 +94,9 @@ class _Builder:
             for j, deps in front.items():
                 self.comm.pp(it, "F", vs, vs + 1, j, mb, deps)
 
-    def _backward(self, it: int, stage: int, vs: int, mb: int, front: Front,
-                  last_bwd: dict[int, list[str]]) -> None:
+    def _backward(
+        self, it: int, stage: int, vs: int, mb: int, front: Front, last_bwd: dict[int, list[str]]
+    ) -> None:
         """Backward of ``mb`` through ``vs``'s layers in reverse, then the PP send."""
         if vs < self.job.total_vstages - 1:
             for j, deps in front.items():
@@ -112,20 +115,32 @@ class _Builder:
             for j, deps in front.items():
                 self.comm.pp(it, "B", vs, vs - 1, j, mb, deps)
 
-    def _compute(self, it: int, stage: int, kind: str, mb: int, lid: int, part: str,
-                 seconds: float, front: Front, extra: str | None = None) -> None:
+    def _compute(
+        self,
+        it: int,
+        stage: int,
+        kind: str,
+        mb: int,
+        lid: int,
+        part: str,
+        seconds: float,
+        front: Front,
+        extra: str | None = None,
+    ) -> None:
         """One compute piece on every host of the stage; it becomes each host's front."""
         for j, deps in front.items():
             nid = f"i{it}.c.s{stage}h{j}.{kind}{mb}.L{lid}{part}"
             if extra is not None:
                 deps.append(extra)
             label = f"{'fwd' if kind == 'F' else 'bwd'} mb{mb} L{lid}{part} stage{stage}"
-            self.computes.append(Compute(nid, self.pl.host(stage, j), seconds, tuple(deps),
-                                         label, it))
+            self.computes.append(
+                Compute(nid, self.pl.host(stage, j), seconds, tuple(deps), label, it)
+            )
             front[j] = [nid]
 
-    def _ep(self, it: int, stage: int, kind: str, mb: int, lid: int, which: int,
-            front: Front) -> None:
+    def _ep(
+        self, it: int, stage: int, kind: str, mb: int, lid: int, which: int, front: Front
+    ) -> None:
         """The EP all-to-all of every group that spans hosts, after all its hosts' fronts."""
         if not self.comm.ep_on_fabric:
             return
@@ -142,8 +157,13 @@ def generate(job: JobSpec, hosts: Sequence[str] | None) -> Dag:
     b = _Builder(job, placement)
     b.build()
     dag = Dag(b.coflows, b.computes, job_meta(job, placement))
-    log.info("job %s: %d computes, %d coflows, %d flows", job.name, len(dag.computes),
-             len(dag.coflows), sum(len(c.flows) for c in dag.coflows))
+    log.info(
+        "job %s: %d computes, %d coflows, %d flows",
+        job.name,
+        len(dag.computes),
+        len(dag.coflows),
+        sum(len(c.flows) for c in dag.coflows),
+    )
     return dag
 
 
@@ -151,20 +171,38 @@ def job_meta(job: JobSpec, placement: Placement) -> dict:
     """JSON-ready description of the job that every result file repeats."""
     m, p = job.model, job.parallelism
     return {
-        "generator": "coflowbed.workload", "generator_version": GENERATOR_VERSION,
-        "job": job.name, "byte_scale": job.byte_scale, "source": job.source,
-        "model": {"layers": m.layers, "hidden": m.hidden, "seq_len": m.seq_len,
-                  "micro_batch": m.micro_batch, "ffn_hidden": m.ffn_hidden,
-                  "vocab": m.vocab, "moe": None if m.moe is None else {
-                      "experts": m.moe.experts, "top_k": m.moe.top_k,
-                      "layers": sorted(m.moe.layers)}},
-        "parallelism": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "ep": p.ep,
-                        "sequence_parallel": p.sequence_parallel,
-                        "virtual_stages": p.virtual_stages},
-        "microbatches": job.microbatches, "iterations": job.iterations,
-        "schedule": job.schedule, "dp_mode": job.dp_mode,
+        "generator": "coflowbed.workload",
+        "generator_version": GENERATOR_VERSION,
+        "job": job.name,
+        "byte_scale": job.byte_scale,
+        "source": job.source,
+        "model": {
+            "layers": m.layers,
+            "hidden": m.hidden,
+            "seq_len": m.seq_len,
+            "micro_batch": m.micro_batch,
+            "ffn_hidden": m.ffn_hidden,
+            "vocab": m.vocab,
+            "moe": None
+            if m.moe is None
+            else {"experts": m.moe.experts, "top_k": m.moe.top_k, "layers": sorted(m.moe.layers)},
+        },
+        "parallelism": {
+            "tp": p.tp,
+            "pp": p.pp,
+            "dp": p.dp,
+            "ep": p.ep,
+            "sequence_parallel": p.sequence_parallel,
+            "virtual_stages": p.virtual_stages,
+        },
+        "microbatches": job.microbatches,
+        "iterations": job.iterations,
+        "schedule": job.schedule,
+        "dp_mode": job.dp_mode,
         "gpus_per_host": job.placement.gpus_per_host,
         "stage_hosts": [list(r) for r in placement.stage_hosts],
-        "ep_skew": job.ep_skew, "seed": job.seed,
-        "ring": job.collectives.ring, "ep_matching": job.collectives.ep_matching,
+        "ep_skew": job.ep_skew,
+        "seed": job.seed,
+        "ring": job.collectives.ring,
+        "ep_matching": job.collectives.ep_matching,
     }

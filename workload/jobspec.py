@@ -2,12 +2,15 @@
 compute model, EP skew, collectives and the byte scale factor.  Strict: unknown keys
 and bad values are rejected with ``<file>: <key>: <reason>`` (see docs/workloads.md).
 """
+
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -44,7 +47,11 @@ class ModelSpec:
 
     def is_moe(self, lid: int) -> bool:
         """Whether global layer ``lid`` is a MoE layer."""
-        return self.moe is not None and lid in self.moe.layers
+        return self.moe_of(lid) is not None
+
+    def moe_of(self, lid: int) -> MoeSpec | None:
+        """The MoE spec if global layer ``lid`` is a MoE layer, else None."""
+        return self.moe if self.moe is not None and lid in self.moe.layers else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +169,9 @@ def load_job(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Jo
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "?"
-        raise SpecError(str(path), None, f"invalid YAML at {where}: "
-                        f"{getattr(exc, 'problem', exc)}") from exc
+        raise SpecError(
+            str(path), None, f"invalid YAML at {where}: {getattr(exc, 'problem', exc)}"
+        ) from exc
     return parse_job(apply_overrides(data, overrides or {}, str(path)), str(path))
 
 
@@ -209,14 +217,22 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
     skew = top.section("ep_skew", required=False)
     coll = _collectives(top.section("collectives", required=False))
     job = JobSpec(
-        name=top.str("name"), model=model, parallelism=par,
-        microbatches=top.int("microbatches", lo=1), iterations=top.int("iterations", 1, lo=1),
+        name=top.str("name"),
+        model=model,
+        parallelism=par,
+        microbatches=top.int("microbatches", lo=1),
+        iterations=top.int("iterations", 1, lo=1),
         schedule=top.str("schedule", "1f1b", SCHEDULES),
-        dp_mode=top.str("dp_mode", "zero2", DP_MODES), placement=place, compute=comp,
+        dp_mode=top.str("dp_mode", "zero2", DP_MODES),
+        placement=place,
+        compute=comp,
         ep_skew=skew.float("skew", 0.0, lo=0.0) if skew else 0.0,
         seed=skew.int("seed", 0) if skew else 0,
         byte_scale=top.float("byte_scale", lo=0.0, hi=1.0, lo_open=True),
-        collectives=coll, description=top.str("description", ""), source=source)
+        collectives=coll,
+        description=top.str("description", ""),
+        source=source,
+    )
     if skew:
         skew.done()
     top.done()
@@ -229,10 +245,16 @@ def _model(s: Section) -> ModelSpec:
     layers, hidden = s.int("layers", lo=1), s.int("hidden", lo=1)
     ffn = s.int("ffn_hidden", 4 * hidden, lo=1)
     moe_s = s.section("moe", required=False)
-    m = ModelSpec(layers=layers, hidden=hidden, seq_len=s.int("seq_len", lo=1),
-                  micro_batch=s.int("micro_batch", lo=1), ffn_hidden=ffn,
-                  gated_mlp=s.bool("gated_mlp", False), vocab=s.int("vocab", None, lo=1),
-                  moe=_moe(moe_s, layers, ffn) if moe_s else None)
+    m = ModelSpec(
+        layers=layers,
+        hidden=hidden,
+        seq_len=s.int("seq_len", lo=1),
+        micro_batch=s.int("micro_batch", lo=1),
+        ffn_hidden=ffn,
+        gated_mlp=s.bool("gated_mlp", False),
+        vocab=s.int("vocab", None, lo=1),
+        moe=_moe(moe_s, layers, ffn) if moe_s else None,
+    )
     s.done()
     return m
 
@@ -246,8 +268,10 @@ def _moe(s: Section, layers: int, ffn: int) -> MoeSpec:
         ids = {"all": range(layers), "odd": range(1, layers, 2), "even": range(0, layers, 2)}
         chosen = frozenset(ids[which])
     elif isinstance(which, list) and which:
-        chosen = frozenset(check_int(v, lambda r, i=i: s.error(f"layers[{i}]", r), 0, layers - 1)
-                           for i, v in enumerate(which))
+        chosen = frozenset(
+            check_int(v, functools.partial(s.error, f"layers[{i}]"), 0, layers - 1)
+            for i, v in enumerate(which)
+        )
     else:
         raise s.error("layers", f"must be all, odd, even or a list of layer ids, got {which!r}")
     spec = MoeSpec(experts, top_k, s.int("expert_ffn_hidden", ffn, lo=1), chosen)
@@ -257,9 +281,14 @@ def _moe(s: Section, layers: int, ffn: int) -> MoeSpec:
 
 def _parallel(s: Section) -> ParallelSpec:
     """The ``parallelism`` section."""
-    p = ParallelSpec(tp=s.int("tp", 1, lo=1), pp=s.int("pp", 1, lo=1), dp=s.int("dp", 1, lo=1),
-                     ep=s.int("ep", 1, lo=1), sequence_parallel=s.bool("sequence_parallel", False),
-                     virtual_stages=s.int("virtual_stages", 1, lo=1))
+    p = ParallelSpec(
+        tp=s.int("tp", 1, lo=1),
+        pp=s.int("pp", 1, lo=1),
+        dp=s.int("dp", 1, lo=1),
+        ep=s.int("ep", 1, lo=1),
+        sequence_parallel=s.bool("sequence_parallel", False),
+        virtual_stages=s.int("virtual_stages", 1, lo=1),
+    )
     s.done()
     return p
 
@@ -274,8 +303,11 @@ def _placement(s: Section | None) -> PlacementSpec:
     if raw is not None:
         rows = []
         for i, row in enumerate(raw):
-            if not isinstance(row, list) or not row or not all(
-                    isinstance(h, str) and h for h in row):
+            if (
+                not isinstance(row, list)
+                or not row
+                or not all(isinstance(h, str) and h for h in row)
+            ):
                 raise s.error(f"stage_hosts[{i}]", "must be a non-empty list of host names")
             rows.append(tuple(row))
         stage_hosts = tuple(rows)
@@ -295,12 +327,19 @@ def _compute(s: Section | None, model: ModelSpec) -> ComputeSpec:
     if fwd is not None:
         vals = fwd if isinstance(fwd, list) else [fwd] * model.layers
         if len(vals) != model.layers:
-            raise s.error("fwd_layer_s", f"needs one value per layer ({model.layers}), "
-                                         f"got {len(vals)}")
-        times = tuple(check_float(v, lambda r, i=i: s.error(f"fwd_layer_s[{i}]", r), 0.0)
-                      for i, v in enumerate(vals))
-    spec = ComputeSpec(tflops, s.float("mfu", 0.4, lo=0.0, hi=1.0, lo_open=True), times,
-                       s.float("bwd_factor", 2.0, lo=0.0))
+            raise s.error(
+                "fwd_layer_s", f"needs one value per layer ({model.layers}), got {len(vals)}"
+            )
+        times = tuple(
+            check_float(v, functools.partial(s.error, f"fwd_layer_s[{i}]"), 0.0)
+            for i, v in enumerate(vals)
+        )
+    spec = ComputeSpec(
+        tflops,
+        s.float("mfu", 0.4, lo=0.0, hi=1.0, lo_open=True),
+        times,
+        s.float("bwd_factor", 2.0, lo=0.0),
+    )
     s.done()
     return spec
 
@@ -309,8 +348,11 @@ def _collectives(s: Section | None) -> CollectiveSpec:
     """The optional ``collectives`` section."""
     if s is None:
         return CollectiveSpec()
-    spec = CollectiveSpec(s.str("ring", "auto", RING_MODES), s.int("ring_steps_max", 16, lo=1),
-                          s.bool("ep_matching", False))
+    spec = CollectiveSpec(
+        s.str("ring", "auto", RING_MODES),
+        s.int("ring_steps_max", 16, lo=1),
+        s.bool("ep_matching", False),
+    )
     s.done()
     return spec
 
@@ -325,16 +367,24 @@ def check_consistency(job: JobSpec) -> None:
         raise SpecError(src, key, reason)
 
     if m.layers % (p.pp * p.virtual_stages):
-        fail("model.layers", f"{m.layers} layers do not split evenly over pp={p.pp} x "
-                             f"virtual_stages={p.virtual_stages} stages")
+        fail(
+            "model.layers",
+            f"{m.layers} layers do not split evenly over pp={p.pp} x "
+            f"virtual_stages={p.virtual_stages} stages",
+        )
     _check_interleaving(job)
     if gph % p.tp:
-        fail("placement.gpus_per_host", f"{gph} is not a multiple of tp={p.tp} "
-                                        "(TP stays inside a host)")
+        fail(
+            "placement.gpus_per_host",
+            f"{gph} is not a multiple of tp={p.tp} (TP stays inside a host)",
+        )
     k = gph // p.tp
     if p.dp % k:
-        fail("placement.gpus_per_host", f"a host holds {k} DP ranks, which must divide dp={p.dp}"
-                                        " (a host runs one pipeline stage)")
+        fail(
+            "placement.gpus_per_host",
+            f"a host holds {k} DP ranks, which must divide dp={p.dp}"
+            " (a host runs one pipeline stage)",
+        )
     if p.ep > 1 and m.moe is None:
         fail("parallelism.ep", f"ep={p.ep} needs model.moe")
     if p.dp % p.ep:
@@ -359,24 +409,34 @@ def _check_interleaving(job: JobSpec) -> None:
         if p.pp < 2:
             raise SpecError(src, "parallelism.pp", "interleaved-1f1b needs pp >= 2")
         if job.microbatches % p.pp:
-            raise SpecError(src, "microbatches", f"interleaved-1f1b needs a multiple of "
-                                                 f"pp={p.pp}, got {job.microbatches}")
+            raise SpecError(
+                src,
+                "microbatches",
+                f"interleaved-1f1b needs a multiple of pp={p.pp}, got {job.microbatches}",
+            )
     elif p.virtual_stages > 1:
-        raise SpecError(src, "parallelism.virtual_stages",
-                        f"needs schedule interleaved-1f1b, got {job.schedule}")
+        raise SpecError(
+            src,
+            "parallelism.virtual_stages",
+            f"needs schedule interleaved-1f1b, got {job.schedule}",
+        )
 
 
 def _check_stage_hosts(job: JobSpec, sh: tuple[tuple[str, ...], ...]) -> None:
     """The explicit placement must list pp rows of hosts_per_stage distinct hosts."""
     src, p = job.source, job.parallelism
     if len(sh) != p.pp:
-        raise SpecError(src, "placement.stage_hosts", f"needs {p.pp} rows (one per stage), "
-                                                      f"got {len(sh)}")
+        raise SpecError(
+            src, "placement.stage_hosts", f"needs {p.pp} rows (one per stage), got {len(sh)}"
+        )
     seen: set[str] = set()
     for i, row in enumerate(sh):
         if len(row) != job.hosts_per_stage:
-            raise SpecError(src, f"placement.stage_hosts[{i}]",
-                            f"needs {job.hosts_per_stage} hosts, got {len(row)}")
+            raise SpecError(
+                src,
+                f"placement.stage_hosts[{i}]",
+                f"needs {job.hosts_per_stage} hosts, got {len(row)}",
+            )
         dup = seen.intersection(row) or (len(set(row)) < len(row) and row)
         if dup:
             raise SpecError(src, f"placement.stage_hosts[{i}]", "a host appears twice")

@@ -14,6 +14,7 @@ Host NIC egress cannot see a level in the tag, so the agent also sets the socket
 ``SO_PRIORITY`` to the HTB class of the coflow's current level (HTB looks at
 ``skb->priority`` before its filters).
 """
+
 from __future__ import annotations
 
 DSCP_UNTAGGED = 0

@@ -1,5 +1,6 @@
 """Pipeline schedules: the order of forward ('F') and backward ('B') microbatch
 operations on each stage (device), and with interleaving on which model chunk."""
+
 from __future__ import annotations
 
 Op = tuple[str, int]  # ("F" | "B", microbatch)
@@ -32,8 +33,9 @@ def interleaved_1f1b(p: int, m: int, stage: int, v: int) -> list[tuple[str, int,
     reverse chunk order."""
     _check(p, m, stage)
     if v < 1 or m % p:
-        raise ValueError(f"interleaved 1F1B needs v >= 1 and m a multiple of p, got "
-                         f"v={v} m={m} p={p}")
+        raise ValueError(
+            f"interleaved 1F1B needs v >= 1 and m a multiple of p, got v={v} m={m} p={p}"
+        )
     total = m * v
     warm = total if m == p else min((p - stage - 1) * 2 + (v - 1) * p, total)
 

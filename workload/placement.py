@@ -6,11 +6,12 @@ TP groups never leave a host, a host holds ``k = gpus_per_host / tp`` consecutiv
 ranks of one pipeline stage, and stage ``i`` gets the i-th block of
 ``hosts_per_stage`` hosts.  ``placement.stage_hosts`` in the job overrides this.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from workload.jobspec import JobSpec
 from workload.schema import SpecError
@@ -46,8 +47,11 @@ def place(job: JobSpec, hosts: Sequence[str] | None) -> Placement:
             for i, row in enumerate(explicit):
                 for h in row:
                     if h not in known:
-                        raise SpecError(job.source, f"placement.stage_hosts[{i}]",
-                                        f"host {h!r} is not among the given hosts")
+                        raise SpecError(
+                            job.source,
+                            f"placement.stage_hosts[{i}]",
+                            f"host {h!r} is not among the given hosts",
+                        )
         return Placement(explicit, job.ranks_per_host)
     if hosts is None:
         raise ValueError("place: no hosts given and the job has no placement.stage_hosts")
@@ -56,10 +60,14 @@ def place(job: JobSpec, hosts: Sequence[str] | None) -> Placement:
         raise ValueError("place: host list has duplicates")
     need, per = job.hosts_needed, job.hosts_per_stage
     if len(hosts) < need:
-        raise SpecError(job.source, "placement", f"job needs {need} hosts "
-                        f"(tp*pp*dp={job.world_gpus} GPUs / gpus_per_host="
-                        f"{job.placement.gpus_per_host}), got {len(hosts)}")
+        raise SpecError(
+            job.source,
+            "placement",
+            f"job needs {need} hosts "
+            f"(tp*pp*dp={job.world_gpus} GPUs / gpus_per_host="
+            f"{job.placement.gpus_per_host}), got {len(hosts)}",
+        )
     if len(hosts) > need:
         log.info("job %s uses %d of %d hosts", job.name, need, len(hosts))
-    rows = tuple(tuple(hosts[i * per:(i + 1) * per]) for i in range(job.parallelism.pp))
+    rows = tuple(tuple(hosts[i * per : (i + 1) * per]) for i in range(job.parallelism.pp))
     return Placement(rows, job.ranks_per_host)

@@ -1,8 +1,10 @@
 """Named job presets shipped in ``workload/presets/<name>.yaml``."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from workload.jobspec import PRESET_DIR, JobSpec, load_job, preset_path
 from workload.schema import SpecError
@@ -17,8 +19,9 @@ def require_preset(name: str) -> Path:
     """Path of preset ``name``; SpecError listing the known ones otherwise."""
     path = preset_path(name)
     if path is None:
-        raise SpecError(name, None, f"no such job file or preset (presets: "
-                                    f"{', '.join(preset_names())})")
+        raise SpecError(
+            name, None, f"no such job file or preset (presets: {', '.join(preset_names())})"
+        )
     return path
 
 

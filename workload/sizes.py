@@ -4,6 +4,7 @@ of WORKLOADS.md in one place (unscaled bytes; the generator applies ``byte_scale
 Notation: b micro-batch, s sequence length, h hidden, k top-k, t TP degree.
 Activations are bf16 (2 bytes), gradients fp32 (4 bytes), parameters bf16 (2 bytes).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -65,9 +66,10 @@ def rank_layer_params(job: JobSpec, lid: int) -> LayerParams:
     h = m.hidden
     dense = 4 * h * h  # QKV and output projections
     expert = 0.0
-    if m.is_moe(lid):
-        dense += h * m.moe.experts  # router
-        expert = m.moe.experts // p.ep * mlp_params(m, m.moe.expert_ffn_hidden)
+    moe = m.moe_of(lid)
+    if moe is not None:
+        dense += h * moe.experts  # router
+        expert = moe.experts // p.ep * mlp_params(m, moe.expert_ffn_hidden)
     else:
         dense += mlp_params(m, m.ffn_hidden)
     if m.vocab and lid in (0, m.layers - 1):
@@ -77,8 +79,8 @@ def rank_layer_params(job: JobSpec, lid: int) -> LayerParams:
 
 def rank_shard_params(job: JobSpec, stage: int) -> float:
     """P: parameters held by one rank of ``stage`` (dense and experts)."""
-    return sum(lp.dense + lp.expert for lp in map(lambda l: rank_layer_params(job, l),
-                                                       job.stage_layers(stage)))
+    layers = (rank_layer_params(job, layer) for layer in job.stage_layers(stage))
+    return sum(lp.dense + lp.expert for lp in layers)
 
 
 def zero2_bytes(params: float) -> tuple[float, float]:
@@ -105,9 +107,10 @@ def layer_flops(model: ModelSpec, lid: int) -> tuple[float, float]:
     (attention + router, MLP or routed experts); LM head added on the last layer."""
     b, s, h = model.micro_batch, model.seq_len, model.hidden
     attn = 2 * b * s * 4 * h * h + 4 * b * s * s * h  # projections + scores and values
-    if model.is_moe(lid):
-        attn += 2 * b * s * h * model.moe.experts  # router
-        mlp = model.moe.top_k * 2 * b * s * mlp_params(model, model.moe.expert_ffn_hidden)
+    moe = model.moe_of(lid)
+    if moe is not None:
+        attn += 2 * b * s * h * moe.experts  # router
+        mlp = moe.top_k * 2 * b * s * mlp_params(model, moe.expert_ffn_hidden)
     else:
         mlp = 2 * b * s * mlp_params(model, model.ffn_hidden)
     if model.vocab and lid == model.layers - 1:
@@ -123,5 +126,7 @@ def layer_times(job: JobSpec, lid: int) -> LayerTimes:
     if c.fwd_layer_s is not None:
         total = c.fwd_layer_s[lid]
         return LayerTimes(total * attn / (attn + mlp), total * mlp / (attn + mlp))
+    if c.gpu_tflops is None:
+        raise ValueError("compute: neither gpu_tflops nor fwd_layer_s is given")
     rate = c.gpu_tflops * 1e12 * c.mfu * job.parallelism.tp
     return LayerTimes(attn / rate, mlp / rate)

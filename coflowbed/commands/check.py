@@ -1,5 +1,6 @@
 """``coflowbed check RUN_DIR``: simulate the scenario of an emulated run with the levels
 the run used and report measured / simulated CCT per coflow and on average."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``check``."""
     p.add_argument("run_dir", type=Path, help="results folder of an emulated run")
     p.add_argument("--out", type=Path, help="also write the per-coflow table as CSV here")
-    p.add_argument("--fabric", choices=("leafspine", "bigswitch"), default="leafspine",
-                   help="fabric model to simulate (default: the run's leaf-spine)")
+    p.add_argument(
+        "--fabric",
+        choices=("leafspine", "bigswitch"),
+        default="leafspine",
+        help="fabric model to simulate (default: the run's leaf-spine)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,8 +51,10 @@ def _print(rows: list[dict]) -> None:
     print(f"{'coflow':<24} {'level':>5} {'measured_s':>11} {'simulated_s':>11} {'ratio':>7}")
     fmt = lambda x, p: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
     for r in rows:
-        print(f"{r['coflow_id']:<24} {fmt(r['level'], 0):>5} {fmt(r['measured_cct_s'], 4):>11} "
-              f"{fmt(r['simulated_cct_s'], 4):>11} {fmt(r['ratio'], 3):>7}")
+        print(
+            f"{r['coflow_id']:<24} {fmt(r['level'], 0):>5} {fmt(r['measured_cct_s'], 4):>11} "
+            f"{fmt(r['simulated_cct_s'], 4):>11} {fmt(r['ratio'], 3):>7}"
+        )
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None and math.isfinite(r["ratio"])]
     mean = sum(ratios) / len(ratios) if ratios else None
     print(f"mean measured/simulated CCT ratio over {len(ratios)} coflows: {fmt(mean, 3)}")

@@ -1,4 +1,5 @@
 """``coflowbed clean``: end what this project's runs left behind, nothing else."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,6 +20,8 @@ def run(args: argparse.Namespace) -> int:
     if not reports:
         print("nothing to clean")
     for r in reports:
-        print(f"run {r['run']}: ended {len(r.get('runner', [])) + len(r.get('processes', []))} "
-              f"processes, deleted {len(r.get('interfaces', []))} interfaces")
+        print(
+            f"run {r['run']}: ended {len(r.get('runner', [])) + len(r.get('processes', []))} "
+            f"processes, deleted {len(r.get('interfaces', []))} interfaces"
+        )
     return 0

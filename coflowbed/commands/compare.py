@@ -1,4 +1,5 @@
 """``coflowbed compare SCENARIO --policies a,b,c``: one workload, several policies."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``compare``."""
     p.add_argument("scenario", type=Path)
     p.add_argument("--policies", required=True, help="comma-separated policy names")
-    p.add_argument("--out", type=Path, default=None, help="folder (default results/<time>-compare-<name>)")
-    p.add_argument("--sim", action="store_true",
-                   help="use the flow-level simulator instead of the emulated fabric")
+    p.add_argument(
+        "--out", type=Path, default=None, help="folder (default results/<time>-compare-<name>)"
+    )
+    p.add_argument(
+        "--sim",
+        action="store_true",
+        help="use the flow-level simulator instead of the emulated fabric",
+    )
     add_no_check(p)
 
 
@@ -29,8 +35,13 @@ def _policies(text: str, source: str) -> list[str]:
     known = policies.names()
     bad = [n for n in names if n not in known]
     if not names or bad:
-        raise UserError(source, "--policies", f"unknown policy {bad[0]!r} (known: {', '.join(known)})"
-                        if bad else "needs at least one policy")
+        raise UserError(
+            source,
+            "--policies",
+            f"unknown policy {bad[0]!r} (known: {', '.join(known)})"
+            if bad
+            else "needs at least one policy",
+        )
     return names
 
 

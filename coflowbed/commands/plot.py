@@ -1,4 +1,5 @@
 """``coflowbed plot RUN_DIR``: timeline and CCT plots from a run folder's files."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,6 @@
 """``coflowbed simulate``: run a scenario or a coflow-benchmark trace in the flow-level
 simulator and write the same result files as an emulated run."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,13 +21,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=Path, nargs="?", help="scenario YAML (or use --trace)")
     p.add_argument("--trace", type=Path, help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt)")
     p.add_argument("--policy", help="policy name (default: the scenario's; fair for traces)")
-    p.add_argument("--levels", help="K (1..8) hardware queues or 'exact' (default: the "
-                   "scenario's K; exact for traces)")
-    p.add_argument("--fabric", help="bigswitch[:<N>x<rate>] or leafspine:<L>x<H>x<S>:<rate>[/<rate>] "
-                   "(default: the scenario's leaf-spine; bigswitch:<ports>x1Gbps for traces, "
-                   "where G/M mean 2^30/2^20 as in the trace's model)")
-    p.add_argument("--out", type=Path, help="results folder (default: results/<time>-sim-<name>-<policy>/)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="parent of the default folder")
+    p.add_argument(
+        "--levels",
+        help="K (1..8) hardware queues or 'exact' (default: the scenario's K; exact for traces)",
+    )
+    p.add_argument(
+        "--fabric",
+        help="bigswitch[:<N>x<rate>] or leafspine:<L>x<H>x<S>:<rate>[/<rate>] "
+        "(default: the scenario's leaf-spine; bigswitch:<ports>x1Gbps for traces, "
+        "where G/M mean 2^30/2^20 as in the trace's model)",
+    )
+    p.add_argument(
+        "--out", type=Path, help="results folder (default: results/<time>-sim-<name>-<policy>/)"
+    )
+    p.add_argument(
+        "--results", type=Path, default=Path("results"), help="parent of the default folder"
+    )
     p.add_argument("--limit", type=int, help="trace: simulate only this many coflows")
     p.add_argument("--skip", type=int, default=0, help="trace: skip this many coflows first")
     p.add_argument("--time-scale", type=float, default=1.0, help="trace: arrival time factor")
@@ -44,11 +54,18 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     result = simulate(dag, fabric, policy, levels)
     out = args.out or args.results / _folder(name, policy.name)
-    summary = result.write(out, {"source": str(args.trace or args.scenario),
-                                 "sim_total_wall_s": round(time.perf_counter() - t0, 3)})
-    print(f"{'PARTIAL' if summary.partial else 'complete'}: {summary.coflows}/"
-          f"{summary.coflows_total} coflows, avg CCT {summary.avg_cct_s} s, p95 "
-          f"{summary.p95_cct_s} s, iteration {summary.iteration_time_s} s -> {out}")
+    summary = result.write(
+        out,
+        {
+            "source": str(args.trace or args.scenario),
+            "sim_total_wall_s": round(time.perf_counter() - t0, 3),
+        },
+    )
+    print(
+        f"{'PARTIAL' if summary.partial else 'complete'}: {summary.coflows}/"
+        f"{summary.coflows_total} coflows, avg CCT {summary.avg_cct_s} s, p95 "
+        f"{summary.p95_cct_s} s, iteration {summary.iteration_time_s} s -> {out}"
+    )
     return 1 if summary.partial else 0
 
 
@@ -89,8 +106,14 @@ def _trace_job(args: argparse.Namespace):
     spec = args.fabric or f"bigswitch:{trace.ports}x1Gbps"
     try:
         fabric = parse_fabric_spec(spec, binary=True)
-        dag = fbtrace.to_dag(trace, list(fabric.hosts), limit=args.limit, skip=args.skip,
-                             time_scale=args.time_scale, byte_scale=args.byte_scale)
+        dag = fbtrace.to_dag(
+            trace,
+            list(fabric.hosts),
+            limit=args.limit,
+            skip=args.skip,
+            time_scale=args.time_scale,
+            byte_scale=args.byte_scale,
+        )
     except ValueError as exc:
         raise UserError("--fabric/--trace options", None, str(exc)) from None
     policy = make_policy(args.policy or "fair", {}, "--policy")
@@ -124,8 +147,13 @@ def policy_spec(scen):
     """What the controller needs to build the scenario's policy."""
     from controller.messages import PolicySpec
 
-    return PolicySpec(scen.policy, scen.policy_params, scen.static_levels,
-                      scen.static_rates_mbps, tuple(scen.plugins))
+    return PolicySpec(
+        scen.policy,
+        scen.policy_params,
+        scen.static_levels,
+        scen.static_rates_mbps,
+        tuple(scen.plugins),
+    )
 
 
 def scenario_fabric(plan, spec: str | None):
@@ -136,4 +164,6 @@ def scenario_fabric(plan, spec: str | None):
         return LeafSpine.from_plan(plan)
     if spec == "bigswitch":
         return BigSwitch(tuple(plan.host_names()), plan.host_bw_mbps * 1e6)
-    raise UserError("--fabric", None, f"with a scenario use 'leafspine' or 'bigswitch', got {spec!r}")
+    raise UserError(
+        "--fabric", None, f"with a scenario use 'leafspine' or 'bigswitch', got {spec!r}"
+    )

@@ -1,5 +1,6 @@
 """``coflowbed workload JOB -o DAG.json``: turn an LLM job spec (file or preset name)
 into a coflowbed-dag JSON file and print coflows and bytes per type."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,14 +21,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", help="job YAML file or preset name (workload/presets/)")
     parser.add_argument("-o", "--output", type=Path, help="DAG JSON file to write")
     hosts = parser.add_mutually_exclusive_group()
-    hosts.add_argument("--fabric", metavar="SxLxH",
-                       help="use the host names of a leaf-spine fabric, e.g. 2x4x4 "
-                            "(default: generic names h0..hN-1)")
+    hosts.add_argument(
+        "--fabric",
+        metavar="SxLxH",
+        help="use the host names of a leaf-spine fabric, e.g. 2x4x4 "
+        "(default: generic names h0..hN-1)",
+    )
     hosts.add_argument("--hosts", help="comma-separated host names, used in order")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a job key, e.g. parallelism.dp=64 (YAML value)")
-    parser.add_argument("--line-rate-mbps", type=float,
-                        help="also print the critical-path lower bound at this host rate")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a job key, e.g. parallelism.dp=64 (YAML value)",
+    )
+    parser.add_argument(
+        "--line-rate-mbps",
+        type=float,
+        help="also print the critical-path lower bound at this host rate",
+    )
 
 
 def parse_sets(items: list[str]) -> dict:
@@ -47,13 +59,15 @@ def parse_sets(items: list[str]) -> dict:
 def host_names(args: argparse.Namespace, needed: int) -> list[str]:
     """Host names from --fabric, --hosts, or generic ones."""
     from workload.placement import generic_hosts
+
     if args.hosts:
         return [h.strip() for h in args.hosts.split(",") if h.strip()]
     if args.fabric:
         from topo.plan import FabricPlan
+
         try:
-            s, l, h = (int(x) for x in args.fabric.lower().split("x"))
-            return FabricPlan(s, l, h, 100.0, 100.0).host_names()
+            spines, leaves, hosts = (int(x) for x in args.fabric.lower().split("x"))
+            return FabricPlan(spines, leaves, hosts, 100.0, 100.0).host_names()
         except ValueError as exc:
             raise UserError("--fabric", args.fabric, f"expected SxLxH: {exc}") from exc
     return generic_hosts(needed)
@@ -80,17 +94,25 @@ def run(args: argparse.Namespace) -> int:
     from workload import critical_path, dagjson, generate
     from workload.jobspec import load_job
     from workload.presets import resolve
+
     job = load_job(resolve(args.job), parse_sets(args.set))
-    hosts = None if job.placement.stage_hosts and not args.hosts and not args.fabric \
+    hosts = (
+        None
+        if job.placement.stage_hosts and not args.hosts and not args.fabric
         else host_names(args, job.hosts_needed)
+    )
     dag = generate(job, hosts)
     if args.output:
         dagjson.dump(dag, args.output)
         log.info("wrote %s", args.output)
-    print(f"job {job.name}: {job.world_gpus} GPUs on {job.hosts_needed} hosts, "
-          f"{len(dag.computes)} computes, byte_scale {job.byte_scale:g}")
+    print(
+        f"job {job.name}: {job.world_gpus} GPUs on {job.hosts_needed} hosts, "
+        f"{len(dag.computes)} computes, byte_scale {job.byte_scale:g}"
+    )
     print(type_table(dag))
     if args.line_rate_mbps:
-        print(f"critical path at {args.line_rate_mbps:g} Mbit/s: "
-              f"{critical_path(dag, args.line_rate_mbps * 1e6):.3f} s")
+        print(
+            f"critical path at {args.line_rate_mbps:g} Mbit/s: "
+            f"{critical_path(dag, args.line_rate_mbps * 1e6):.3f} s"
+        )
     return 0

@@ -6,6 +6,7 @@ numpy and numba-compiled kernels.  See docs/simulator.md.
     result = simulate(dag, BigSwitch(hosts, 1e9), policy, levels=None)
     result.write(out_dir)
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,16 +22,33 @@ from workload.dag import Dag
 log = logging.getLogger("sim")
 
 
-def simulate(dag: Dag, fabric: FabricModel, policy: Policy, levels: int | None = None,
-             horizon_s: float = math.inf, wall_limit_s: float = math.inf) -> SimResult:
+def simulate(
+    dag: Dag,
+    fabric: FabricModel,
+    policy: Policy,
+    levels: int | None = None,
+    horizon_s: float = math.inf,
+    wall_limit_s: float = math.inf,
+) -> SimResult:
     """Run ``dag`` on ``fabric`` under ``policy``; ``levels`` = K queues or None (exact
     total order).  Stops (partial result) once simulated time passes ``horizon_s`` or
     the run has taken ``wall_limit_s`` seconds of wall time."""
     from coflowbed.sim.warmup import kernels_cached  # late: warmup imports this package
+
     if not kernels_cached():
         log.info("compiling the simulator's kernels (once after install or 'make clean', ~25 s)")
     return SimResult(Simulator(dag, fabric, policy, levels, horizon_s, wall_limit_s).run())
 
 
-__all__ = ["BigSwitch", "FabricModel", "LeafSpine", "SimResult", "Simulator", "StaticPolicy",
-           "assign_levels", "parse_fabric_spec", "parse_levels", "simulate"]
+__all__ = [
+    "BigSwitch",
+    "FabricModel",
+    "LeafSpine",
+    "SimResult",
+    "Simulator",
+    "StaticPolicy",
+    "assign_levels",
+    "parse_fabric_spec",
+    "parse_levels",
+    "simulate",
+]

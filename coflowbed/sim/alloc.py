@@ -11,6 +11,7 @@ conserving: a flow only stays below what its links could give it when a link it
 crosses is full.  The arithmetic runs compiled (``kernel``); this module checks and
 converts the arrays.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,12 @@ import numpy as np
 from coflowbed.sim import kernel
 
 
-def waterfill(paths: np.ndarray, residual: np.ndarray, caps: np.ndarray | None = None,
-              weights: np.ndarray | None = None) -> np.ndarray:
+def waterfill(
+    paths: np.ndarray,
+    residual: np.ndarray,
+    caps: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
     """Max-min fair rates of the flows in ``paths`` on ``residual`` capacity (progressive
     filling), each flow at most ``caps`` (None = no caps).  Subtracts what it gives from
     ``residual`` (float64, in place) and returns the rates.  ``weights``: positive
@@ -31,16 +36,25 @@ def waterfill(paths: np.ndarray, residual: np.ndarray, caps: np.ndarray | None =
         raise ValueError("waterfill: caps and weights cannot be combined")
     if not n:
         return np.zeros(0)
-    weight = np.zeros(0, dtype=np.int64) if weights is None else \
-        np.ascontiguousarray(weights, dtype=np.int64)
+    weight = (
+        np.zeros(0, dtype=np.int64)
+        if weights is None
+        else np.ascontiguousarray(weights, dtype=np.int64)
+    )
     eps = kernel.full_below(residual)
-    return kernel.fill(paths, np.arange(n), weight, residual, eps, _as_caps(caps, n),
-                       np.zeros(n), caps is not None)
+    return kernel.fill(
+        paths, np.arange(n), weight, residual, eps, _as_caps(caps, n), np.zeros(n), caps is not None
+    )
 
 
-def allocate(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
-             caps: np.ndarray | None = None, hard_caps: bool = False,
-             path_id: np.ndarray | None = None) -> np.ndarray:
+def allocate(
+    paths: np.ndarray,
+    levels: np.ndarray,
+    capacity: np.ndarray,
+    caps: np.ndarray | None = None,
+    hard_caps: bool = False,
+    path_id: np.ndarray | None = None,
+) -> np.ndarray:
     """Rates (bit/s) of flows with ``paths`` at priority ``levels`` (0 = most urgent)
     on links of ``capacity``: strict priority by level, max-min within a level; with
     ``caps``, capped pass first and a work-conserving pass for the leftover, unless
@@ -53,14 +67,18 @@ def allocate(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
         mode = kernel.NO_CAPS
     else:
         mode = kernel.HARD_CAPS if hard_caps else kernel.SOFT_CAPS
-    pid = np.zeros(0, dtype=np.int64) if path_id is None else \
-        np.ascontiguousarray(path_id, dtype=np.int64)
+    pid = (
+        np.zeros(0, dtype=np.int64)
+        if path_id is None
+        else np.ascontiguousarray(path_id, dtype=np.int64)
+    )
     levels = np.ascontiguousarray(levels, dtype=np.int64)
     # The kernel does not check bounds: refuse arrays that do not match the flows.
     if levels.shape != (n,) or pid.shape not in ((0,), (n,)):
         raise ValueError(f"allocate: {n} flows but {levels.size} levels, {pid.size} path ids")
-    return kernel.allocate_levels(paths, levels, np.ascontiguousarray(capacity, dtype=float),
-                                  _as_caps(caps, n), mode, pid)
+    return kernel.allocate_levels(
+        paths, levels, np.ascontiguousarray(capacity, dtype=float), _as_caps(caps, n), mode, pid
+    )
 
 
 def _as_paths(paths: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """Dependency bookkeeping of a simulated DAG: when a node's dependencies are done, a
 compute node runs for its duration and a coflow is released (not before its
 ``release_s``).  Times of both are kept per iteration for ``iterations.csv``."""
+
 from __future__ import annotations
 
 import heapq
@@ -52,7 +53,9 @@ class DagState:
 
     def _node(self, nid: str):
         """The node called ``nid``."""
-        return self.computes[nid] if nid in self.computes else self.dag.coflows[self.coflow_index[nid]]
+        return (
+            self.computes[nid] if nid in self.computes else self.dag.coflows[self.coflow_index[nid]]
+        )
 
     def start(self) -> None:
         """Schedule every node without dependencies at time 0."""

@@ -17,6 +17,7 @@ until the next decision: a flow completion then changes no rate, so the engine j
 straight to the next coflow completion (or release, or compute end) and records every
 flow that ended on the way at its own instant.
 """
+
 from __future__ import annotations
 
 import logging
@@ -112,20 +113,22 @@ class Simulator:
         # Rates held until the next decision: flow completions in between change no rate.
         self.hold = bool(self.policy.hold_rates) and not self.thresholds.size
 
-    def run(self) -> "Simulator":
+    def run(self) -> Simulator:
         """Simulate until every node is done (or the horizon); returns self."""
         t0 = time.perf_counter()
         self.dagstate.start()
         self._settle()
-        redecide = True
+        redecide: bool | None = True  # None: nothing changed (see _advance)
         report_at = t0 + PROGRESS_EVERY_S
         while not self.dagstate.all_done():
             if redecide is not None:
                 self._reallocate(redecide)
             dt, why = self._next_event()
             if not math.isfinite(dt):
-                raise RuntimeError(f"simulation stalled at t={self.now:.6f}s with "
-                                   f"{len(self.states)} coflows active")
+                raise RuntimeError(
+                    f"simulation stalled at t={self.now:.6f}s with "
+                    f"{len(self.states)} coflows active"
+                )
             wall = time.perf_counter()
             if wall - t0 > self.wall_limit_s:
                 break
@@ -142,16 +145,29 @@ class Simulator:
         self.stats.finished = self.dagstate.all_done()
         self.stats.sim_end_s = self.now
         self.stats.wall_s = time.perf_counter() - t0
-        log.info("simulated %d coflows, %d flows: %d events, %d policy calls, %.3f s wall",
-                 len(self.outcomes), len(self.flows), self.stats.events,
-                 self.stats.policy_calls, self.stats.wall_s)
+        log.info(
+            "simulated %d coflows, %d flows: %d events, %d policy calls, %.3f s wall",
+            len(self.outcomes),
+            len(self.flows),
+            self.stats.events,
+            self.stats.policy_calls,
+            self.stats.wall_s,
+        )
         return self
 
     def _report_progress(self, wall_s: float) -> None:
         """One progress line of a long run (simulated time, coflows done, load)."""
-        log.info("simulated %.1f s: %d/%d coflows done, %d coflows and %d flows active, "
-                 "%d events, %.0f s wall", self.now, self.done, len(self.outcomes),
-                 len(self.states), self.active.size - self.n_retired, self.stats.events, wall_s)
+        log.info(
+            "simulated %.1f s: %d/%d coflows done, %d coflows and %d flows active, "
+            "%d events, %.0f s wall",
+            self.now,
+            self.done,
+            len(self.outcomes),
+            len(self.states),
+            self.active.size - self.n_retired,
+            self.stats.events,
+            wall_s,
+        )
 
     # --- releases and completions -------------------------------------------------
 
@@ -216,11 +232,16 @@ class Simulator:
         else:
             caps = self.caps[self.active] if self.capped else None
         fl = self.flows
-        self.rates = allocate(self.act_paths, self.act_level,
-                              self.fabric.capacity_bps, caps,
-                              self.policy.rates_are_limits, self.act_pid)
+        self.rates = allocate(
+            self.act_paths,
+            self.act_level,
+            self.fabric.capacity_bps,
+            caps,
+            self.policy.rates_are_limits,
+            self.act_pid,
+        )
         starting = stepkernel.starting(self.active, self.rates, fl.start_s, self.now)
-        for c in (np.unique(self.act_cof[starting]).tolist() if starting.size else ()):
+        for c in np.unique(self.act_cof[starting]).tolist() if starting.size else ():
             if math.isnan(self.outcomes[c].start_s):
                 self.outcomes[c].start_s = self.now
         self.stats.allocations += 1
@@ -262,9 +283,16 @@ class Simulator:
         pos[cs] = np.arange(cs.size)
         owner = pos[self.act_cof]
         start = np.searchsorted(owner, np.arange(cs.size + 1)).astype(np.int64)
-        table = BsFlowTable((), owner, self.act_paths[:, 0].astype(np.int64),
-                            self.act_paths[:, -1].astype(np.int64), fl.remaining[act] * 8.0,
-                            start, self.port_bps, len(self.fabric.hosts))
+        table = BsFlowTable(
+            (),
+            owner,
+            self.act_paths[:, 0].astype(np.int64),
+            self.act_paths[:, -1].astype(np.int64),
+            fl.remaining[act] * 8.0,
+            start,
+            self.port_bps,
+            len(self.fabric.hosts),
+        )
         ids = [self.dag.coflows[c].coflow_id for c in cs.tolist()]
         seq = np.fromiter((st.arrival_seq for st in self.states.values()), np.int64, cs.size)
         d = self.policy.decide_table(table, ids, seq, self.now)
@@ -272,8 +300,9 @@ class Simulator:
             self.tabular = False
             return None
         if len(d.ranks) != cs.size:
-            raise ValueError(f"policy {self.policy.name!r} gave {len(d.ranks)} ranks "
-                             f"for {cs.size} coflows")
+            raise ValueError(
+                f"policy {self.policy.name!r} gave {len(d.ranks)} ranks for {cs.size} coflows"
+            )
         caps = None if d.flow_rates_bps is None else np.asarray(d.flow_rates_bps, dtype=float)
         return d.ranks, caps
 
@@ -296,8 +325,9 @@ class Simulator:
         if self.policy.levels_given:
             return [int(r[0]) for r in ranks]
         ids = [self.dag.coflows[c].coflow_id for c in cs.tolist()]
-        levels = assign_levels({cid: Decision(r) for cid, r in zip(ids, ranks)}, self.levels,
-                               self.policy.compression)
+        levels = assign_levels(
+            {cid: Decision(r) for cid, r in zip(ids, ranks)}, self.levels, self.policy.compression
+        )
         return [levels[cid] for cid in ids]
 
     def _record_first(self, cs: np.ndarray, ranks: list, levels: list[int]) -> None:
@@ -330,7 +360,6 @@ class Simulator:
 
     def _next_threshold(self) -> float:
         """Time until some active coflow's bytes sent reaches the next threshold."""
-        fl = self.flows
         cof = self.act_cof
         agg = np.bincount(cof, weights=self.rates, minlength=len(self.outcomes)) / 8.0
         cs = np.fromiter(self.states, np.int64, len(self.states))
@@ -350,8 +379,18 @@ class Simulator:
         changed (a pure compute event)."""
         fl = self.flows
         start, self.now = self.now, self.now + dt
-        done, when = stepkernel.advance(self.active, self.rates, self.act_cof, fl.remaining,
-                                        fl.size, self.sent, self.moved, dt, start, FINISH_TOL)
+        done, when = stepkernel.advance(
+            self.active,
+            self.rates,
+            self.act_cof,
+            fl.remaining,
+            fl.size,
+            self.sent,
+            self.moved,
+            dt,
+            start,
+            FINISH_TOL,
+        )
         before = self.version
         if done.size:
             self._finish_flows(self.active[done], when)
@@ -370,8 +409,9 @@ class Simulator:
         than the rest of an event."""
         if not self.n_retired:
             return
-        m = stepkernel.compact(self.active, self.rates, self.act_cof, self.act_pid,
-                               self.act_level, self.act_paths)
+        m = stepkernel.compact(
+            self.active, self.rates, self.act_cof, self.act_pid, self.act_level, self.act_paths
+        )
         self.active, self.rates = self.active[:m], self.rates[:m]
         self.act_cof, self.act_pid = self.act_cof[:m], self.act_pid[:m]
         self.act_level, self.act_paths = self.act_level[:m], self.act_paths[:m]
@@ -381,7 +421,8 @@ class Simulator:
         """Flows ``idx`` delivered their last byte at ``when`` (<= now); a retired flow
         still in the active arrays gets cap 0 (no rate)."""
         fl = self.flows
-        done = stepkernel.finish(idx, when, fl.coflow_of, fl.remaining, fl.finish_s, self.caps,
-                                 self.sent, self.left)
+        done = stepkernel.finish(
+            idx, when, fl.coflow_of, fl.remaining, fl.finish_s, self.caps, self.sent, self.left
+        )
         for c in np.sort(done).tolist():  # in coflow order, as dependants are released
             self._complete(c)

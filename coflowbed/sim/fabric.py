@@ -11,12 +11,13 @@ are padded with the dummy) and rate allocation can stay vectorised.
   hosts of one leaf only crosses the two host links.  The spine is chosen per flow by a
   hash (ECMP, see ``ecmp_spine``).
 """
+
 from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -113,8 +114,10 @@ class LeafSpine(FabricModel):
         core = np.full(2 * self.leaves * s, float(self.fabric_bps))
         self.capacity_bps = np.concatenate([np.full(2 * h, float(self.host_bps)), core, [np.inf]])
         self.width = 4
-        self.description = (f"leafspine {self.leaves} leaves x {k} hosts, {s} spines, "
-                            f"host {self.host_bps:g} / fabric {self.fabric_bps:g} bit/s")
+        self.description = (
+            f"leafspine {self.leaves} leaves x {k} hosts, {s} spines, "
+            f"host {self.host_bps:g} / fabric {self.fabric_bps:g} bit/s"
+        )
 
     def paths(self, src, dst, flow_ids) -> np.ndarray:
         """Host up, leaf->spine, spine->leaf, host down (the middle two are the dummy
@@ -122,8 +125,9 @@ class LeafSpine(FabricModel):
         h, k, s = len(self.hosts), self.hosts_per_leaf, self.spines
         si = np.fromiter((self.host_index(x) for x in src), np.int64, len(src))
         di = np.fromiter((self.host_index(x) for x in dst), np.int64, len(dst))
-        sp = np.fromiter((ecmp_spine(a, b, f, s) for a, b, f in zip(src, dst, flow_ids)),
-                         np.int64, len(src))
+        sp = np.fromiter(
+            (ecmp_spine(a, b, f, s) for a, b, f in zip(src, dst, flow_ids)), np.int64, len(src)
+        )
         sl, dl = si // k, di // k
         up = 2 * h + sl * s + sp
         down = 2 * h + self.leaves * s + dl * s + sp
@@ -137,10 +141,15 @@ class LeafSpine(FabricModel):
         return FabricView.uniform(self.hosts, self.host_bps, levels)
 
     @classmethod
-    def from_plan(cls, plan: FabricPlan) -> "LeafSpine":
+    def from_plan(cls, plan: FabricPlan) -> LeafSpine:
         """The leaf-spine of a scenario's fabric plan (Mbit/s -> bit/s)."""
-        return cls(tuple(plan.host_names()), plan.hosts_per_leaf, plan.spines,
-                   plan.host_bw_mbps * 1e6, plan.fabric_bw_mbps * 1e6)
+        return cls(
+            tuple(plan.host_names()),
+            plan.hosts_per_leaf,
+            plan.spines,
+            plan.host_bw_mbps * 1e6,
+            plan.fabric_bw_mbps * 1e6,
+        )
 
 
 _RATE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kMGT]?)(i?)bps$")
@@ -154,30 +163,35 @@ def parse_rate(text: str, binary: bool = False) -> float:
         raise ValueError(f"rate {text!r} must look like 100Mbps, 1Gbps or 1Gibps")
     power = " kMGT".index(m.group(2) or " ")
     base = 1024 if (binary or m.group(3)) else 1000
-    value = float(m.group(1)) * base ** power
+    value = float(m.group(1)) * base**power
     if not value > 0:
         raise ValueError(f"rate {text!r} must be > 0")
     return value
 
 
 def parse_fabric_spec(spec: str, binary: bool = False) -> BigSwitch | LeafSpine:
-    """``bigswitch:<N>x<rate>`` or ``leafspine:<leaves>x<hosts>x<spines>:<host rate>[/<fabric rate>]``.
+    """``bigswitch:<N>x<rate>`` or
+    ``leafspine:<leaves>x<hosts>x<spines>:<host rate>[/<fabric rate>]``.
     Big-switch hosts are named ``p0..p<N-1>``, leaf-spine hosts ``h<l>_<n>`` (1-based)."""
     kind, _, rest = spec.partition(":")
     if kind == "bigswitch":
         n, sep, rate = rest.partition("x")
         if not sep or not n.isdigit() or int(n) < 1:
-            raise ValueError(f"fabric {spec!r}: expected bigswitch:<ports>x<rate>, e.g. bigswitch:150x1Gbps")
+            raise ValueError(
+                f"fabric {spec!r}: expected bigswitch:<ports>x<rate>, e.g. bigswitch:150x1Gbps"
+            )
         return BigSwitch(tuple(f"p{i}" for i in range(int(n))), parse_rate(rate, binary))
     if kind == "leafspine":
         dims, _, rates = rest.partition(":")
         parts = dims.split("x")
         if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts) or not rates:
-            raise ValueError(f"fabric {spec!r}: expected leafspine:<leaves>x<hosts>x<spines>:<rate>[/<rate>]")
+            raise ValueError(
+                f"fabric {spec!r}: expected leafspine:<leaves>x<hosts>x<spines>:<rate>[/<rate>]"
+            )
         leaves, hpl, spines = (int(p) for p in parts)
         host_rate, _, core_rate = rates.partition("/")
         hb = parse_rate(host_rate, binary)
         fb = parse_rate(core_rate, binary) if core_rate else hb
-        hosts = tuple(f"h{l}_{n}" for l in range(1, leaves + 1) for n in range(1, hpl + 1))
+        hosts = tuple(f"h{lf}_{n}" for lf in range(1, leaves + 1) for n in range(1, hpl + 1))
         return LeafSpine(hosts, hpl, spines, hb, fb)
     raise ValueError(f"fabric {spec!r}: kind must be bigswitch or leafspine")

@@ -1,5 +1,6 @@
 """The flows of a DAG as numpy arrays, laid out coflow by coflow so that coflow ``c``
 owns flow indices ``offsets[c]:offsets[c+1]``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,15 +34,16 @@ class FlowTable:
         self._local: dict[int, dict[str, int]] = {}
 
     @classmethod
-    def build(cls, coflows: list[Coflow], fabric: FabricModel) -> "FlowTable":
+    def build(cls, coflows: list[Coflow], fabric: FabricModel) -> FlowTable:
         """Arrays for ``coflows`` on ``fabric`` (ValueError if a host is not on it)."""
         counts = np.fromiter((len(c.flows) for c in coflows), np.int64, len(coflows))
         offsets = np.concatenate([[0], np.cumsum(counts)])
         flows = [f for c in coflows for f in c.flows]
         coflow_of = np.repeat(np.arange(len(coflows), dtype=np.int32), counts)
         size = np.fromiter((f.bytes for f in flows), np.float64, len(flows))
-        paths = fabric.paths([f.src for f in flows], [f.dst for f in flows],
-                             [f.flow_id for f in flows])
+        paths = fabric.paths(
+            [f.src for f in flows], [f.dst for f in flows], [f.flow_id for f in flows]
+        )
         return cls(coflows, offsets, coflow_of, size, paths.reshape(len(flows), fabric.width))
 
     def __len__(self) -> int:
@@ -74,14 +76,13 @@ class FlowTable:
         return dict(zip(self.flow_ids(c), left))
 
 
-
 def _path_ids(paths: np.ndarray) -> np.ndarray:
     """Dense id per distinct row of ``paths`` (lets the allocator fill flows that share a
     path as one weighted row); rows packed into one int64 key when they fit."""
     if paths.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     base = int(paths.max()) + 1
-    if base ** paths.shape[1] < 2 ** 62:
+    if base ** paths.shape[1] < 2**62:
         key = np.zeros(paths.shape[0], dtype=np.int64)
         for k in range(paths.shape[1]):
             key = key * base + paths[:, k]

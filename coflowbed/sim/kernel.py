@@ -10,6 +10,7 @@ Arrays: ``paths`` int32 [flows, width] of link indices (padding = a link of infi
 capacity), ``residual`` float64 free capacity per link (bit/s, consumed in place),
 ``eps`` the free capacity under which a link counts as full (round-off guard).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,14 @@ def full_below(capacity: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
-                    caps: np.ndarray, mode: int, path_id: np.ndarray) -> np.ndarray:
+def allocate_levels(
+    paths: np.ndarray,
+    levels: np.ndarray,
+    capacity: np.ndarray,
+    caps: np.ndarray,
+    mode: int,
+    path_id: np.ndarray,
+) -> np.ndarray:
     """Rates of all flows: levels in increasing order (< 0: no rate), max-min within a
     level.  ``mode`` NO_CAPS ignores ``caps``; HARD_CAPS fills up to the caps only
     (meters); SOFT_CAPS does that, then a second, uncapped pass hands out what is left
@@ -53,7 +60,7 @@ def allocate_levels(paths: np.ndarray, levels: np.ndarray, capacity: np.ndarray,
         if capped and _grant_all_caps(paths, residual, eps, caps, rates):
             continue
         for g in range(bounds.size - 1):
-            idx = order[bounds[g]:bounds[g + 1]]
+            idx = order[bounds[g] : bounds[g + 1]]
             if levels[idx[0]] < 0:  # finished flows the engine has not dropped yet
                 continue
             if _any_room(paths, idx, residual, eps):  # lower levels mostly find none
@@ -67,8 +74,7 @@ def _fill_level(paths, idx, path_id, slot, residual, eps, caps, rates, capped) -
     many flows per path (fair sharing: ~7 on the trace; a coflow's own flows mostly
     have distinct paths, as under FIFO or Sincronia)."""
     if capped or not path_id.size or idx.size < max(GROUP_MIN, 2 * slot.size):
-        gained = fill(paths, idx, np.zeros(0, dtype=np.int64), residual, eps, caps, rates,
-                      capped)
+        gained = fill(paths, idx, np.zeros(0, dtype=np.int64), residual, eps, caps, rates, capped)
         for j in range(idx.size):
             rates[idx[j]] += gained[j]
     else:
@@ -197,14 +203,40 @@ def fill(paths, idx, weight, residual, eps, caps, rates, capped: bool) -> np.nda
         if ptr < cap_order.size and head[cap_order[ptr]] - level <= step:
             # Flows whose cap is below every link's fair share reach it before any link
             # fills (freezing them only raises other shares): freeze them at the cap.
-            n_live -= _freeze_capped(paths, idx, weight, residual, eps, gained, live, count,
-                                     head, cap_order, ptr, level, level + step)
+            n_live -= _freeze_capped(
+                paths,
+                idx,
+                weight,
+                residual,
+                eps,
+                gained,
+                live,
+                count,
+                head,
+                cap_order,
+                ptr,
+                level,
+                level + step,
+            )
             continue
         if link < 0:
             raise ValueError("a flow crosses no link of finite capacity")
         level += step
-        n_live -= _raise(paths, idx, weight, residual, eps, gained, live, count, start,
-                         by_link, step, link, level)
+        n_live -= _raise(
+            paths,
+            idx,
+            weight,
+            residual,
+            eps,
+            gained,
+            live,
+            count,
+            start,
+            by_link,
+            step,
+            link,
+            level,
+        )
     return gained
 
 
@@ -289,8 +321,9 @@ def _freeze(paths, i, j, weight, live, count) -> None:
 
 
 @njit(cache=True)
-def _freeze_capped(paths, idx, weight, residual, eps, gained, live, count, head, cap_order,
-                   ptr, level, limit) -> int:
+def _freeze_capped(
+    paths, idx, weight, residual, eps, gained, live, count, head, cap_order, ptr, level, limit
+) -> int:
     """Freeze at their cap the live rows from ``cap_order[ptr]`` on whose headroom is
     <= ``limit`` (at least the first); return how many froze."""
     frozen = 0
@@ -312,8 +345,9 @@ def _freeze_capped(paths, idx, weight, residual, eps, gained, live, count, head,
 
 
 @njit(cache=True)
-def _raise(paths, idx, weight, residual, eps, gained, live, count, start, by_link, step,
-           link, level) -> int:
+def _raise(
+    paths, idx, weight, residual, eps, gained, live, count, start, by_link, step, link, level
+) -> int:
     """Raise every live row by ``step`` (to ``level``); freeze the rows of the links now
     full (``link`` is full by construction); return how many froze."""
     for k in range(residual.size):

@@ -8,9 +8,10 @@ Two level modes:
 - exact (``None``): every distinct rank is its own level (dense ranking), the total order
   the classic reference simulators assume; equal ranks share a level (max-min fair).
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from controller.compress import compress
 from controller.policies.base import Decision
@@ -18,8 +19,9 @@ from controller.policies.static import StaticPolicy  # noqa: F401  (one object f
 from workload.marking import MAX_LEVELS
 
 
-def assign_levels(decisions: Mapping[str, Decision], levels: int | None,
-                  how: str = "top") -> dict[str, int]:
+def assign_levels(
+    decisions: Mapping[str, Decision], levels: int | None, how: str = "top"
+) -> dict[str, int]:
     """Level per coflow id (0 = most urgent) for ``levels`` queues or exact (None)."""
     ranks = {cid: _as_tuple(d.rank) for cid, d in decisions.items()}
     if levels is not None:

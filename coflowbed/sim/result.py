@@ -1,13 +1,21 @@
 """Simulation results as the same records and files an emulated run writes
 (``coflowbed.results``): flows.csv, coflows.csv, iterations.csv, summary.json."""
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from coflowbed.results import (CoflowRecord, FlowRecord, IterationRecord, iteration_records,
-                               summarize, write_results)
+from coflowbed.results import (
+    CoflowRecord,
+    FlowRecord,
+    IterationRecord,
+    RunSummary,
+    iteration_records,
+    summarize,
+    write_results,
+)
 from coflowbed.sim.engine import Simulator
 
 
@@ -33,7 +41,11 @@ class SimResult:
         out = []
         for cf, o in zip(self.sim.dag.coflows, self.sim.outcomes):
             r = CoflowRecord.of(cf)
-            r.arrival_s, r.start_s, r.finish_s = _opt(o.release_s), _opt(o.start_s), _opt(o.finish_s)
+            r.arrival_s, r.start_s, r.finish_s = (
+                _opt(o.release_s),
+                _opt(o.start_s),
+                _opt(o.finish_s),
+            )
             r.level, r.rank = o.level, o.rank
             out.append(r)
         return out
@@ -47,8 +59,18 @@ class SimResult:
         for cf in self.sim.dag.coflows:
             for f in cf.flows:
                 got = f.bytes - math.ceil(left[i] - 1e-6) if left[i] > 0 else f.bytes
-                out.append(FlowRecord(f.flow_id, cf.coflow_id, f.src, f.dst, f.bytes,
-                                      _opt(starts[i]), _opt(ends[i]), int(got)))
+                out.append(
+                    FlowRecord(
+                        f.flow_id,
+                        cf.coflow_id,
+                        f.src,
+                        f.dst,
+                        f.bytes,
+                        _opt(starts[i]),
+                        _opt(ends[i]),
+                        int(got),
+                    )
+                )
                 i += 1
         return out
 
@@ -59,20 +81,35 @@ class SimResult:
     def extra(self) -> dict:
         """Simulator facts for summary.json."""
         s, sim = self.sim.stats, self.sim
-        return {"mode": "simulated", "policy": sim.policy.name,
-                "levels": "exact" if sim.levels is None else sim.levels,
-                "fabric": sim.fabric.description, "sim_events": s.events,
-                "sim_policy_calls": s.policy_calls, "sim_wall_s": round(s.wall_s, 3),
-                "sim_end_s": s.sim_end_s, "flows": len(sim.flows),
-                "byte_scale": sim.dag.meta.get("byte_scale", 1.0)}
+        return {
+            "mode": "simulated",
+            "policy": sim.policy.name,
+            "levels": "exact" if sim.levels is None else sim.levels,
+            "fabric": sim.fabric.description,
+            "sim_events": s.events,
+            "sim_policy_calls": s.policy_calls,
+            "sim_wall_s": round(s.wall_s, 3),
+            "sim_end_s": s.sim_end_s,
+            "flows": len(sim.flows),
+            "byte_scale": sim.dag.meta.get("byte_scale", 1.0),
+        }
 
-    def summary(self, extra: dict | None = None) -> dict:
+    def summary(self, extra: dict | None = None) -> RunSummary:
         """The summary.json content without writing files."""
-        return summarize(self.coflow_records(), self.iteration_records(), self.partial,
-                         {**self.extra(), **(extra or {})})
+        return summarize(
+            self.coflow_records(),
+            self.iteration_records(),
+            self.partial,
+            {**self.extra(), **(extra or {})},
+        )
 
-    def write(self, out_dir: Path, extra: dict | None = None) -> dict:
+    def write(self, out_dir: Path, extra: dict | None = None) -> RunSummary:
         """Write the four result files into ``out_dir``; return the summary."""
-        return write_results(Path(out_dir), self.flow_records(), self.coflow_records(),
-                             self.iteration_records(), self.partial,
-                             {**self.extra(), **(extra or {})})
+        return write_results(
+            Path(out_dir),
+            self.flow_records(),
+            self.coflow_records(),
+            self.iteration_records(),
+            self.partial,
+            {**self.extra(), **(extra or {})},
+        )

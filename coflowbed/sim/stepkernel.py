@@ -5,6 +5,7 @@ Each is one pass over arrays aligned with the engine's active set (``active`` fl
 indices, their ``rates`` in bit/s, their coflow ``cof``); as numpy expressions each took
 five to ten passes and temporaries, at every one of tens of thousands of events.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,7 +79,13 @@ def compact(active, rates, cof, pid, level, paths) -> int:
     for j in range(m, active.size):
         if level[j] < 0:
             continue
-        active[m], rates[m], cof[m], pid[m], level[m] = active[j], rates[j], cof[j], pid[j], level[j]
+        active[m], rates[m], cof[m], pid[m], level[m] = (
+            active[j],
+            rates[j],
+            cof[j],
+            pid[j],
+            level[j],
+        )
         for k in range(paths.shape[1]):
             paths[m, k] = paths[j, k]
         m += 1

@@ -2,6 +2,7 @@
 run by ``scripts/install.sh``): a fresh checkout otherwise spends ~25 s compiling inside
 its first simulation.  numba caches the machine code next to the sources, so later
 processes only load it (~1 s)."""
+
 from __future__ import annotations
 
 import sys
@@ -19,8 +20,9 @@ def tiny_dag() -> Dag:
     hosts = ["h1", "h2", "h3", "h4"]
     coflows = []
     for c in range(3):
-        flows = tuple(Flow(f"c{c}.{i}", hosts[i], hosts[(i + c + 1) % 4], 100_000 * (i + 1))
-                      for i in range(4))
+        flows = tuple(
+            Flow(f"c{c}.{i}", hosts[i], hosts[(i + c + 1) % 4], 100_000 * (i + 1)) for i in range(4)
+        )
         coflows.append(Coflow(f"c{c}", flows, release_s=0.005 * c))
     return Dag(coflows=coflows)
 
@@ -34,8 +36,7 @@ def compile_kernels() -> float:
     metered = StaticPolicy({"c0": 0}, 1, {"c1": 2e8})
     for fabric in (big, spine):
         # uncapped; capped with held rates; byte thresholds; hard caps (meters)
-        for policy in (policies.get("fair"), policies.get("sebf"), policies.get("dclas"),
-                       metered):
+        for policy in (policies.get("fair"), policies.get("sebf"), policies.get("dclas"), metered):
             simulate(dag, fabric, policy, None)
     return time.perf_counter() - t0
 
@@ -44,6 +45,7 @@ def kernels_cached() -> bool:
     """Whether numba's cache next to the kernels holds compiled code (else the first
     simulation compiles, ~25 s)."""
     from coflowbed.sim import kernel
+
     cache = Path(kernel.__file__).parent / "__pycache__"
     return all(any(cache.glob(f"{mod}.*.nbi")) for mod in ("kernel", "stepkernel"))
 

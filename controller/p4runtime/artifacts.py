@@ -8,6 +8,7 @@ p4c exists, :func:`check_fresh` also recompiles and compares byte for byte.
     python -m controller.p4runtime.artifacts compile   # what `make p4` runs
     python -m controller.p4runtime.artifacts check     # exit 1 when stale
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ class Artifacts:
     p4info: Path
 
     @classmethod
-    def in_dir(cls, directory: Path) -> "Artifacts":
+    def in_dir(cls, directory: Path) -> Artifacts:
         """The artifacts as named inside ``directory``."""
         return cls(Path(directory) / JSON_NAME, Path(directory) / P4INFO_NAME)
 
@@ -77,10 +78,19 @@ def compile_to(out_dir: Path, p4c: str | None = None) -> Artifacts:
         raise RuntimeError(f"{P4C} not found on PATH (install p4lang's p4c package)")
     out = Artifacts.in_dir(out_dir)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    argv = [p4c, "--arch", "v1model", "--std", "p4-16", "--p4runtime-files", str(out.p4info),
-            "-o", str(out.json), str(P4_SOURCE_REL)]
-    res = subprocess.run(argv, cwd=REPO, capture_output=True, text=True,
-                         timeout=COMPILE_TIMEOUT_S)
+    argv = [
+        p4c,
+        "--arch",
+        "v1model",
+        "--std",
+        "p4-16",
+        "--p4runtime-files",
+        str(out.p4info),
+        "-o",
+        str(out.json),
+        str(P4_SOURCE_REL),
+    ]
+    res = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
     if res.returncode != 0:
         raise RuntimeError(f"{P4_SOURCE_REL}: p4c failed: {(res.stderr or res.stdout).strip()}")
     return out
@@ -107,8 +117,10 @@ def staleness(p4c: str | None = None) -> list[str]:
     if p4c is not None:
         with tempfile.TemporaryDirectory(prefix="coflowbed-p4c-") as tmp:
             fresh = compile_to(Path(tmp), p4c)
-            for name, old, new in (("BMv2 JSON", art.json, fresh.json),
-                                   ("P4Info", art.p4info, fresh.p4info)):
+            for name, old, new in (
+                ("BMv2 JSON", art.json, fresh.json),
+                ("P4Info", art.p4info, fresh.p4info),
+            ):
                 if old.read_bytes() != new.read_bytes():
                     reasons.append(f"{old}: differs from a fresh compile ({name})")
     return reasons

@@ -7,22 +7,29 @@ updates inside one Write: meters (add/modify), rules (add/modify), then rule del
 flow-removed message does), then meter resets.  P4Runtime meters cannot be deleted: a
 freed cell is reset to its default (no policing) by a MODIFY without config.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable, Mapping
 
 from finsy.proto import p4r
 
-from controller.coflow_table import LeafDiff, RuleKey
+from controller.coflow_table import LeafDiff, RuleKey, TagRule
 from controller.p4runtime.artifacts import Artifacts
-from controller.p4runtime.entities import N, EntityBuilder, rule_key_of
+from controller.p4runtime.entities import EntityBuilder, N, rule_key_of
 from controller.p4runtime.p4info import P4InfoIndex
 from controller.p4runtime.session import DELETE, INSERT, MODIFY, P4RuntimeSession, update
-from controller.southbound.base import (MeterCounter, PortCounter, RemovedCallback,
-                                        RuleCounter, SouthboundError, SwitchDriver)
+from controller.southbound.base import (
+    MeterCounter,
+    PortCounter,
+    RemovedCallback,
+    RuleCounter,
+    SouthboundError,
+    SwitchDriver,
+)
 from topo.plan import FabricPlan, SwitchPlan
 
 log = logging.getLogger("controller.p4runtime")
@@ -45,8 +52,14 @@ class P4RuntimeDriver(SwitchDriver):
     """One P4RuntimeSession per switch of ``plan``; switch ``name`` listens for gRPC on
     127.0.0.1:``grpc_ports[name]`` with device id = its dpid."""
 
-    def __init__(self, plan: FabricPlan, artifacts: Artifacts, grpc_ports: Mapping[str, int],
-                 on_removed: RemovedCallback | None = None, election_id: int = 1) -> None:
+    def __init__(
+        self,
+        plan: FabricPlan,
+        artifacts: Artifacts,
+        grpc_ports: Mapping[str, int],
+        on_removed: RemovedCallback | None = None,
+        election_id: int = 1,
+    ) -> None:
         """Driver for ``plan`` pushing the pipeline in ``artifacts``."""
         missing = [sw.name for sw in plan.switches if sw.name not in grpc_ports]
         if missing:
@@ -62,12 +75,18 @@ class P4RuntimeDriver(SwitchDriver):
         self._lock = threading.Lock()
 
     # --- connections -------------------------------------------------------------------
-    def connect(self, name: str, timeout: float,
-                on_lost: Callable[[str], None] | None = None) -> None:
+    def connect(
+        self, name: str, timeout: float, on_lost: Callable[[str], None] | None = None
+    ) -> None:
         """Open the session of ``name`` and become primary (SouthboundError otherwise)."""
         sw = self.plan.switch(name)
-        sess = P4RuntimeSession(name, f"{GRPC_HOST}:{self.ports[name]}", sw.dpid,
-                                self.election_id, on_lost=lambda n: self._lost(n, on_lost))
+        sess = P4RuntimeSession(
+            name,
+            f"{GRPC_HOST}:{self.ports[name]}",
+            sw.dpid,
+            self.election_id,
+            on_lost=lambda n: self._lost(n, on_lost),
+        )
         sess.open(timeout)
         with self._lock:
             old, self._sessions[name] = self._sessions.get(name), sess
@@ -110,10 +129,16 @@ class P4RuntimeDriver(SwitchDriver):
         sess, sw = self.session(switch), self.plan.switch(switch)
         sess.set_pipeline(self.index.info, self.device_json, timeout)
         if sw.role == "leaf":
-            sess.write([update(INSERT, action_profile_member=m)
-                        for m in self.build.ecmp_members(self.plan)], timeout)
-            sess.write([update(INSERT, action_profile_group=self.build.ecmp_group(self.plan))],
-                       timeout)
+            sess.write(
+                [
+                    update(INSERT, action_profile_member=m)
+                    for m in self.build.ecmp_members(self.plan)
+                ],
+                timeout,
+            )
+            sess.write(
+                [update(INSERT, action_profile_group=self.build.ecmp_group(self.plan))], timeout
+            )
             sess.write([update(INSERT, table_entry=self.build.ecmp_entry())], timeout)
         routes = self.build.route_entries(self.plan, sw)
         sess.write([update(INSERT, table_entry=e) for e in routes], timeout)
@@ -144,23 +169,36 @@ class P4RuntimeDriver(SwitchDriver):
     def _apply_one(self, name: str, d: LeafDiff, timeout: float) -> None:
         """The phases of one switch's diff (see module docstring)."""
         sess, b = self.session(name), self.build
-        sess.write([update(MODIFY, meter_entry=b.meter_entry(mid, m))
-                    for mid, m in d.meters_add + d.meters_mod], timeout)
+        sess.write(
+            [
+                update(MODIFY, meter_entry=b.meter_entry(mid, m))
+                for mid, m in d.meters_add + d.meters_mod
+            ],
+            timeout,
+        )
         ids = d.meter_ids
-        sess.write([update(INSERT, table_entry=b.coflow_entry(r, ids.get(r.meter)))
-                    for r in d.rules_add] +
-                   [update(MODIFY, table_entry=b.coflow_entry(r, ids.get(r.meter)))
-                    for r in d.rules_mod], timeout)
+
+        def meter_of(r: TagRule) -> int | None:
+            return None if r.meter is None else ids.get(r.meter)
+
+        sess.write(
+            [update(INSERT, table_entry=b.coflow_entry(r, meter_of(r))) for r in d.rules_add]
+            + [update(MODIFY, table_entry=b.coflow_entry(r, meter_of(r))) for r in d.rules_mod],
+            timeout,
+        )
         with self._lock:
             rules = self._rules.setdefault(name, {})
             rules.update({r.key: r.cookie for r in d.rules_add + d.rules_mod})
             self._meters.setdefault(name, set()).update(mid for mid, _ in d.meters_add)
         if d.rules_del:
             self._report_removed(name, {r.key for r in d.rules_del}, timeout)
-            sess.write([update(DELETE, table_entry=b.coflow_entry(r, None))
-                        for r in d.rules_del], timeout)
-        sess.write([update(MODIFY, meter_entry=b.meter_entry(mid, None))
-                    for mid, _ in d.meters_del], timeout)
+            sess.write(
+                [update(DELETE, table_entry=b.coflow_entry(r, None)) for r in d.rules_del], timeout
+            )
+        sess.write(
+            [update(MODIFY, meter_entry=b.meter_entry(mid, None)) for mid, _ in d.meters_del],
+            timeout,
+        )
         with self._lock:
             for r in d.rules_del:
                 rules.pop(r.key, None)
@@ -174,11 +212,11 @@ class P4RuntimeDriver(SwitchDriver):
             self.on_removed(name, c.cookie, c.bytes, c.packets)
 
     # --- reads -------------------------------------------------------------------------
-    def _coflow_counters(self, name: str, timeout: float,
-                         only: set | None = None) -> list[RuleCounter]:
+    def _coflow_counters(
+        self, name: str, timeout: float, only: set | None = None
+    ) -> list[RuleCounter]:
         """Direct counters of the coflow rules of ``name`` (optionally only ``only``)."""
-        ents = self.session(name).read([p4r.Entity(table_entry=self.build.coflow_read())],
-                                       timeout)
+        ents = self.session(name).read([p4r.Entity(table_entry=self.build.coflow_read())], timeout)
         with self._lock:
             cookies = dict(self._rules.get(name, {}))
         out = []
@@ -193,25 +231,39 @@ class P4RuntimeDriver(SwitchDriver):
         """Counters of the coflow-table rules of ``switch``."""
         return self._coflow_counters(switch, timeout)
 
-    def _cells(self, name: str, counter: str, indices: list[int],
-               timeout: float) -> dict[int, tuple[int, int]]:
+    def _cells(
+        self, name: str, counter: str, indices: list[int], timeout: float
+    ) -> dict[int, tuple[int, int]]:
         """index -> (bytes, packets) of ``counter`` cells ``indices``."""
         if not indices:
             return {}
         ents = self.session(name).read(
             [p4r.Entity(counter_entry=self.build.counter_read(counter, i)) for i in indices],
-            timeout)
-        return {e.counter_entry.index.index: (e.counter_entry.data.byte_count,
-                                              e.counter_entry.data.packet_count)
-                for e in ents}
+            timeout,
+        )
+        return {
+            e.counter_entry.index.index: (
+                e.counter_entry.data.byte_count,
+                e.counter_entry.data.packet_count,
+            )
+            for e in ents
+        }
 
     def port_counters(self, switch: str, timeout: float) -> list[PortCounter]:
         """rx (ingress) and tx (egress) counters of every port of ``switch``."""
         ports = switch_ports(self.plan, self.plan.switch(switch))
         rx = self._cells(switch, N.port_rx, ports, timeout)
         tx = self._cells(switch, N.port_tx, ports, timeout)
-        return [PortCounter(p, rx.get(p, (0, 0))[0], tx.get(p, (0, 0))[0],
-                            rx.get(p, (0, 0))[1], tx.get(p, (0, 0))[1]) for p in ports]
+        return [
+            PortCounter(
+                p,
+                rx.get(p, (0, 0))[0],
+                tx.get(p, (0, 0))[0],
+                rx.get(p, (0, 0))[1],
+                tx.get(p, (0, 0))[1],
+            )
+            for p in ports
+        ]
 
     def meter_counters(self, switch: str, timeout: float) -> list[MeterCounter]:
         """Traffic into, and dropped by, every meter cell in use on ``switch``."""
@@ -219,5 +271,13 @@ class P4RuntimeDriver(SwitchDriver):
             ids = sorted(self._meters.get(switch, ()))
         seen = self._cells(switch, N.meter_in, ids, timeout)
         drop = self._cells(switch, N.meter_drop, ids, timeout)
-        return [MeterCounter(i, seen.get(i, (0, 0))[1], seen.get(i, (0, 0))[0],
-                             drop.get(i, (0, 0))[1], drop.get(i, (0, 0))[0]) for i in ids]
+        return [
+            MeterCounter(
+                i,
+                seen.get(i, (0, 0))[1],
+                seen.get(i, (0, 0))[0],
+                drop.get(i, (0, 0))[1],
+                drop.get(i, (0, 0))[0],
+            )
+            for i in ids
+        ]

@@ -8,6 +8,7 @@ Mirrors the OpenFlow pipeline (controller/southbound/of_messages.py):
 - coflow table: one entry per TagRule (in_port, tag, dst /32 or wildcard) -> level
   [+ meter index]; meters are byte meters with CIR = PIR = rate, so RED = above rate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,8 +17,14 @@ from finsy.proto import p4r
 
 from controller.coflow_table import MeterSpec, TagRule
 from controller.p4runtime.p4info import P4InfoIndex, encode_uint, ip_to_int
-from topo.plan import (FABRIC_NET, FABRIC_PREFIX_LEN, LEAF_PREFIX_LEN, FabricPlan, SwitchPlan,
-                       leaf_subnet)
+from topo.plan import (
+    FABRIC_NET,
+    FABRIC_PREFIX_LEN,
+    LEAF_PREFIX_LEN,
+    FabricPlan,
+    SwitchPlan,
+    leaf_subnet,
+)
 
 ECMP_GROUP = 1
 
@@ -58,8 +65,9 @@ class EntityBuilder:
     def exact(self, table: str, field: str, value: int) -> p4r.FieldMatch:
         """Exact match of ``field`` = ``value``."""
         f = self.ix.match_field(table, field)
-        return p4r.FieldMatch(field_id=f.id, exact=p4r.FieldMatch.Exact(
-            value=encode_uint(value, f.bitwidth)))
+        return p4r.FieldMatch(
+            field_id=f.id, exact=p4r.FieldMatch.Exact(value=encode_uint(value, f.bitwidth))
+        )
 
     def lpm(self, table: str, field: str, ip: str, prefix_len: int) -> p4r.FieldMatch:
         """LPM match of ``field`` on ``ip/prefix_len`` (host bits zeroed)."""
@@ -67,61 +75,102 @@ class EntityBuilder:
         if not 0 < prefix_len <= f.bitwidth:
             raise ValueError(f"prefix length {prefix_len} invalid for {f.bitwidth} bits")
         mask = ((1 << prefix_len) - 1) << (f.bitwidth - prefix_len)
-        return p4r.FieldMatch(field_id=f.id, lpm=p4r.FieldMatch.LPM(
-            value=encode_uint(ip_to_int(ip) & mask, f.bitwidth), prefix_len=prefix_len))
+        return p4r.FieldMatch(
+            field_id=f.id,
+            lpm=p4r.FieldMatch.LPM(
+                value=encode_uint(ip_to_int(ip) & mask, f.bitwidth), prefix_len=prefix_len
+            ),
+        )
 
     def action(self, name: str, **params: int) -> p4r.Action:
         """Action ``name`` with integer parameters."""
-        return p4r.Action(action_id=self.ix.id("actions", name), params=[
-            p4r.Action.Param(param_id=(f := self.ix.param(name, k)).id,
-                             value=encode_uint(v, f.bitwidth)) for k, v in params.items()])
+        return p4r.Action(
+            action_id=self.ix.id("actions", name),
+            params=[
+                p4r.Action.Param(
+                    param_id=(f := self.ix.param(name, k)).id, value=encode_uint(v, f.bitwidth)
+                )
+                for k, v in params.items()
+            ],
+        )
 
-    def table_entry(self, table: str, matches, action: p4r.Action | None = None,
-                    group_id: int | None = None) -> p4r.TableEntry:
+    def table_entry(
+        self, table: str, matches, action: p4r.Action | None = None, group_id: int | None = None
+    ) -> p4r.TableEntry:
         """Entry of ``table``: a direct action or an action-profile group."""
-        ta = (p4r.TableAction(action=action) if group_id is None
-              else p4r.TableAction(action_profile_group_id=group_id))
-        return p4r.TableEntry(table_id=self.ix.id("tables", table), match=list(matches),
-                              action=ta)
+        ta = (
+            p4r.TableAction(action=action)
+            if group_id is None
+            else p4r.TableAction(action_profile_group_id=group_id)
+        )
+        return p4r.TableEntry(table_id=self.ix.id("tables", table), match=list(matches), action=ta)
 
     # --- routing -----------------------------------------------------------------------
     def route_entries(self, plan: FabricPlan, sw: SwitchPlan) -> list[p4r.TableEntry]:
         """Routing table of ``sw`` (see module docstring)."""
         if sw.role == "spine":
-            return [self.table_entry(N.route, [self.lpm(N.route, "dst", leaf_subnet(l),
-                                                        LEAF_PREFIX_LEN)],
-                                     self.action(N.forward, port=l))
-                    for l in range(1, plan.leaves + 1)]
-        out = [self.table_entry(N.route, [self.lpm(N.route, "dst", h.ip, 32)],
-                                self.action(N.forward, port=h.leaf_port))
-               for h in plan.hosts if h.leaf == sw.index]
-        out.append(self.table_entry(N.route, [self.lpm(N.route, "dst", leaf_subnet(sw.index),
-                                                       LEAF_PREFIX_LEN)], self.action(N.drop)))
-        out.append(self.table_entry(N.route, [self.lpm(N.route, "dst", FABRIC_NET,
-                                                       FABRIC_PREFIX_LEN)],
-                                    self.action(N.to_ecmp, group=ECMP_GROUP)))
+            return [
+                self.table_entry(
+                    N.route,
+                    [self.lpm(N.route, "dst", leaf_subnet(leaf), LEAF_PREFIX_LEN)],
+                    self.action(N.forward, port=leaf),
+                )
+                for leaf in range(1, plan.leaves + 1)
+            ]
+        out = [
+            self.table_entry(
+                N.route,
+                [self.lpm(N.route, "dst", h.ip, 32)],
+                self.action(N.forward, port=h.leaf_port),
+            )
+            for h in plan.hosts
+            if h.leaf == sw.index
+        ]
+        out.append(
+            self.table_entry(
+                N.route,
+                [self.lpm(N.route, "dst", leaf_subnet(sw.index), LEAF_PREFIX_LEN)],
+                self.action(N.drop),
+            )
+        )
+        out.append(
+            self.table_entry(
+                N.route,
+                [self.lpm(N.route, "dst", FABRIC_NET, FABRIC_PREFIX_LEN)],
+                self.action(N.to_ecmp, group=ECMP_GROUP),
+            )
+        )
         return out
 
     def ecmp_members(self, plan: FabricPlan) -> list[p4r.ActionProfileMember]:
         """One member per spine: forward to that uplink (member id = spine index)."""
         prof = self.ix.id("action_profiles", N.ecmp_selector)
-        return [p4r.ActionProfileMember(action_profile_id=prof, member_id=s,
-                                        action=self.action(N.forward,
-                                                           port=plan.uplink_port(s)))
-                for s in range(1, plan.spines + 1)]
+        return [
+            p4r.ActionProfileMember(
+                action_profile_id=prof,
+                member_id=s,
+                action=self.action(N.forward, port=plan.uplink_port(s)),
+            )
+            for s in range(1, plan.spines + 1)
+        ]
 
     def ecmp_group(self, plan: FabricPlan) -> p4r.ActionProfileGroup:
         """The ECMP group over every spine member."""
         return p4r.ActionProfileGroup(
             action_profile_id=self.ix.id("action_profiles", N.ecmp_selector),
-            group_id=ECMP_GROUP, max_size=self.ix.size("action_profiles", N.ecmp_selector),
-            members=[p4r.ActionProfileGroup.Member(member_id=s, weight=1)
-                     for s in range(1, plan.spines + 1)])
+            group_id=ECMP_GROUP,
+            max_size=self.ix.size("action_profiles", N.ecmp_selector),
+            members=[
+                p4r.ActionProfileGroup.Member(member_id=s, weight=1)
+                for s in range(1, plan.spines + 1)
+            ],
+        )
 
     def ecmp_entry(self) -> p4r.TableEntry:
         """ECMP table: group key 1 -> the selector group."""
-        return self.table_entry(N.ecmp, [self.exact(N.ecmp, "group", ECMP_GROUP)],
-                                group_id=ECMP_GROUP)
+        return self.table_entry(
+            N.ecmp, [self.exact(N.ecmp, "group", ECMP_GROUP)], group_id=ECMP_GROUP
+        )
 
     # --- coflow table ------------------------------------------------------------------
     def coflow_match(self, tag: int, in_port: int, dst_ip: str | None) -> list:
@@ -133,27 +182,32 @@ class EntityBuilder:
 
     def coflow_entry(self, rule: TagRule, meter_id: int | None) -> p4r.TableEntry:
         """Entry of ``rule``; ``meter_id`` is its meter index (None: unmetered)."""
-        act = (self.action(N.set_level, level=rule.level) if meter_id is None else
-               self.action(N.set_level_metered, level=rule.level, meter_idx=meter_id))
-        return self.table_entry(N.coflow, self.coflow_match(rule.tag, rule.in_port,
-                                                            rule.dst_ip), act)
+        act = (
+            self.action(N.set_level, level=rule.level)
+            if meter_id is None
+            else self.action(N.set_level_metered, level=rule.level, meter_idx=meter_id)
+        )
+        return self.table_entry(
+            N.coflow, self.coflow_match(rule.tag, rule.in_port, rule.dst_ip), act
+        )
 
     def coflow_read(self) -> p4r.TableEntry:
         """Wildcard read of the coflow table with its direct counters."""
-        return p4r.TableEntry(table_id=self.ix.id("tables", N.coflow),
-                              counter_data=p4r.CounterData())
+        return p4r.TableEntry(
+            table_id=self.ix.id("tables", N.coflow), counter_data=p4r.CounterData()
+        )
 
     def meter_entry(self, meter_id: int, spec: MeterSpec | None) -> p4r.MeterEntry:
         """Meter cell ``meter_id`` at ``spec``'s rate (kbit/s -> byte/s); None resets it."""
         cells = self.ix.size("meters", N.tag_meter)
         if not 0 <= meter_id < cells:
             raise ValueError(f"meter index {meter_id} outside 0..{cells - 1}")
-        entry = p4r.MeterEntry(meter_id=self.ix.id("meters", N.tag_meter),
-                               index=p4r.Index(index=meter_id))
+        entry = p4r.MeterEntry(
+            meter_id=self.ix.id("meters", N.tag_meter), index=p4r.Index(index=meter_id)
+        )
         if spec is not None:
             rate, burst = spec.rate_kbps * 125, spec.burst_kbit * 125
-            entry.config.CopyFrom(p4r.MeterConfig(cir=rate, cburst=burst, pir=rate,
-                                                  pburst=burst))
+            entry.config.CopyFrom(p4r.MeterConfig(cir=rate, cburst=burst, pir=rate, pburst=burst))
         return entry
 
     def counter_read(self, counter: str, index: int | None = None) -> p4r.CounterEntry:

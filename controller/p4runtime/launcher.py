@@ -12,6 +12,7 @@ reports ``ready`` when all are installed.  It is the P4Runtime *client*: it conn
 to each switch's gRPC server on 127.0.0.1, holds the primary role, pushes the pipeline.
 SIGTERM/SIGINT end it (the API socket file is removed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--plan", type=Path, required=True, help="FabricPlan JSON")
     p.add_argument("--api", type=Path, required=True, help="control API Unix socket")
     p.add_argument("--log", type=Path, required=True, help="log file")
-    p.add_argument("--grpc-ports", nargs="+", required=True, metavar="NAME=PORT",
-                   help="gRPC port of every switch on 127.0.0.1")
+    p.add_argument(
+        "--grpc-ports",
+        nargs="+",
+        required=True,
+        metavar="NAME=PORT",
+        help="gRPC port of every switch on 127.0.0.1",
+    )
     add_control_args(p)
     p.add_argument("--p4info", type=Path, help="P4Info text file (default: committed)")
     p.add_argument("--bmv2-json", type=Path, help="BMv2 JSON (default: committed)")
@@ -66,8 +72,7 @@ class SwitchKeeper:
     """Keeps one switch connected: connect (retrying), tell the control plane, wait
     for the session to be lost, repeat, until stopped."""
 
-    def __init__(self, name: str, driver, plane, stop: threading.Event,
-                 timeout: float) -> None:
+    def __init__(self, name: str, driver, plane, stop: threading.Event, timeout: float) -> None:
         """Keeper of switch ``name``."""
         self.name, self.driver, self.plane, self.stop = name, driver, plane, stop
         self.timeout = timeout
@@ -112,6 +117,7 @@ def run(args: argparse.Namespace, plan, ports: dict[str, int], art: Artifacts) -
 
 def _install_signal_handlers(api, driver, stop: threading.Event) -> None:
     """SIGTERM/SIGINT: stop keepers, remove the API socket, close sessions, exit."""
+
     def on_signal(signum, _frame):
         """Stop everything and exit at once (the keepers are daemon threads)."""
         log.info("signal %d: stopping", signum)
@@ -157,19 +163,36 @@ def main(argv: list[str] | None = None) -> int:
     return run(args, plan, ports, art)
 
 
-def launcher_argv(plan_json: Path, api: Path, log_path: Path, ports: dict[str, int],
-                  levels: int = MAX_LEVELS, pid_file: Path | None = None) -> list[str]:
+def launcher_argv(
+    plan_json: Path,
+    api: Path,
+    log_path: Path,
+    ports: dict[str, int],
+    levels: int = MAX_LEVELS,
+    pid_file: Path | None = None,
+) -> list[str]:
     """The command line that starts this launcher (for an orchestrator's Popen)."""
-    argv = [sys.executable, "-m", "controller.p4runtime.launcher", "--plan", str(plan_json),
-            "--api", str(api), "--log", str(log_path), "--levels", str(levels),
-            "--grpc-ports", *[f"{n}={p}" for n, p in ports.items()]]
+    argv = [
+        sys.executable,
+        "-m",
+        "controller.p4runtime.launcher",
+        "--plan",
+        str(plan_json),
+        "--api",
+        str(api),
+        "--log",
+        str(log_path),
+        "--levels",
+        str(levels),
+        "--grpc-ports",
+        *[f"{n}={p}" for n, p in ports.items()],
+    ]
     return argv + (["--pid-file", str(pid_file)] if pid_file else [])
 
 
 def spawn(argv: list[str]) -> subprocess.Popen:
     """Popen of ``argv`` in the repo with stdout piped (read READY from it)."""
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO,
-                            env=dict(os.environ))
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO, env=dict(os.environ))
 
 
 if __name__ == "__main__":

@@ -6,15 +6,15 @@ widths, and encodes integers into byte strings of exactly the field's width (the
 form every P4Runtime server accepts; BMv2's PI also accepts the canonical shortest
 form, but padding keeps the widths checkable).
 """
+
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from google.protobuf import text_format
-
 from finsy.proto import p4i
+from google.protobuf import text_format
 
 
 @dataclass(frozen=True)
@@ -55,18 +55,24 @@ class P4InfoIndex:
         self._ids: dict[tuple[str, str], int] = {}
         self._fields: dict[tuple[int, str], FieldInfo] = {}
         self._params: dict[tuple[int, str], FieldInfo] = {}
-        for kind in ("tables", "actions", "meters", "counters", "direct_counters",
-                     "action_profiles"):
+        for kind in (
+            "tables",
+            "actions",
+            "meters",
+            "counters",
+            "direct_counters",
+            "action_profiles",
+        ):
             for obj in getattr(info, kind):
                 self._add_name(kind, obj.preamble)
         for t in info.tables:
             for mf in t.match_fields:
                 self._fields[(t.preamble.id, mf.name)] = FieldInfo(
-                    mf.id, mf.name, mf.bitwidth, mf.match_type)
+                    mf.id, mf.name, mf.bitwidth, mf.match_type
+                )
         for a in info.actions:
             for prm in a.params:
-                self._params[(a.preamble.id, prm.name)] = FieldInfo(prm.id, prm.name,
-                                                                    prm.bitwidth)
+                self._params[(a.preamble.id, prm.name)] = FieldInfo(prm.id, prm.name, prm.bitwidth)
 
     def _add_name(self, kind: str, preamble) -> None:
         """Register the full name, and the last component as an alias (if unique)."""
@@ -78,7 +84,7 @@ class P4InfoIndex:
             self._ids[(kind, short)] = preamble.id
 
     @classmethod
-    def from_file(cls, path: Path) -> "P4InfoIndex":
+    def from_file(cls, path: Path) -> P4InfoIndex:
         """Parse a text-format P4Info file; ValueError naming the file on bad content."""
         info = p4i.P4Info()
         try:

@@ -7,12 +7,14 @@ the session (closing it gives up the role); a thread drains it and reports its e
 Writes and reads are unary RPCs with deadlines; a Write returns after the switch has
 applied every update (P4Runtime semantics), which is our barrier.
 """
+
 from __future__ import annotations
 
 import logging
 import queue
 import threading
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 import grpc
 from finsy.proto import p4r, p4r_grpc, rpc_code, rpc_status
@@ -25,7 +27,7 @@ _STOP = object()
 _DETAILS_KEY = "grpc-status-details-bin"
 
 
-def _request_iter(q: queue.Queue) -> Iterable:
+def _request_iter(q: queue.Queue) -> Iterator[p4r.StreamMessageRequest]:
     """Messages put on ``q`` until the stop marker."""
     while True:
         item = q.get()
@@ -37,8 +39,14 @@ def _request_iter(q: queue.Queue) -> Iterable:
 class P4RuntimeSession:
     """Primary client of one device over one gRPC channel (thread-safe)."""
 
-    def __init__(self, name: str, address: str, device_id: int,
-                 election_id: int = 1, on_lost: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        device_id: int,
+        election_id: int = 1,
+        on_lost: Callable[[str], None] | None = None,
+    ) -> None:
         """Not connected yet: call :meth:`open`."""
         self.name, self.address, self.device_id = name, address, device_id
         self.election_id = election_id
@@ -60,14 +68,21 @@ class P4RuntimeSession:
             grpc.channel_ready_future(self.channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
             self.channel.close()
-            raise SouthboundError(f"{self.name}: no P4Runtime server at {self.address} "
-                                  f"within {timeout:.0f} s") from None
+            raise SouthboundError(
+                f"{self.name}: no P4Runtime server at {self.address} within {timeout:.0f} s"
+            ) from None
         self.stub = p4r_grpc.P4RuntimeStub(self.channel)
         stream = self.stub.StreamChannel(_request_iter(self._out))
-        threading.Thread(target=self._drain, args=(stream,), daemon=True,
-                         name=f"p4rt-{self.name}").start()
-        self._out.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
-            device_id=self.device_id, election_id=self._election())))
+        threading.Thread(
+            target=self._drain, args=(stream,), daemon=True, name=f"p4rt-{self.name}"
+        ).start()
+        self._out.put(
+            p4r.StreamMessageRequest(
+                arbitration=p4r.MasterArbitrationUpdate(
+                    device_id=self.device_id, election_id=self._election()
+                )
+            )
+        )
         self._await_primary(timeout)
 
     def _await_primary(self, timeout: float) -> None:
@@ -76,14 +91,18 @@ class P4RuntimeSession:
             arb = self._arbitration.get(timeout=timeout)
         except queue.Empty:
             self.close()
-            raise SouthboundError(f"{self.name}: no arbitration answer in {timeout:.0f} s")
+            raise SouthboundError(
+                f"{self.name}: no arbitration answer in {timeout:.0f} s"
+            ) from None
         if arb is None:
             self.close()
             raise SouthboundError(f"{self.name}: stream closed during arbitration")
         if arb.status.code != rpc_code.OK:
             self.close()
-            raise SouthboundError(f"{self.name}: not primary (another controller holds "
-                                  f"device {self.device_id}): {arb.status.message}")
+            raise SouthboundError(
+                f"{self.name}: not primary (another controller holds "
+                f"device {self.device_id}): {arb.status.message}"
+            )
         log.info("%s: primary for device %d at %s", self.name, self.device_id, self.address)
 
     def _drain(self, stream) -> None:
@@ -114,17 +133,22 @@ class P4RuntimeSession:
     def set_pipeline(self, p4info, device_json: bytes, timeout: float) -> None:
         """VERIFY_AND_COMMIT the pipeline (this wipes every table, meter and counter)."""
         req = p4r.SetForwardingPipelineConfigRequest(
-            device_id=self.device_id, election_id=self._election(),
+            device_id=self.device_id,
+            election_id=self._election(),
             action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
-            config=p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=device_json))
+            config=p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=device_json),
+        )
         self._call("SetForwardingPipelineConfig", req, timeout)
 
     def write(self, updates: Sequence[p4r.Update], timeout: float) -> None:
         """One Write RPC with ``updates`` (applied in order); no-op when empty."""
         if updates:
-            req = p4r.WriteRequest(device_id=self.device_id, election_id=self._election(),
-                                   updates=list(updates),
-                                   atomicity=p4r.WriteRequest.CONTINUE_ON_ERROR)
+            req = p4r.WriteRequest(
+                device_id=self.device_id,
+                election_id=self._election(),
+                updates=list(updates),
+                atomicity=p4r.WriteRequest.CONTINUE_ON_ERROR,
+            )
             self._call("Write", req, timeout)
 
     def read(self, entities: Sequence[p4r.Entity], timeout: float) -> list[p4r.Entity]:
@@ -155,7 +179,10 @@ class P4RuntimeSession:
 def _describe(err: grpc.RpcError) -> str:
     """Status code and message, plus the first failing update's P4Runtime error."""
     text = f"{err.code().name}: {err.details()}"
-    for key, value in (err.trailing_metadata() or ()):
+    # (key, value) pairs at run time (grpc._typing.MetadataType); types-grpcio declares
+    # them as objects with .key/.value, which grpc has not returned since its beta API.
+    metadata = cast("tuple[tuple[str, bytes], ...]", err.trailing_metadata() or ())
+    for key, value in metadata:
         if key != _DETAILS_KEY:
             continue
         status = rpc_status.Status.FromString(value)
@@ -166,7 +193,7 @@ def _describe(err: grpc.RpcError) -> str:
     return text
 
 
-def update(kind: int, **entity) -> p4r.Update:
+def update(kind: p4r.Update.Type.ValueType, **entity) -> p4r.Update:
     """``Update(type=kind, entity=Entity(**entity))``."""
     return p4r.Update(type=kind, entity=p4r.Entity(**entity))
 

@@ -1,8 +1,10 @@
 """Small helpers shared by the built-in policies: parameter checks and type orders."""
+
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from workload.dag import CoflowType
 
@@ -28,8 +30,11 @@ def check_int(policy: str, key: str, value: Any, lo: int, hi: int) -> int:
 
 def check_positive(policy: str, key: str, value: Any) -> float:
     """``value`` as float if it is a finite number > 0, else ValueError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            math.isfinite(value) and value > 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
         raise bad_param(policy, key, "must be a finite number > 0", value)
     return float(value)
 

@@ -7,11 +7,13 @@ urgent; any tuple or number, ties allowed) and optionally per-flow rates in bit/
 Ranks are compressed onto the K hardware levels by ``controller.compress`` — policies
 never deal with K except D-CLAS, whose queues are levels by definition.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from workload.dag import Coflow
 from workload.marking import MAX_LEVELS
@@ -60,10 +62,10 @@ class FabricView:
     levels: int = MAX_LEVELS
 
     @classmethod
-    def uniform(cls, hosts, bps: float, levels: int = MAX_LEVELS) -> "FabricView":
+    def uniform(cls, hosts, bps: float, levels: int = MAX_LEVELS) -> FabricView:
         """Every host port at the same rate ``bps`` each way."""
         hosts = list(hosts)
-        return cls({h: bps for h in hosts}, {h: bps for h in hosts}, levels)
+        return cls(dict.fromkeys(hosts, bps), dict.fromkeys(hosts, bps), levels)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class TableDecision:
     and, optionally, a rate in bit/s per row (live flow) of the table."""
 
     ranks: list[Rank]
-    flow_rates_bps: "np.ndarray | None" = None
+    flow_rates_bps: np.ndarray | None = None
 
 
 class Policy(ABC):
@@ -93,7 +95,9 @@ class Policy(ABC):
     # in the LLM schedulers whose switches hold a static tag -> priority table: the
     # testbed then assigns levels once for the whole DAG and writes nothing while running.
     ranks_by_identity: bool = False
-    dag_compression: str | None = None  # scheme for the whole-DAG compression (default: compression)
+    dag_compression: str | None = (
+        None  # scheme for the whole-DAG compression (default: compression)
+    )
     # True when the ranks are the levels themselves (the scenario's ``static`` policy):
     # no compression, rank (L,) is level L.
     levels_given: bool = False
@@ -120,12 +124,14 @@ class Policy(ABC):
             raise ValueError(f"policy {self.name!r} takes no parameters {sorted(params)}")
 
     @abstractmethod
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Return a Decision for every coflow in ``states``."""
 
-    def decide_table(self, table: "FlowTable", ids: Sequence[str], seq: "np.ndarray",
-                     now: float) -> TableDecision | None:
+    def decide_table(
+        self, table: FlowTable, ids: Sequence[str], seq: np.ndarray, now: float
+    ) -> TableDecision | None:
         """Optional vectorised ``decide`` for callers that already hold the live flows as
         arrays (the simulator, at 10^5-10^6 flows): ``table`` rows are the live flows
         grouped by coflow, ``ids``/``seq`` the coflows' ids and arrival sequence numbers.

@@ -4,10 +4,11 @@ Ports are numbered 0..H-1 for host egress (uplink, sender side) and H..2H-1 for 
 ingress (downlink, receiver side).  Only flows with bytes left appear.  Arrays are built
 once per ``decide`` so the policies run vectorised instead of looping over flows per coflow.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -45,8 +46,11 @@ class PortLoads:
 
 def port_capacity(fabric: FabricView) -> np.ndarray:
     """Every port's rate in bit/s: egress ports first, then ingress, in host order."""
-    cap = np.fromiter([*fabric.egress_bps.values(), *fabric.ingress_bps.values()],
-                      dtype=np.float64, count=len(fabric.egress_bps) + len(fabric.ingress_bps))
+    cap = np.fromiter(
+        [*fabric.egress_bps.values(), *fabric.ingress_bps.values()],
+        dtype=np.float64,
+        count=len(fabric.egress_bps) + len(fabric.ingress_bps),
+    )
     if not np.all(np.isfinite(cap) & (cap > 0)):
         raise ValueError("fabric view: every port rate must be a finite number > 0 bit/s")
     return cap
@@ -75,8 +79,7 @@ def flow_table(states: Sequence[CoflowState], fabric: FabricView) -> FlowTable:
     ids = [f.flow_id for f, keep in zip(flows, live.tolist()) if keep]
     coflow = owner[live]
     start = np.searchsorted(coflow, np.arange(len(states) + 1)).astype(np.int64)
-    return FlowTable(ids, coflow, src[live], dst[live], left[live] * 8.0, start, cap,
-                     len(egress))
+    return FlowTable(ids, coflow, src[live], dst[live], left[live] * 8.0, start, cap, len(egress))
 
 
 def _bytes_left(states: Sequence[CoflowState], flows: list, counts: list[int]) -> np.ndarray:
@@ -86,7 +89,7 @@ def _bytes_left(states: Sequence[CoflowState], flows: list, counts: list[int]) -
     for s, n in zip(states, counts):
         if s.remaining:  # only partly sent coflows pay for the per-flow lookup
             rem = s.remaining
-            left[lo:lo + n] = [rem.get(f.flow_id, f.bytes) for f in s.coflow.flows]
+            left[lo : lo + n] = [rem.get(f.flow_id, f.bytes) for f in s.coflow.flows]
         lo += n
     return left
 
@@ -96,8 +99,9 @@ def _missing_host(flows, egress: dict[str, int], ingress: dict[str, int]) -> Val
     for f in flows:
         for host, side, index in ((f.src, "egress", egress), (f.dst, "ingress", ingress)):
             if host not in index:
-                return ValueError(f"fabric view: flow {f.flow_id!r}: host {host!r} has no "
-                                  f"{side} port")
+                return ValueError(
+                    f"fabric view: flow {f.flow_id!r}: host {host!r} has no {side} port"
+                )
     return ValueError("fabric view: a flow's host has no port")
 
 

@@ -1,7 +1,8 @@
 """Aalo's D-CLAS: non-clairvoyant discretised least-attained-service across coflows."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,26 +31,31 @@ class DClas(Policy):
     aliases = ("aalo",)
     compression = "lexicographic"  # every occupied queue keeps its own level
 
-    def __init__(self, queues: int = MAX_LEVELS, first_threshold_bytes: float = 10 * MIB,
-                 multiplier: float = 10.0) -> None:
+    def __init__(
+        self,
+        queues: int = MAX_LEVELS,
+        first_threshold_bytes: float = 10 * MIB,
+        multiplier: float = 10.0,
+    ) -> None:
         """Check the parameters and derive the K-1 demotion thresholds."""
         super().__init__()
         self.queues = check_int(self.name, "queues", queues, 1, MAX_LEVELS)
         first = check_positive(self.name, "first_threshold_bytes", first_threshold_bytes)
         mult = check_positive(self.name, "multiplier", multiplier)
         if mult <= 1:
-            raise ValueError(f"policy {self.name!r}: parameter 'multiplier': must be > 1, "
-                             f"got {multiplier!r}")
-        self.byte_thresholds = tuple(int(round(first * mult ** i))
-                                     for i in range(self.queues - 1))
+            raise ValueError(
+                f"policy {self.name!r}: parameter 'multiplier': must be > 1, got {multiplier!r}"
+            )
+        self.byte_thresholds = tuple(int(round(first * mult**i)) for i in range(self.queues - 1))
         self._edges = np.asarray(self.byte_thresholds, dtype=np.int64)
 
     def queue_of(self, bytes_sent: int) -> int:
         """Queue index (0 = top) of a coflow that has sent ``bytes_sent`` bytes."""
         return int(np.searchsorted(self._edges, bytes_sent, side="right"))
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank (queue by bytes_sent, arrival_seq); never reads flow sizes."""
         sent = np.fromiter((s.bytes_sent for s in states), dtype=np.int64, count=len(states))
         queues = np.searchsorted(self._edges, sent, side="right").tolist()

@@ -1,7 +1,8 @@
 """Hermod: strict cluster-wide order by static model factors (MID > CType > LID)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from controller.policies._common import check_bool, type_order
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
@@ -21,11 +22,11 @@ class Hermod(Policy):
     id LID; the order is strict and lexicographic: smaller MID first, then EP and PP before
     DP, then smaller LID first.  Coflows with the same three factors share a level, as
     they share a tag in the published prototype (splitting them by arrival would serve
-    the flows of one pipeline step one after another instead of together).  This settles the three overlap cases
-    of 1F1B with ZeRO-2: (1) EP vs PP of different microbatches -> older microbatch;
-    (2) EP/PP vs DP in backward -> EP/PP; (3) next-iteration EP/PP of early layers vs DP
-    all-gathers of later layers -> smaller LID.  ``interleaved=True`` (interleaved 1F1B)
-    splits CType into EP > PP > DP.  OTHER/TP coflows rank after DP.
+    the flows of one pipeline step one after another instead of together).  This settles
+    the three overlap cases of 1F1B with ZeRO-2: (1) EP vs PP of different microbatches
+    -> older microbatch; (2) EP/PP vs DP in backward -> EP/PP; (3) next-iteration EP/PP of
+    early layers vs DP all-gathers of later layers -> smaller LID.  ``interleaved=True``
+    (interleaved 1F1B) splits CType into EP > PP > DP.  OTHER/TP coflows rank after DP.
 
     Rank: ``(MID, ctype_order, LID)``; the iteration is not part of the rank
     (the published 6-bit tag has no iteration bits).  Each coflow runs at line rate within
@@ -47,8 +48,9 @@ class Hermod(Policy):
         self.interleaved = check_bool(self.name, "interleaved", interleaved)
         self._order = _INTERLEAVED if self.interleaved else _PLAIN
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank (MID, CType order, LID) per coflow."""
         order = self._order
         out: dict[str, Decision] = {}

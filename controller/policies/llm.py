@@ -1,7 +1,8 @@
 """LLM-training baselines that act on one kind of traffic: Lina and ByteScheduler."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from controller.policies._common import check_bool
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
@@ -29,14 +30,16 @@ class Lina(Policy):
         super().__init__()
         self.backward_only = check_bool(self.name, "backward_only", backward_only)
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """EP (in backward) at rank 0, everything else at rank 1."""
         out: dict[str, Decision] = {}
         for s in states:
             ident = s.coflow.identity
             lifted = ident.ctype is CoflowType.EP and (
-                not self.backward_only or ident.phase == "bwd")
+                not self.backward_only or ident.phase == "bwd"
+            )
             out[s.coflow_id] = Decision(rank=(0,) if lifted else (1,))
         return out
 
@@ -55,8 +58,9 @@ class ByteScheduler(Policy):
     compression = "lexicographic"
     ranks_by_identity = True
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Non-DP at rank (0,), DP by layer."""
         out: dict[str, Decision] = {}
         for s in states:

@@ -1,6 +1,7 @@
 """User policy plugins: Python files that register policies with
 ``@controller.policies.register``, imported by the scenario loader (so the names can be
 checked) and by the controller (which runs the policy)."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """Policy registry: users select policies by name and add their own with ``@register``."""
+
 from __future__ import annotations
 
 import inspect
@@ -19,7 +20,9 @@ def register(cls: type[Policy]) -> type[Policy]:
     keys = [cls.name, *cls.aliases]
     for key in keys:
         if not isinstance(key, str) or not key.strip():
-            raise ValueError(f"policy registry: {cls.__name__} has an empty or non-string name {key!r}")
+            raise ValueError(
+                f"policy registry: {cls.__name__} has an empty or non-string name {key!r}"
+            )
         owner = _CLASSES.get(_ALIASES.get(key, key))
         if owner is not None and owner is not cls:
             raise ValueError(f"policy registry: name {key!r} is already taken by {owner.__name__}")
@@ -62,8 +65,9 @@ def get(name: str, **params: Any) -> Policy:
         unknown = sorted(set(params) - accepted)
         if unknown:
             valid = ", ".join(sorted(accepted)) or "none"
-            raise ValueError(f"policy {cls.name!r}: unknown parameter(s) {', '.join(unknown)}; "
-                             f"valid: {valid}")
+            raise ValueError(
+                f"policy {cls.name!r}: unknown parameter(s) {', '.join(unknown)}; valid: {valid}"
+            )
     return cls(**params)
 
 

@@ -1,8 +1,9 @@
 """Varys: Smallest-Effective-Bottleneck-First ordering with MADD rate allocation."""
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class Sebf(Policy):
     finishes early does not re-share its capacity before the next decision)."""
 
     name = "sebf"
-    aliases = ("varys",)
+    aliases: Sequence[str] = ("varys",)  # SebfLevels has none
     clairvoyant = True
     hold_rates = True
     with_rates = True  # False: ranks only (``sebf-levels``)
@@ -48,15 +49,17 @@ class Sebf(Policy):
         super().__init__()
         self.top_up = check_bool(self.name, "top_up", top_up)
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """SEBF ranks and MADD (+ greedy top-up) per-flow rates."""
         table = flow_table(states, fabric)
         seq = np.fromiter((s.arrival_seq for s in states), dtype=np.int64, count=len(states))
         return _decisions(states, table, self._on_arrays(table, seq))
 
-    def decide_table(self, table: FlowTable, ids: Sequence[str], seq: np.ndarray,
-                     now: float) -> TableDecision:
+    def decide_table(
+        self, table: FlowTable, ids: Sequence[str], seq: np.ndarray, now: float
+    ) -> TableDecision:
         """The same on arrays: ranks per coflow, rates per live flow."""
         return self._on_arrays(table, seq)
 
@@ -107,7 +110,7 @@ def madd(order: np.ndarray, loads: PortLoads, table: FlowTable, free: np.ndarray
     ports, bits, start = loads.port.tolist(), loads.bits.tolist(), loads.start.tolist()
     eff = [math.inf] * (len(start) - 1)  # Γ'(c) on the capacity left to it
     for c in order.tolist():
-        ps, bs = ports[start[c]:start[c + 1]], bits[start[c]:start[c + 1]]
+        ps, bs = ports[start[c] : start[c + 1]], bits[start[c] : start[c + 1]]
         if not ps or any(fr[p] <= lim[p] for p in ps):
             continue  # nothing left, or a port of c is used up: c waits (rate 0), as in Varys
         g = max(b / fr[p] for p, b in zip(ps, bs))
@@ -121,13 +124,13 @@ def madd(order: np.ndarray, loads: PortLoads, table: FlowTable, free: np.ndarray
 SCAN_BLOCK = 256  # flows first checked per vector step of the work-conserving scan
 
 
-def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray,
-                  free: np.ndarray) -> None:
+def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray, free: np.ndarray) -> None:
     """Hand leftover capacity to flows in coflow ``order``: each takes min(free src, free dst)."""
     used_up = table.capacity * _EPS
     # Free capacity only shrinks, so flows closed now stay closed: visit only open ones.
-    cand = np.flatnonzero((free[table.src] > used_up[table.src])
-                          & (free[table.dst] > used_up[table.dst]))
+    cand = np.flatnonzero(
+        (free[table.src] > used_up[table.src]) & (free[table.dst] > used_up[table.dst])
+    )
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     cand = cand[np.argsort(position[table.coflow[cand]], kind="stable")]
@@ -138,7 +141,7 @@ def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray,
     # while they find nothing, so long closed stretches cost few steps).
     i, size = 0, SCAN_BLOCK
     while i < cand.size:
-        ok = np.flatnonzero(is_open[src[i:i + size]] & is_open[dst[i:i + size]])
+        ok = np.flatnonzero(is_open[src[i : i + size]] & is_open[dst[i : i + size]])
         if not ok.size:
             i, size = i + size, size * 2
             continue
@@ -152,8 +155,9 @@ def work_conserve(order: np.ndarray, table: FlowTable, rates: np.ndarray,
         i += 1
 
 
-def _decisions(states: Sequence[CoflowState], table: FlowTable,
-               decision: TableDecision) -> dict[str, Decision]:
+def _decisions(
+    states: Sequence[CoflowState], table: FlowTable, decision: TableDecision
+) -> dict[str, Decision]:
     """Pack ranks and per-flow rates into Decisions."""
     if decision.flow_rates_bps is None:
         return {s.coflow_id: Decision(rank=r) for s, r in zip(states, decision.ranks)}
@@ -162,7 +166,8 @@ def _decisions(states: Sequence[CoflowState], table: FlowTable,
     starts = table.start.tolist()
     for i, s in enumerate(states):
         lo, hi = starts[i], starts[i + 1]
-        out[s.coflow_id] = Decision(rank=decision.ranks[i],
-                                    flow_rates_bps=dict(zip(table.flow_ids[lo:hi],
-                                                            rate_list[lo:hi])))
+        out[s.coflow_id] = Decision(
+            rank=decision.ranks[i],
+            flow_rates_bps=dict(zip(table.flow_ids[lo:hi], rate_list[lo:hi])),
+        )
     return out

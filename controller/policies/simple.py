@@ -1,7 +1,8 @@
 """Baselines without sizes: per-flow fair sharing, FIFO and the strict type orders."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from controller.policies._common import type_order
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
@@ -21,8 +22,9 @@ class Fair(Policy):
     aliases = ("megatron",)
     ranks_by_identity = True
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank (0,) for everyone."""
         same = Decision(rank=(0,))
         return {s.coflow_id: same for s in states}
@@ -36,8 +38,9 @@ class Fifo(Policy):
 
     name = "fifo"
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank by arrival sequence."""
         return {s.coflow_id: Decision(rank=(s.arrival_seq,)) for s in states}
 
@@ -51,8 +54,9 @@ class TypeFirst(Policy):
     compression = "lexicographic"
     ranks_by_identity = True
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank (type order,)."""
         order = type_order(self.first)
         return {s.coflow_id: Decision(rank=(order[s.coflow.ctype],)) for s in states}

@@ -1,8 +1,9 @@
 """Sincronia: Bottleneck-Select-Scale-Iterate (BSSI) ordering of coflows."""
+
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -35,16 +36,18 @@ class Sincronia(Policy):
         super().__init__()
         self.weights = dict(_check_weights(weights or {}))
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank every coflow by its BSSI position."""
         table = flow_table(states, fabric)
         ids = [s.coflow_id for s in states]
         seq = np.fromiter((s.arrival_seq for s in states), dtype=np.int64, count=len(states))
         return {cid: Decision(rank=r) for cid, r in zip(ids, self._ranks(table, ids, seq))}
 
-    def decide_table(self, table: FlowTable, ids: Sequence[str], seq: np.ndarray,
-                     now: float) -> TableDecision:
+    def decide_table(
+        self, table: FlowTable, ids: Sequence[str], seq: np.ndarray, now: float
+    ) -> TableDecision:
         """The same on arrays."""
         return TableDecision(self._ranks(table, ids, seq))
 
@@ -52,8 +55,9 @@ class Sincronia(Policy):
         """BSSI positions as ranks ``(position,)``."""
         loads = port_loads(table)
         work = loads.bits / table.capacity[loads.port]
-        w = np.fromiter((self.weights.get(cid, 1.0) for cid in ids), dtype=np.float64,
-                        count=len(ids))
+        w = np.fromiter(
+            (self.weights.get(cid, 1.0) for cid in ids), dtype=np.float64, count=len(ids)
+        )
         position = bssi(loads, work, w, seq, table.n_ports)
         return [(p,) for p in position.tolist()]
 
@@ -61,18 +65,26 @@ class Sincronia(Policy):
 def _check_weights(weights: Mapping[str, float]) -> Mapping[str, float]:
     """``weights`` if every weight is a finite number > 0, else ValueError."""
     if not isinstance(weights, Mapping):
-        raise ValueError(f"policy 'sincronia': parameter 'weights': must map coflow id -> "
-                         f"weight, got {weights!r}")
+        raise ValueError(
+            f"policy 'sincronia': parameter 'weights': must map coflow id -> "
+            f"weight, got {weights!r}"
+        )
     for cid, w in weights.items():
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (
-                math.isfinite(w) and w > 0):
-            raise ValueError(f"policy 'sincronia': parameter 'weights': weight of {cid!r} "
-                             f"must be a finite number > 0, got {w!r}")
+        if (
+            isinstance(w, bool)
+            or not isinstance(w, (int, float))
+            or not (math.isfinite(w) and w > 0)
+        ):
+            raise ValueError(
+                f"policy 'sincronia': parameter 'weights': weight of {cid!r} "
+                f"must be a finite number > 0, got {w!r}"
+            )
     return weights
 
 
-def bssi(loads: PortLoads, work: np.ndarray, weights: np.ndarray, seq: np.ndarray,
-         n_ports: int) -> np.ndarray:
+def bssi(
+    loads: PortLoads, work: np.ndarray, weights: np.ndarray, seq: np.ndarray, n_ports: int
+) -> np.ndarray:
     """Position (0 = first) of every coflow in the BSSI order.
 
     ``work`` is per entry of ``loads`` (seconds); ``weights`` and ``seq`` per coflow."""
@@ -100,12 +112,18 @@ def bssi(loads: PortLoads, work: np.ndarray, weights: np.ndarray, seq: np.ndarra
     return position
 
 
-def _bottleneck(loads: PortLoads, work: np.ndarray, port_work: np.ndarray,
-                by_port: np.ndarray, col_start: np.ndarray, alive: np.ndarray):
+def _bottleneck(
+    loads: PortLoads,
+    work: np.ndarray,
+    port_work: np.ndarray,
+    by_port: np.ndarray,
+    col_start: np.ndarray,
+    alive: np.ndarray,
+):
     """The most loaded port with unordered users: (port, users, their work on it)."""
     for _ in range(len(port_work)):
         b = int(np.argmax(port_work))
-        col = by_port[col_start[b]:col_start[b + 1]]
+        col = by_port[col_start[b] : col_start[b + 1]]
         col = col[alive[loads.coflow[col]]]
         if col.size:
             return b, loads.coflow[col], work[col]

@@ -6,9 +6,10 @@ One object for both backends: the simulator calls ``decide`` (ranks are the leve
 scheduler reads ``level_of`` and ``host_rate_bps`` (one switch meter per tag and host).
 It is not in the policy registry: it needs the scenario's levels to exist.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 
@@ -23,8 +24,12 @@ class StaticPolicy(Policy):
     levels_given = True
     rates_are_limits = True  # meters police: no work-conserving top-up beyond them
 
-    def __init__(self, levels: Mapping[str, int], default_level: int,
-                 rates_bps: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        levels: Mapping[str, int],
+        default_level: int,
+        rates_bps: Mapping[str, float] | None = None,
+    ) -> None:
         """Levels by coflow id, the level of the others, optional per-host rates."""
         super().__init__()
         self.levels = dict(levels)
@@ -39,14 +44,16 @@ class StaticPolicy(Policy):
         """The coflow's rate per sending host (None: not metered)."""
         return self.rates_bps.get(coflow_id)
 
-    def decide(self, states: Sequence[CoflowState], fabric: FabricView,
-               now: float) -> dict[str, Decision]:
+    def decide(
+        self, states: Sequence[CoflowState], fabric: FabricView, now: float
+    ) -> dict[str, Decision]:
         """Rank (level,) and, for metered coflows, per-flow caps."""
         out = {}
         for s in states:
             rate = self.host_rate_bps(s.coflow_id)
-            out[s.coflow_id] = Decision((self.level_of(s.coflow_id),),
-                                        None if rate is None else split_per_host(s, rate))
+            out[s.coflow_id] = Decision(
+                (self.level_of(s.coflow_id),), None if rate is None else split_per_host(s, rate)
+            )
         return out
 
 

@@ -5,11 +5,12 @@ driver (OpenFlow 1.3 via os-ken here; P4Runtime for BMv2) writes it and reads
 counters.  Every write method returns only after the switch confirmed it (OpenFlow:
 barrier reply) or raises ``SouthboundError``.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from controller.coflow_table import LeafDiff
 
@@ -55,6 +56,10 @@ RemovedCallback = Callable[[str, int, int, int], None]
 
 class SwitchDriver(ABC):
     """Writes pipelines and reads counters of the switches of one fabric plan."""
+
+    @abstractmethod
+    def connected(self) -> list[str]:
+        """Names of the switches connected now."""
 
     @abstractmethod
     def install_base(self, switch: str, timeout: float) -> None:

@@ -12,11 +12,19 @@ Pipeline (docs/fabric.md):
   (OVS hashes per 5-tuple).  Spine: 10.0.l.0/24 -> port l.  ARP is routed the same way
   on the target address (hosts use static ARP; this is a safety net).
 """
+
 from __future__ import annotations
 
 from controller.coflow_table import MeterSpec, TagRule
-from topo.plan import (FABRIC_NET, FABRIC_PREFIX_LEN, LEAF_PREFIX_LEN, FabricPlan, SwitchPlan,
-                       leaf_subnet, prefix_mask)
+from topo.plan import (
+    FABRIC_NET,
+    FABRIC_PREFIX_LEN,
+    LEAF_PREFIX_LEN,
+    FabricPlan,
+    SwitchPlan,
+    leaf_subnet,
+    prefix_mask,
+)
 from workload.marking import level_dscp
 
 ETH_IP = 0x0800
@@ -34,16 +42,27 @@ FABRIC_MATCH = (FABRIC_NET, prefix_mask(FABRIC_PREFIX_LEN))
 LEAF_NET_MASK = prefix_mask(LEAF_PREFIX_LEN)
 
 
-def flow_mod(dp, table: int, priority: int, match, insts, command=None, cookie: int = 0,
-             flags: int = 0):
+def flow_mod(
+    dp, table: int, priority: int, match, insts, command=None, cookie: int = 0, flags: int = 0
+):
     """An OFPFlowMod with the fields this pipeline uses."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     return parser.OFPFlowMod(
-        dp, cookie=cookie, cookie_mask=0, table_id=table,
-        command=ofp.OFPFC_ADD if command is None else command, idle_timeout=0,
-        hard_timeout=0, priority=priority, buffer_id=ofp.OFP_NO_BUFFER,
-        out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, flags=flags, match=match,
-        instructions=insts)
+        dp,
+        cookie=cookie,
+        cookie_mask=0,
+        table_id=table,
+        command=ofp.OFPFC_ADD if command is None else command,
+        idle_timeout=0,
+        hard_timeout=0,
+        priority=priority,
+        buffer_id=ofp.OFP_NO_BUFFER,
+        out_port=ofp.OFPP_ANY,
+        out_group=ofp.OFPG_ANY,
+        flags=flags,
+        match=match,
+        instructions=insts,
+    )
 
 
 def _goto(dp, table: int):
@@ -59,18 +78,24 @@ def _apply(dp, actions):
 def wipe_msgs(dp) -> list:
     """Delete every flow, group and meter (start from a known state on (re)connect)."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
-    return [flow_mod(dp, ofp.OFPTT_ALL, 0, parser.OFPMatch(), [], command=ofp.OFPFC_DELETE),
-            parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL),
-            parser.OFPMeterMod(dp, ofp.OFPMC_DELETE, 0, ofp.OFPM_ALL)]
+    return [
+        flow_mod(dp, ofp.OFPTT_ALL, 0, parser.OFPMatch(), [], command=ofp.OFPFC_DELETE),
+        parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL),
+        parser.OFPMeterMod(dp, ofp.OFPMC_DELETE, 0, ofp.OFPM_ALL),
+    ]
 
 
 def _route_pair(dp, priority: int, dst, out_insts) -> list:
     """IPv4 (ipv4_dst) and ARP (arp_tpa) routing entries with the same target."""
     parser = dp.ofproto_parser
-    return [flow_mod(dp, ROUTE_TABLE, priority, parser.OFPMatch(eth_type=ETH_IP,
-                                                                ipv4_dst=dst), out_insts),
-            flow_mod(dp, ROUTE_TABLE, priority, parser.OFPMatch(eth_type=ETH_ARP,
-                                                                arp_tpa=dst), out_insts)]
+    return [
+        flow_mod(
+            dp, ROUTE_TABLE, priority, parser.OFPMatch(eth_type=ETH_IP, ipv4_dst=dst), out_insts
+        ),
+        flow_mod(
+            dp, ROUTE_TABLE, priority, parser.OFPMatch(eth_type=ETH_ARP, arp_tpa=dst), out_insts
+        ),
+    ]
 
 
 def _output(dp, port: int) -> list:
@@ -81,9 +106,15 @@ def _output(dp, port: int) -> list:
 def ecmp_group(dp, plan: FabricPlan):
     """Select group over all uplinks of a leaf (equal weights)."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
-    buckets = [parser.OFPBucket(weight=1, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
-                                actions=[parser.OFPActionOutput(plan.uplink_port(s))])
-               for s in range(1, plan.spines + 1)]
+    buckets = [
+        parser.OFPBucket(
+            weight=1,
+            watch_port=ofp.OFPP_ANY,
+            watch_group=ofp.OFPG_ANY,
+            actions=[parser.OFPActionOutput(plan.uplink_port(s))],
+        )
+        for s in range(1, plan.spines + 1)
+    ]
     return parser.OFPGroupMod(dp, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, ECMP_GROUP, buckets)
 
 
@@ -104,8 +135,7 @@ def spine_route_msgs(dp, plan: FabricPlan) -> list:
     """Routing table of a spine: each leaf's /24 out of the port facing it."""
     msgs = []
     for leaf in range(1, plan.leaves + 1):
-        msgs += _route_pair(dp, PRIO_HOST, (leaf_subnet(leaf), LEAF_NET_MASK),
-                            _output(dp, leaf))
+        msgs += _route_pair(dp, PRIO_HOST, (leaf_subnet(leaf), LEAF_NET_MASK), _output(dp, leaf))
     return msgs
 
 
@@ -113,8 +143,7 @@ def base_msgs(dp, plan: FabricPlan, sw: SwitchPlan) -> list:
     """Everything a freshly connected switch needs, wipe included, in order."""
     parser = dp.ofproto_parser
     msgs = wipe_msgs(dp)
-    msgs.append(flow_mod(dp, TAG_TABLE, PRIO_DEFAULT, parser.OFPMatch(),
-                         [_goto(dp, ROUTE_TABLE)]))
+    msgs.append(flow_mod(dp, TAG_TABLE, PRIO_DEFAULT, parser.OFPMatch(), [_goto(dp, ROUTE_TABLE)]))
     if sw.role == "leaf":
         msgs += leaf_route_msgs(dp, plan, sw.index)
     else:
@@ -124,7 +153,11 @@ def base_msgs(dp, plan: FabricPlan, sw: SwitchPlan) -> list:
 
 def tag_match(dp, rule: TagRule):
     """Match of a coflow-table rule."""
-    fields = dict(in_port=rule.in_port, eth_type=ETH_IP, ip_dscp=rule.tag)
+    fields: dict[str, int | str] = {
+        "in_port": rule.in_port,
+        "eth_type": ETH_IP,
+        "ip_dscp": rule.tag,
+    }
     if rule.dst_ip is not None:
         fields["ipv4_dst"] = rule.dst_ip
     return dp.ofproto_parser.OFPMatch(**fields)
@@ -133,27 +166,40 @@ def tag_match(dp, rule: TagRule):
 def tag_rule_msg(dp, rule: TagRule, meter_id: int | None, command: str):
     """Flow mod for ``rule``; command 'add', 'modify' (keeps counters) or 'delete'."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
-    cmd = {"add": ofp.OFPFC_ADD, "modify": ofp.OFPFC_MODIFY_STRICT,
-           "delete": ofp.OFPFC_DELETE_STRICT}[command]
+    cmd = {
+        "add": ofp.OFPFC_ADD,
+        "modify": ofp.OFPFC_MODIFY_STRICT,
+        "delete": ofp.OFPFC_DELETE_STRICT,
+    }[command]
     insts = []
     if meter_id is not None:
         insts.append(parser.OFPInstructionMeter(meter_id, ofp.OFPIT_METER))
-    insts += [_apply(dp, [parser.OFPActionSetField(ip_dscp=level_dscp(rule.level))]),
-              _goto(dp, ROUTE_TABLE)]
+    insts += [
+        _apply(dp, [parser.OFPActionSetField(ip_dscp=level_dscp(rule.level))]),
+        _goto(dp, ROUTE_TABLE),
+    ]
     prio = PRIO_TAG if rule.dst_ip is None else PRIO_PAIR
     # Removal reports (counters) let the control plane keep a tag's byte count.
-    return flow_mod(dp, TAG_TABLE, prio, tag_match(dp, rule),
-                    [] if command == "delete" else insts, command=cmd,
-                    cookie=rule.cookie, flags=ofp.OFPFF_SEND_FLOW_REM)
+    return flow_mod(
+        dp,
+        TAG_TABLE,
+        prio,
+        tag_match(dp, rule),
+        [] if command == "delete" else insts,
+        command=cmd,
+        cookie=rule.cookie,
+        flags=ofp.OFPFF_SEND_FLOW_REM,
+    )
 
 
 def meter_msg(dp, meter_id: int, spec: MeterSpec | None, command: str):
     """Meter mod: 'add', 'modify' or 'delete' of a drop-band meter."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
-    cmd = {"add": ofp.OFPMC_ADD, "modify": ofp.OFPMC_MODIFY,
-           "delete": ofp.OFPMC_DELETE}[command]
+    cmd = {"add": ofp.OFPMC_ADD, "modify": ofp.OFPMC_MODIFY, "delete": ofp.OFPMC_DELETE}[command]
     if command == "delete":
         return parser.OFPMeterMod(dp, cmd, 0, meter_id)
+    if spec is None:
+        raise ValueError(f"meter {meter_id}: {command} needs a MeterSpec")
     band = parser.OFPMeterBandDrop(rate=spec.rate_kbps, burst_size=spec.burst_kbit)
     flags = ofp.OFPMF_KBPS | ofp.OFPMF_BURST | ofp.OFPMF_STATS
     return parser.OFPMeterMod(dp, cmd, flags, meter_id, [band])
@@ -174,8 +220,9 @@ def diff_msgs(dp, diff) -> list:
 def flow_stats_request(dp, table: int = TAG_TABLE):
     """Flow stats of one table."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
-    return parser.OFPFlowStatsRequest(dp, 0, table, ofp.OFPP_ANY, ofp.OFPG_ANY, 0, 0,
-                                      parser.OFPMatch())
+    return parser.OFPFlowStatsRequest(
+        dp, 0, table, ofp.OFPP_ANY, ofp.OFPG_ANY, 0, 0, parser.OFPMatch()
+    )
 
 
 def port_stats_request(dp):

@@ -5,6 +5,7 @@ here for the matching reply (by xid) with a hard timeout.  Writes are confirmed 
 barrier: OpenFlow processes messages in order, so a barrier reply means every earlier
 message was applied, and an error for one of them has arrived before it.
 """
+
 from __future__ import annotations
 
 import logging

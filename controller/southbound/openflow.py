@@ -1,15 +1,22 @@
 """OpenFlow 1.3 switch driver (os-ken datapaths) behind the SwitchDriver interface."""
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 from controller.coflow_table import LeafDiff
 from controller.southbound import of_messages as ofm
-from controller.southbound.base import (MeterCounter, PortCounter, RemovedCallback,
-                                        RuleCounter, SouthboundError, SwitchDriver)
+from controller.southbound.base import (
+    MeterCounter,
+    PortCounter,
+    RemovedCallback,
+    RuleCounter,
+    SouthboundError,
+    SwitchDriver,
+)
 from controller.southbound.of_session import OFSession
 from topo.plan import FabricPlan
 
@@ -133,16 +140,24 @@ class OpenFlowDriver(SwitchDriver):
         """Counters of the coflow rules (cookie != 0) of table 0."""
         sess = self.session(switch)
         replies = sess.request(ofm.flow_stats_request(sess.dp), timeout, "flow stats")
-        return [RuleCounter(s.cookie, s.byte_count, s.packet_count)
-                for r in replies for s in r.body if s.cookie]
+        return [
+            RuleCounter(s.cookie, s.byte_count, s.packet_count)
+            for r in replies
+            for s in r.body
+            if s.cookie
+        ]
 
     def port_counters(self, switch: str, timeout: float) -> list[PortCounter]:
         """Counters of the switch's ports (the LOCAL port excluded)."""
         sess = self.session(switch)
         replies = sess.request(ofm.port_stats_request(sess.dp), timeout, "port stats")
         local = sess.dp.ofproto.OFPP_LOCAL
-        return [PortCounter(s.port_no, s.rx_bytes, s.tx_bytes, s.rx_packets, s.tx_packets)
-                for r in replies for s in r.body if s.port_no != local]
+        return [
+            PortCounter(s.port_no, s.rx_bytes, s.tx_bytes, s.rx_packets, s.tx_packets)
+            for r in replies
+            for s in r.body
+            if s.port_no != local
+        ]
 
     def meter_counters(self, switch: str, timeout: float) -> list[MeterCounter]:
         """Counters of every meter (drop band = first band)."""
@@ -152,22 +167,48 @@ class OpenFlowDriver(SwitchDriver):
         for r in replies:
             for s in r.body:
                 band = s.band_stats[0] if s.band_stats else None
-                out.append(MeterCounter(s.meter_id, s.packet_in_count, s.byte_in_count,
-                                        band.packet_band_count if band else 0,
-                                        band.byte_band_count if band else 0))
+                out.append(
+                    MeterCounter(
+                        s.meter_id,
+                        s.packet_in_count,
+                        s.byte_in_count,
+                        band.packet_band_count if band else 0,
+                        band.byte_band_count if band else 0,
+                    )
+                )
         return out
 
 
 def _log_diff(switch: str, diff: LeafDiff) -> None:
     """One log line per write, with the switch name."""
-    for verb, items in (("add", diff.meters_add), ("modify", diff.meters_mod),
-                        ("delete", diff.meters_del)):
+    for verb, items in (
+        ("add", diff.meters_add),
+        ("modify", diff.meters_mod),
+        ("delete", diff.meters_del),
+    ):
         for mid, m in items:
-            log.info("%s: %s meter %d %s rate %d kbit/s burst %d kbit", switch, verb, mid,
-                     m.key, m.rate_kbps, m.burst_kbit)
-    for verb, rules in (("add", diff.rules_add), ("modify", diff.rules_mod),
-                        ("delete", diff.rules_del)):
+            log.info(
+                "%s: %s meter %d %s rate %d kbit/s burst %d kbit",
+                switch,
+                verb,
+                mid,
+                m.key,
+                m.rate_kbps,
+                m.burst_kbit,
+            )
+    for verb, rules in (
+        ("add", diff.rules_add),
+        ("modify", diff.rules_mod),
+        ("delete", diff.rules_del),
+    ):
         for r in rules:
-            log.info("%s: %s rule tag %d in_port %d dst %s -> level %d meter %s", switch,
-                     verb, r.tag, r.in_port, r.dst_ip or "*", r.level,
-                     diff.meter_ids.get(r.meter) if r.meter else None)
+            log.info(
+                "%s: %s rule tag %d in_port %d dst %s -> level %d meter %s",
+                switch,
+                verb,
+                r.tag,
+                r.in_port,
+                r.dst_ip or "*",
+                r.level,
+                diff.meter_ids.get(r.meter) if r.meter else None,
+            )

@@ -6,6 +6,7 @@ bottleneck the high-priority coflow gets >= 85 % of the link and the low one < 1
 meter holds a sender within +-15 % of its rate.  Links run at 10 Mbit/s so that unoptimised
 BMv2 builds (10-30 Mbit/s) keep up too.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,15 +61,21 @@ def _ready_line(proc: subprocess.Popen, timeout: float) -> str:
 @pytest.fixture(scope="module")
 def fabric(tmp_path_factory):
     from topo.bmv2 import grpc_ports, start_bmv2_fabric
+
     run = tmp_path_factory.mktemp("bmv2run")
-    plan = FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=LINK_MBPS,
-                      fabric_bw_mbps=LINK_MBPS)
+    plan = FabricPlan(
+        spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=LINK_MBPS, fabric_bw_mbps=LINK_MBPS
+    )
     ports = grpc_ports(plan, _free_port_block(len(plan.switches)))
     (run / "plan.json").write_text(plan.to_json())
     api = run / "controller.sock"
-    proc = subprocess.Popen(launcher_argv(run / "plan.json", api, run / "controller.log",
-                                          ports, levels=4),
-                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=dict(os.environ))
+    proc = subprocess.Popen(
+        launcher_argv(run / "plan.json", api, run / "controller.log", ports, levels=4),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ),
+    )
     fab = None
     try:
         assert _ready_line(proc, 60) == "READY"
@@ -85,8 +92,9 @@ def fabric(tmp_path_factory):
 
 
 def _run(host, *args: str, timeout: float = 60) -> subprocess.Popen:
-    return host.popen([sys.executable, TOOL, *args], stdout=subprocess.PIPE,
-                      stderr=subprocess.PIPE, text=True)
+    return host.popen(
+        [sys.executable, TOOL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _recv(host, port: int, seconds: float) -> subprocess.Popen:
@@ -120,8 +128,10 @@ def test_ecmp_uses_every_spine(fabric):
     assert _result(recv)["packets"] == 64  # all delivered before counters are read
     after = client.port_stats()["l1"]
     plan = fab.plan
-    sent = {s: after[plan.uplink_port(s)]["tx_packets"] -
-            before[plan.uplink_port(s)]["tx_packets"] for s in (1, 2)}
+    sent = {
+        s: after[plan.uplink_port(s)]["tx_packets"] - before[plan.uplink_port(s)]["tx_packets"]
+        for s in (1, 2)
+    }
     total = sum(sent.values())
     assert total >= 64
     for s, n in sent.items():
@@ -134,10 +144,12 @@ def test_two_coflows_high_priority_wins_the_bottleneck(fabric):
     try:
         h21 = fab.host("h21")
         recv_hi, recv_lo = _recv(h21, 5001, MEASURE_S), _recv(h21, 5002, MEASURE_S)
-        send_hi = _run(fab.host("h11"), "send", "10.0.2.1", "5001", str(MEASURE_S + 1),
-                       str(tos_byte(1)))
-        send_lo = _run(fab.host("h12"), "send", "10.0.2.1", "5002", str(MEASURE_S + 1),
-                       str(tos_byte(2)))
+        send_hi = _run(
+            fab.host("h11"), "send", "10.0.2.1", "5001", str(MEASURE_S + 1), str(tos_byte(1))
+        )
+        send_lo = _run(
+            fab.host("h12"), "send", "10.0.2.1", "5002", str(MEASURE_S + 1), str(tos_byte(2))
+        )
         hi, lo = _mbps(_result(recv_hi)["bytes"]), _mbps(_result(recv_lo)["bytes"])
         _result(send_hi), _result(send_lo)
     finally:
@@ -152,12 +164,12 @@ def test_meter_limits_a_sender_and_counts_drops(fabric):
     client.set([TagEntry(3, 1, rate)])
     try:
         recv = _recv(fab.host("h22"), 5003, MEASURE_S)
-        send = _run(fab.host("h11"), "send", "10.0.2.2", "5003", str(MEASURE_S + 1),
-                    str(tos_byte(3)))
+        send = _run(
+            fab.host("h11"), "send", "10.0.2.2", "5003", str(MEASURE_S + 1), str(tos_byte(3))
+        )
         got = _mbps(_result(recv)["bytes"])
         _result(send)
-        meters = [m for m in client.meter_stats()
-                  if m["tag"] == 3 and m["src"] == "h11"]
+        meters = [m for m in client.meter_stats() if m["tag"] == 3 and m["src"] == "h11"]
         tags = client.tag_stats()
     finally:
         client.clear([3])

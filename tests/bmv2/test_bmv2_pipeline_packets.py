@@ -12,6 +12,7 @@ run under ``flock /tmp/coflowbed-fabric.lock``.
 Links run at 10 Mbit/s so that unoptimised BMv2 builds (10-30 Mbit/s) keep up, as in
 ``test_bmv2_fabric.py``.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -26,8 +27,9 @@ pytestmark = [pytest.mark.bmv2, pytest.mark.root, pytest.mark.slow]
 LEVELS = 8
 LEVEL_OF_TAG = packets.level_tags(LEVELS)
 LINK_MBPS = 10.0
-PLAN = FabricPlan(spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=LINK_MBPS,
-                  fabric_bw_mbps=LINK_MBPS)
+PLAN = FabricPlan(
+    spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=LINK_MBPS, fabric_bw_mbps=LINK_MBPS
+)
 SRC, DST = packets.pick_hosts(PLAN)  # h11 (leaf 1) -> h21 (leaf 2)
 OTHER = PLAN.host("h12")
 METERED_TAG, UNMETERED_TAG, SENDER_TAG = 3, 4, 5
@@ -43,17 +45,20 @@ def bench(tmp_path_factory):
 
 
 @pytest.mark.parametrize("proto", ["udp", "tcp"])
-@pytest.mark.parametrize("tag", sorted(LEVEL_OF_TAG),
-                         ids=lambda t: f"tag{t}-level{LEVEL_OF_TAG[t]}")
+@pytest.mark.parametrize(
+    "tag", sorted(LEVEL_OF_TAG), ids=lambda t: f"tag{t}-level{LEVEL_OF_TAG[t]}"
+)
 def test_tagged_frame_gets_its_level_code_and_class(bench, tag, proto):
     level = LEVEL_OF_TAG[tag]
     packets.check_forwarding(bench, SRC, DST, tag, level_dscp(level), level, proto)
 
 
 @pytest.mark.parametrize("proto", ["udp", "tcp"])
-@pytest.mark.parametrize("dscp,level", [(0, 0), (packets.UNMAPPED_TAG, LEVELS - 1),
-                                        (level_dscp(3), 3)],
-                         ids=["dscp0", "unmapped-tag", "level-code"])
+@pytest.mark.parametrize(
+    "dscp,level",
+    [(0, 0), (packets.UNMAPPED_TAG, LEVELS - 1), (level_dscp(3), 3)],
+    ids=["dscp0", "unmapped-tag", "level-code"],
+)
 def test_frame_without_an_entry_is_forwarded_untouched(bench, dscp, level, proto):
     packets.check_forwarding(bench, SRC, DST, dscp, dscp, level, proto)
 

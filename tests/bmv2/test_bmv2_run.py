@@ -1,8 +1,10 @@
 """A whole orchestrated run on BMv2 switches (``switch: bmv2``), through the CLI: the
 P4Runtime controller, the BMv2 fabric, agents, results.  Skipped without BMv2."""
+
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from coflowbed.results import read_coflows_csv

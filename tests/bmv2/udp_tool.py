@@ -7,6 +7,7 @@
 The sender blasts 1400-byte datagrams; the host's tc HTB port scheduler paces them to
 the link rate (excess is dropped there), so offered load = link rate per sender.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ def recv(port: int, seconds: float) -> dict:
         s.settimeout(left)
         try:
             data = s.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             break
         nbytes, packets = nbytes + len(data), packets + 1
     return {"bytes": nbytes, "packets": packets}
@@ -64,8 +65,13 @@ if __name__ == "__main__":
     if cmd == "recv":
         out = recv(int(args[0]), float(args[1]))
     elif cmd == "send":
-        out = send(args[0], int(args[1]), float(args[2]), int(args[3]),
-                   int(args[4]) if len(args) > 4 else 0)
+        out = send(
+            args[0],
+            int(args[1]),
+            float(args[2]),
+            int(args[3]),
+            int(args[4]) if len(args) > 4 else 0,
+        )
     else:
         out = sweep(args[0], int(args[1]), int(args[2]), int(args[3]), int(args[4]))
     print(json.dumps(out), flush=True)

@@ -5,6 +5,7 @@ Tolerance 15 %: the model has no TCP slow start, connection set-up or meter burs
 10-25 MB flows at 100 Mbit/s these cost a few percent (measured ratios 0.97-1.06).  The
 default fabric's 200 Mbit/s core keeps ECMP's choice of spine (which the simulator cannot
 reproduce) out of the result."""
+
 from __future__ import annotations
 
 import pytest

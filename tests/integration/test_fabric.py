@@ -3,6 +3,7 @@ ECMP, strict priority at a bottleneck, meters, level changes.  Run under the fab
 
     flock /tmp/coflowbed-fabric.lock .venv/bin/python -m pytest tests/integration/test_fabric.py
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -20,8 +21,9 @@ from topo.plan import FabricPlan
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 HOST_MBPS, FABRIC_MBPS, LEVELS = 50, 100, 8
-PLAN = FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=HOST_MBPS,
-                  fabric_bw_mbps=FABRIC_MBPS)
+PLAN = FabricPlan(
+    spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=HOST_MBPS, fabric_bw_mbps=FABRIC_MBPS
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,22 +47,31 @@ def fabric(tmp_path_factory):
 
 def _ping(host, ip: str) -> bool:
     """One ping, 2 s deadline."""
-    p = host.popen(["ping", "-c", "1", "-W", "2", ip], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    p = host.popen(
+        ["ping", "-c", "1", "-W", "2", ip], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return p.wait(10) == 0
 
 
 def test_all_hosts_ping_all_hosts(fabric):
     fab, _ = fabric
-    failed = [(a.name, b.name) for a in PLAN.hosts for b in PLAN.hosts
-              if a is not b and not _ping(fab.host(a.name), b.ip)]
+    failed = [
+        (a.name, b.name)
+        for a in PLAN.hosts
+        for b in PLAN.hosts
+        if a is not b and not _ping(fab.host(a.name), b.ip)
+    ]
     assert failed == []
 
 
 def _ping_df(host, ip: str, payload: int) -> tuple[int, str]:
     """One ping with ``payload`` bytes and Don't Fragment set: (exit code, its output)."""
-    p = host.popen(["ping", "-c", "1", "-W", "2", "-M", "do", "-s", str(payload), ip],
-                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = host.popen(
+        ["ping", "-c", "1", "-W", "2", "-M", "do", "-s", str(payload), ip],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     out, _ = p.communicate(timeout=10)
     return p.returncode, out
 
@@ -68,11 +79,15 @@ def _ping_df(host, ip: str, payload: int) -> tuple[int, str]:
 def test_every_interface_has_the_plan_mtu(fabric):
     fab, _ = fabric
     assert PLAN.mtu == 9000
-    wrong = {dev: mtu for dev in switch_interfaces(PLAN)
-             if (mtu := int(Path("/sys/class/net", dev, "mtu").read_text())) != PLAN.mtu}
+    wrong = {
+        dev: mtu
+        for dev in switch_interfaces(PLAN)
+        if (mtu := int(Path("/sys/class/net", dev, "mtu").read_text())) != PLAN.mtu
+    }
     for dev in host_interfaces(PLAN):  # in the host's namespace
-        p = fab.host(dev.split("-")[0]).popen(["ip", "-o", "link", "show", "dev", dev],
-                                              stdout=subprocess.PIPE, text=True)
+        p = fab.host(dev.split("-")[0]).popen(
+            ["ip", "-o", "link", "show", "dev", dev], stdout=subprocess.PIPE, text=True
+        )
         link, _ = p.communicate(timeout=10)
         if f" mtu {PLAN.mtu} " not in link:
             wrong[dev] = link.strip()
@@ -159,8 +174,9 @@ def test_level_change_reports_applied_time_and_reaches_the_wire(fabric):
     assert first["written"] == len(PLAN.hosts)  # one rule per sender host port
     assert change["written"] == len(PLAN.hosts) and 0 < change["applied_s"] < 1.0
     before = qos.class_stats("l2-eth2")
-    p = fab.host("h11").popen(["ping", "-c", "5", "-i", "0.05", "-Q", str(40 << 2),
-                               "10.0.2.2"], stdout=subprocess.DEVNULL)
+    p = fab.host("h11").popen(
+        ["ping", "-c", "5", "-i", "0.05", "-Q", str(40 << 2), "10.0.2.2"], stdout=subprocess.DEVNULL
+    )
     assert p.wait(10) == 0
     after = qos.class_stats("l2-eth2")
     assert after[5].packets - before[5].packets >= 5  # echo requests at level 5
@@ -170,8 +186,9 @@ def test_level_change_reports_applied_time_and_reaches_the_wire(fabric):
 def test_unmapped_tag_is_served_at_the_lowest_level(fabric):
     fab, _ = fabric
     before = qos.class_stats("l2-eth2")
-    p = fab.host("h11").popen(["ping", "-c", "5", "-i", "0.05", "-Q", str(50 << 2),
-                               "10.0.2.2"], stdout=subprocess.DEVNULL)
+    p = fab.host("h11").popen(
+        ["ping", "-c", "5", "-i", "0.05", "-Q", str(50 << 2), "10.0.2.2"], stdout=subprocess.DEVNULL
+    )
     assert p.wait(10) == 0
     after = qos.class_stats("l2-eth2")
     assert after[LEVELS - 1].packets - before[LEVELS - 1].packets >= 5

@@ -1,5 +1,6 @@
 """Fabric start/stop leaves nothing behind; crash leftovers are found and removed.
 Run under the fabric lock (root)."""
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """An LLM job replayed on the emulated fabric (root): every iteration completes, and
 the measured time respects the DAG's lower bounds (critical path at line rate, and
 compute alone)."""
+
 from __future__ import annotations
 
 import csv
@@ -21,9 +22,13 @@ HOST_MBPS = 100
 @pytest.fixture(scope="module")
 def tiny_moe_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("llm")
-    scen = {"name": "tiny-moe-2it", "policy": "fair", "timeout_s": 300,
-            "fabric": {"spines": 2, "leaves": 4, "hosts_per_leaf": 2, "host_bw_mbps": HOST_MBPS},
-            "workload": {"job": "tiny-moe", "overrides": {"iterations": 2}}}
+    scen = {
+        "name": "tiny-moe-2it",
+        "policy": "fair",
+        "timeout_s": 300,
+        "fabric": {"spines": 2, "leaves": 4, "hosts_per_leaf": 2, "host_bw_mbps": HOST_MBPS},
+        "workload": {"job": "tiny-moe", "overrides": {"iterations": 2}},
+    }
     path = tmp / "s.yaml"
     path.write_text(yaml.safe_dump(scen))
     out = tmp / "run"
@@ -36,7 +41,11 @@ def test_every_iteration_completes(tiny_moe_run):
     dag = dagjson.load(tiny_moe_run / "dag.json")
     assert summary["partial"] is False
     assert summary["iterations"] == 2 == len(dag.iterations())
-    assert summary["coflows"] == len(dag.coflows) and set(summary["cct_by_type"]) >= {"PP", "EP", "DP"}
+    assert summary["coflows"] == len(dag.coflows) and set(summary["cct_by_type"]) >= {
+        "PP",
+        "EP",
+        "DP",
+    }
 
 
 def test_measured_time_is_above_the_lower_bounds(tiny_moe_run):

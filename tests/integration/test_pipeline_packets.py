@@ -8,6 +8,7 @@ test_bmv2_pipeline_packets.py`` runs the same checks on BMv2.  Root, under the l
     flock /tmp/coflowbed-fabric.lock .venv/bin/python -m pytest \
         tests/integration/test_pipeline_packets.py
 """
+
 from __future__ import annotations
 
 import pytest
@@ -38,17 +39,20 @@ def bench(tmp_path_factory):
 
 
 @pytest.mark.parametrize("proto", ["udp", "tcp"])
-@pytest.mark.parametrize("tag", sorted(LEVEL_OF_TAG),
-                         ids=lambda t: f"tag{t}-level{LEVEL_OF_TAG[t]}")
+@pytest.mark.parametrize(
+    "tag", sorted(LEVEL_OF_TAG), ids=lambda t: f"tag{t}-level{LEVEL_OF_TAG[t]}"
+)
 def test_tagged_frame_gets_its_level_code_and_class(bench, tag, proto):
     level = LEVEL_OF_TAG[tag]
     packets.check_forwarding(bench, SRC, DST, tag, level_dscp(level), level, proto)
 
 
 @pytest.mark.parametrize("proto", ["udp", "tcp"])
-@pytest.mark.parametrize("dscp,level", [(0, 0), (packets.UNMAPPED_TAG, LEVELS - 1),
-                                        (level_dscp(3), 3)],
-                         ids=["dscp0", "unmapped-tag", "level-code"])
+@pytest.mark.parametrize(
+    "dscp,level",
+    [(0, 0), (packets.UNMAPPED_TAG, LEVELS - 1), (level_dscp(3), 3)],
+    ids=["dscp0", "unmapped-tag", "level-code"],
+)
 def test_frame_without_an_entry_is_forwarded_untouched(bench, dscp, level, proto):
     packets.check_forwarding(bench, SRC, DST, dscp, dscp, level, proto)
 

@@ -11,6 +11,7 @@ Thresholds and why:
   coflows, fb-slice.yaml, cannot show an order's effect: one 94 MB coflow is 85 % of the
   summed CCTs and the simulator gives fair 0.174 s vs SEBF 0.169 s.)
 """
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,11 @@ from tests.cli import SCENARIOS, coflowbed_ok
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
-
 def compare(scenario: str, policies: str, out: Path) -> dict[str, dict]:
     """Run ``coflowbed compare``; rows by policy (every run must be complete)."""
-    coflowbed_ok("-q", "compare", SCENARIOS / scenario, "--policies", policies, "--out", out,
-                 timeout=1200)
+    coflowbed_ok(
+        "-q", "compare", SCENARIOS / scenario, "--policies", policies, "--out", out, timeout=1200
+    )
     rows = {r["policy"]: r for r in json.loads((out / "compare.json").read_text())}
     assert not any(r["partial"] for r in rows.values())
     return rows
@@ -35,7 +36,9 @@ def compare(scenario: str, policies: str, out: Path) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def moe(tmp_path_factory) -> dict[str, dict]:
-    return compare("small-moe.yaml", "fair,hermod,pp-first,ep-first", tmp_path_factory.mktemp("moe"))
+    return compare(
+        "small-moe.yaml", "fair,hermod,pp-first,ep-first", tmp_path_factory.mktemp("moe")
+    )
 
 
 def test_hermod_shortens_the_iteration(moe):
@@ -80,11 +83,26 @@ def test_dclas_demotes_a_coflow_that_crossed_10_mib(tmp_path):
     would take 0.8 s, and FIFO would hold 'new' behind 'old' for about 2 s."""
     import yaml
 
-    scen = {"name": "dclas", "policy": "dclas", "timeout_s": 120,
-            "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 2, "host_bw_mbps": 100},
-            "workload": {"coflows": [
-                {"id": "old", "arrival_s": 0, "flows": [{"src": "h11", "dst": "h21", "bytes": 40_000_000}]},
-                {"id": "new", "arrival_s": 2, "flows": [{"src": "h12", "dst": "h21", "bytes": 5_000_000}]}]}}
+    scen = {
+        "name": "dclas",
+        "policy": "dclas",
+        "timeout_s": 120,
+        "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 2, "host_bw_mbps": 100},
+        "workload": {
+            "coflows": [
+                {
+                    "id": "old",
+                    "arrival_s": 0,
+                    "flows": [{"src": "h11", "dst": "h21", "bytes": 40_000_000}],
+                },
+                {
+                    "id": "new",
+                    "arrival_s": 2,
+                    "flows": [{"src": "h12", "dst": "h21", "bytes": 5_000_000}],
+                },
+            ]
+        },
+    }
     path = tmp_path / "dclas.yaml"
     path.write_text(yaml.safe_dump(scen))
     coflowbed_ok("run", path, "--out", tmp_path / "run", timeout=300)

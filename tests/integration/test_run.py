@@ -5,6 +5,7 @@ and clean-up after SIGKILL.
 Fabric for all: 2 spines, 2 leaves, 2 hosts per leaf, 100 Mbit/s links; contention is
 on a receiver's downlink (h21), the one place every flow to h21 must cross.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,27 @@ ETH_IP_TCP_HEADER = 14 + 20 + 32  # Ethernet + IPv4 + TCP with timestamps
 
 def scenario(tmp: Path, coflows: list[dict], name: str, **extra) -> Path:
     """Write a scenario file with the test fabric and ``coflows``."""
-    data = {"name": name, "fabric": FABRIC, "policy": "static", "timeout_s": 90,
-            "workload": {"coflows": coflows}, **extra}
+    data = {
+        "name": name,
+        "fabric": FABRIC,
+        "policy": "static",
+        "timeout_s": 90,
+        "workload": {"coflows": coflows},
+        **extra,
+    }
     p = tmp / f"{name}.yaml"
     p.write_text(yaml.safe_dump(data, sort_keys=False))
     return p
 
 
 def coflow(cid: str, arrival: float, level: int, flows: list[tuple[str, str, int]], **kw) -> dict:
-    return {"id": cid, "arrival_s": arrival, "level": level,
-            "flows": [{"src": s, "dst": d, "bytes": b} for s, d, b in flows], **kw}
+    return {
+        "id": cid,
+        "arrival_s": arrival,
+        "level": level,
+        "flows": [{"src": s, "dst": d, "bytes": b} for s, d, b in flows],
+        **kw,
+    }
 
 
 def run_scenario(path: Path, out: Path) -> dict:
@@ -62,9 +74,11 @@ def run_scenario(path: Path, out: Path) -> dict:
 def priority_run(tmp_path_factory) -> dict:
     """'alone' (high) runs by itself; later 'low' starts and 'high' joins 0.5 s after."""
     tmp = tmp_path_factory.mktemp("prio")
-    cfs = [coflow("alone", 0, 0, [("h11", "h21", 20 * MB)]),
-           coflow("low", 4, 7, [("h12", "h21", 40 * MB)]),
-           coflow("high", 4.5, 0, [("h11", "h21", 20 * MB)])]
+    cfs = [
+        coflow("alone", 0, 0, [("h11", "h21", 20 * MB)]),
+        coflow("low", 4, 7, [("h12", "h21", 40 * MB)]),
+        coflow("high", 4.5, 0, [("h11", "h21", 20 * MB)]),
+    ]
     return run_scenario(scenario(tmp, cfs, "prio"), tmp / "run")
 
 
@@ -72,9 +86,11 @@ def priority_run(tmp_path_factory) -> dict:
 def shared_run(tmp_path_factory) -> dict:
     """Two coflows at one level into h21, and a metered coflow on the reverse path."""
     tmp = tmp_path_factory.mktemp("shared")
-    cfs = [coflow("a", 0, 3, [("h11", "h21", 20 * MB)]),
-           coflow("b", 0, 3, [("h12", "h21", 20 * MB)]),
-           coflow("metered", 0, 1, [("h22", "h12", 10 * MB)], rate_mbps=20)]
+    cfs = [
+        coflow("a", 0, 3, [("h11", "h21", 20 * MB)]),
+        coflow("b", 0, 3, [("h12", "h21", 20 * MB)]),
+        coflow("metered", 0, 1, [("h22", "h12", 10 * MB)], rate_mbps=20),
+    ]
     return run_scenario(scenario(tmp, cfs, "shared"), tmp / "run")
 
 
@@ -105,16 +121,28 @@ def test_host_bytes_agree_with_switch_port_counters(shared_run):
     # leaf l2 port 1 faces h21: everything it transmits is data to h21 (+ headers)
     port = shared_run["counters"]["ports"]["l2"]["1"]
     payload = port["tx_bytes"] - port["tx_packets"] * ETH_IP_TCP_HEADER
-    host_bytes = sum(r["bytes_received"] for r in read_coflows_csv(shared_run["out"] / "flows.csv")
-                     if r["dst"] == "h21")
+    host_bytes = sum(
+        r["bytes_received"]
+        for r in read_coflows_csv(shared_run["out"] / "flows.csv")
+        if r["dst"] == "h21"
+    )
     assert host_bytes == 40 * MB
     assert payload == pytest.approx(host_bytes, rel=0.02), (payload, host_bytes)
 
 
 def test_results_folder_is_complete(priority_run):
     out = priority_run["out"]
-    for name in ("scenario.yaml", "dag.json", "flows.csv", "coflows.csv", "iterations.csv",
-                 "summary.json", "counters.json", "controller.log", "versions.json"):
+    for name in (
+        "scenario.yaml",
+        "dag.json",
+        "flows.csv",
+        "coflows.csv",
+        "iterations.csv",
+        "summary.json",
+        "counters.json",
+        "controller.log",
+        "versions.json",
+    ):
         assert (out / name).is_file(), name
     s = priority_run["summary"]
     assert s["coflows"] == 3 and s["avg_cct_s"] > 0 and s["p95_cct_s"] >= s["avg_cct_s"]
@@ -138,9 +166,13 @@ def test_clean_after_sigkill_leaves_nothing(tmp_path):
     plan = FabricPlan(**FABRIC)
     wmem_before = Path("/proc/sys/net/core/wmem_default").read_text()
     path = scenario(tmp_path, [coflow("long", 0, 0, [("h11", "h21", 200 * MB)])], "killed")
-    proc = subprocess.Popen([sys.executable, "-m", "coflowbed", "run", str(path), "--out",
-                             str(tmp_path / "run")], cwd=REPO, text=True,
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coflowbed", "run", str(path), "--out", str(tmp_path / "run")],
+        cwd=REPO,
+        text=True,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         _wait_for_line(proc, "fabric up", 120)
         marked = runstate.marked_pids()
@@ -180,8 +212,10 @@ class Exploding(Policy):
 
 def test_failing_policy_fails_the_run_cleanly(tmp_path):
     (tmp_path / "exploding.py").write_text(EXPLODING)
-    cfs = [{"id": "first", "arrival_s": 0, "flows": [{"src": "h11", "dst": "h21", "bytes": 20 * MB}]},
-           {"id": "second", "arrival_s": 0.5, "flows": [{"src": "h12", "dst": "h22", "bytes": MB}]}]
+    cfs = [
+        {"id": "first", "arrival_s": 0, "flows": [{"src": "h11", "dst": "h21", "bytes": 20 * MB}]},
+        {"id": "second", "arrival_s": 0.5, "flows": [{"src": "h12", "dst": "h22", "bytes": MB}]},
+    ]
     path = scenario(tmp_path, cfs, "exploding", policy="test-exploding", plugins=["exploding.py"])
     res = coflowbed("run", str(path), "--out", str(tmp_path / "run"))
     assert res.returncode == 1, res.stderr[-2000:]

@@ -5,6 +5,7 @@ against its own fluid model on the shipped LLM scenario.
 Run under the fabric lock: ``flock /tmp/coflowbed-fabric.lock .venv/bin/python -m pytest
 tests/integration/test_trust.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,11 +29,30 @@ MB = 1_000_000
 def one_coflow_scenario(tmp: Path, name: str, host_mbps: float) -> Path:
     """2 spines x 4 leaves x 1 host at ``host_mbps`` (uplinks twice that: ECMP hashing
     cannot make a spine link the bottleneck): one small coflow, each host to the next leaf."""
-    data = {"name": name, "policy": "static", "timeout_s": 120,
-            "fabric": {"spines": 2, "leaves": 4, "hosts_per_leaf": 1, "host_bw_mbps": host_mbps,
-                       "fabric_bw_mbps": 2 * host_mbps},
-            "workload": {"coflows": [{"id": "c", "level": 0, "flows": [
-                {"src": f"h{l}1", "dst": f"h{l % 4 + 1}1", "bytes": MB} for l in range(1, 5)]}]}}
+    data = {
+        "name": name,
+        "policy": "static",
+        "timeout_s": 120,
+        "fabric": {
+            "spines": 2,
+            "leaves": 4,
+            "hosts_per_leaf": 1,
+            "host_bw_mbps": host_mbps,
+            "fabric_bw_mbps": 2 * host_mbps,
+        },
+        "workload": {
+            "coflows": [
+                {
+                    "id": "c",
+                    "level": 0,
+                    "flows": [
+                        {"src": f"h{lf}1", "dst": f"h{lf % 4 + 1}1", "bytes": MB}
+                        for lf in range(1, 5)
+                    ],
+                }
+            ]
+        },
+    }
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -52,7 +72,9 @@ def test_an_overloaded_scenario_warns_before_traffic_starts(tmp_path):
     res = coflowbed("run", one_coflow_scenario(tmp_path, "heavy", 5000), "--out", tmp_path / "run")
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stderr.splitlines()
-    warn = [i for i, line in enumerate(lines) if "capacity: the scenario may offer 20000 Mbit/s" in line]
+    warn = [
+        i for i, line in enumerate(lines) if "capacity: the scenario may offer 20000 Mbit/s" in line
+    ]
     done = [i for i, line in enumerate(lines) if "coflow c" in line and "done" in line]
     assert len(warn) == 1 and done and warn[0] < done[0]
     assert "Mbit/s would fit" in lines[warn[0]]
@@ -87,8 +109,15 @@ def test_host_namespaces_keep_cwnd_after_idle_and_the_root_namespace_is_untouche
 def small_moe(tmp_path_factory) -> dict[str, dict]:
     """small-moe under fair and hermod (one compare run), summaries by policy."""
     out = tmp_path_factory.mktemp("small-moe")
-    coflowbed_ok("compare", SCENARIOS / "small-moe.yaml", "--policies", "fair,hermod",
-                 "--out", out, timeout=900)
+    coflowbed_ok(
+        "compare",
+        SCENARIOS / "small-moe.yaml",
+        "--policies",
+        "fair,hermod",
+        "--out",
+        out,
+        timeout=900,
+    )
     return {p: json.loads((out / p / "summary.json").read_text()) for p in ("fair", "hermod")}
 
 
@@ -107,6 +136,8 @@ def test_small_moe_hermod_speedup_matches_the_fluid_model_within_5_percent(small
     fair, emulated, within 5 % of the same speed-up in the fluid model (the 2 runs' costs
     differed by policy before: 1.35x emulated vs 1.25x simulated)."""
     emu = small_moe["fair"]["iteration_time_s"] / small_moe["hermod"]["iteration_time_s"]
-    sim = (small_moe["fair"]["fidelity"]["sim_iteration_time_s"]
-           / small_moe["hermod"]["fidelity"]["sim_iteration_time_s"])
+    sim = (
+        small_moe["fair"]["fidelity"]["sim_iteration_time_s"]
+        / small_moe["hermod"]["fidelity"]["sim_iteration_time_s"]
+    )
     assert abs(emu / sim - 1) <= 0.05, (emu, sim)

@@ -2,6 +2,7 @@
 ``controller`` or ``topo``; ``topo`` nothing of ``coflowbed`` or ``controller``;
 ``controller`` (its own process) nothing of ``coflowbed`` (the orchestrator).  Every
 import statement counts, including those inside functions and ``TYPE_CHECKING`` blocks."""
+
 from __future__ import annotations
 
 import ast
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FORBIDDEN = {"workload": {"coflowbed", "controller", "topo"},
-             "topo": {"coflowbed", "controller"},
-             "controller": {"coflowbed"}}
+FORBIDDEN = {
+    "workload": {"coflowbed", "controller", "topo"},
+    "topo": {"coflowbed", "controller"},
+    "controller": {"coflowbed"},
+}
 
 
 def imported_packages(source: str, module: str) -> set[str]:
@@ -44,8 +47,15 @@ def test_lower_layer_imports_no_upper_one(package):
 
 
 def test_every_kind_of_import_is_seen():
-    src = ("import os\nimport topo.plan as p\nfrom controller.client import C\n"
-           "def f():\n    from coflowbed import errors\n"
-           "if False:\n    import controller.app\nfrom . import sibling\n")
-    assert imported_packages(src, "workload.x") == {"os", "topo", "controller", "coflowbed",
-                                                    "workload"}
+    src = (
+        "import os\nimport topo.plan as p\nfrom controller.client import C\n"
+        "def f():\n    from coflowbed import errors\n"
+        "if False:\n    import controller.app\nfrom . import sibling\n"
+    )
+    assert imported_packages(src, "workload.x") == {
+        "os",
+        "topo",
+        "controller",
+        "coflowbed",
+        "workload",
+    }

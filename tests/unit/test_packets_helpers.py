@@ -1,6 +1,7 @@
 """The pure parts of the packet-test helpers (``tests/packets.py``): the expected frame
 after a DSCP rewrite, the checksum check, the tag/level table and the tc class oracle.
 No root, no fabric."""
+
 from __future__ import annotations
 
 from scapy.layers.inet import IP, TCP
@@ -58,6 +59,7 @@ def test_level_tags_give_every_level_one_distinct_tag():
 def test_tc_level_oracle_follows_the_documented_filters():
     def frame(dscp):
         return Ether() / IP(tos=dscp << 2)
+
     assert packets.tc_level(frame(0), 8) == 0
     assert [packets.tc_level(frame(56 + lv), 8) for lv in range(8)] == list(range(8))
     assert packets.tc_level(frame(59), 2) == 1  # a level code beyond K: any other IP

@@ -1,4 +1,5 @@
 """``python -m workload.agent``: run one agent (see ``workload.agent.daemon``)."""
+
 from __future__ import annotations
 
 import sys

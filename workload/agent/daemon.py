@@ -1,8 +1,9 @@
-"""Per-host traffic agent: sends and receives the flows of replayed coflows.
+r"""Per-host traffic agent: sends and receives the flows of replayed coflows.
 
 Run inside each Mininet host (its network namespace) by ``coflowbed.agents``::
 
-    python -m workload.agent --host h11 --control /abs/run/agents/h11.sock --data-port 5001 --ip 10.0.1.1
+    python -m workload.agent --host h11 --control /abs/run/agents/h11.sock \
+        --data-port 5001 --ip 10.0.1.1
 
 It accepts flows on TCP ``--data-port`` and takes orders over one JSON-lines connection
 on the Unix socket ``--control`` (protocol in ``workload.agent.proto``).  When both
@@ -20,6 +21,7 @@ arrived, and the sender reports ``flow_sent`` when it sees that close (its ``t_n
 ``written_ns`` is when the last write returned, which with large send buffers can be
 long before the data left the host).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +37,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload.agent.proto import (DATA_PORT, MAX_LINE_BYTES, UNIX_PATH_MAX, CancelRequest,
-                                  ConnectRequest, FlowReceiver,
-                                  HelloRequest, ProtocolError, RecvRecord, Request, SendRequest,
-                                  SetLevelRequest, SetRateRequest, ShutdownRequest, StatsRequest,
-                                  can_set_priority, encode_line, pacing_rate, parse_request)
+from workload.agent.proto import (
+    DATA_PORT,
+    MAX_LINE_BYTES,
+    UNIX_PATH_MAX,
+    CancelRequest,
+    ConnectRequest,
+    FlowReceiver,
+    HelloRequest,
+    ProtocolError,
+    RecvRecord,
+    Request,
+    SendRequest,
+    SetLevelRequest,
+    SetRateRequest,
+    ShutdownRequest,
+    StatsRequest,
+    can_set_priority,
+    encode_line,
+    pacing_rate,
+    parse_request,
+)
 from workload.agent.send import TX_CHUNK, Dest, FlowSender, Pool, SendFlow
 
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
@@ -104,10 +122,14 @@ class Agent(FlowSender):
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
-        data = await loop.create_server(lambda: FlowReceiver(self), sock=_listen(self.opts), backlog=1024)
+        data = await loop.create_server(
+            lambda: FlowReceiver(self), sock=_listen(self.opts), backlog=1024
+        )
         self.data_port = data.sockets[0].getsockname()[1]
         _remove_stale_socket(self.opts.control)
-        ctl = await asyncio.start_unix_server(self._control, path=str(self.opts.control), limit=MAX_LINE_BYTES)
+        ctl = await asyncio.start_unix_server(
+            self._control, path=str(self.opts.control), limit=MAX_LINE_BYTES
+        )
         print(f"READY {self.opts.host}", flush=True)
         watchdog = loop.create_task(self._watchdog())
         try:
@@ -123,7 +145,9 @@ class Agent(FlowSender):
             async with asyncio.timeout(self.opts.attach_timeout_s):
                 await self.wake.wait()
         except TimeoutError:
-            self.log.error("no orchestrator attached within %.0f s; exiting", self.opts.attach_timeout_s)
+            self.log.error(
+                "no orchestrator attached within %.0f s; exiting", self.opts.attach_timeout_s
+            )
             self.exit_code = 1
             return
         await self.stopped.wait()
@@ -148,7 +172,9 @@ class Agent(FlowSender):
     async def _control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve the one control connection: requests in, replies and events out."""
         if self.writer is not None:
-            writer.write(encode_line({"id": None, "ok": False, "error": "another orchestrator is attached"}))
+            writer.write(
+                encode_line({"id": None, "ok": False, "error": "another orchestrator is attached"})
+            )
             writer.close()
             return
         self.writer = writer
@@ -162,7 +188,9 @@ class Agent(FlowSender):
                 self.exit_code = 1
             self.stop()
 
-    async def _read_requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _read_requests(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         """Answer each request line until EOF or shutdown."""
         while not self.stopped.is_set():
             try:
@@ -181,40 +209,45 @@ class Agent(FlowSender):
     def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
         """Reply to one request line: at once, or (``connect``) once its connections are
         up, from a task; replies carry the request's id, so they may come out of order."""
-        req_id, reply = self._parse(line)
-        if not isinstance(reply, ConnectRequest):
+        reply = self._parse(line)
+        if isinstance(reply, dict):
             writer.write(encode_line(reply))
             return
-        task = asyncio.get_running_loop().create_task(self._answer_connect(req_id, reply, writer))
+        req_id, req = reply
+        task = asyncio.get_running_loop().create_task(self._answer_connect(req_id, req, writer))
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
 
-    async def _answer_connect(self, req_id: int | str, req: ConnectRequest,
-                              writer: asyncio.StreamWriter) -> None:
+    async def _answer_connect(
+        self, req_id: int | str, req: ConnectRequest, writer: asyncio.StreamWriter
+    ) -> None:
         """Open the pool of ``req``, then reply (an error reply if a connect failed)."""
         try:
             reply = {"id": req_id, "ok": True, **await self._connect_pool(req)}
         except (OSError, TimeoutError) as exc:
-            reply = {"id": req_id, "ok": False,
-                     "error": f"connect to {req.dst_ip}:{req.dst_port}: "
-                              f"{exc or f'timed out after {self.opts.connect_timeout_s:g} s'}"}
+            reply = {
+                "id": req_id,
+                "ok": False,
+                "error": f"connect to {req.dst_ip}:{req.dst_port}: "
+                f"{exc or f'timed out after {self.opts.connect_timeout_s:g} s'}",
+            }
         if not writer.is_closing():
             writer.write(encode_line(reply))
 
-    def _parse(self, line: bytes) -> tuple[int | str | None, dict[str, Any] | ConnectRequest]:
-        """``(id, reply)`` for a request answered at once, ``(id, request)`` for a
-        ``connect``; bad requests get ok=false, never an exception."""
-        req_id = None
+    def _parse(self, line: bytes) -> dict[str, Any] | tuple[int | str, ConnectRequest]:
+        """The reply (with the request's id) for a request answered at once, ``(id,
+        request)`` for a ``connect``; bad requests get ok=false, never an exception."""
+        req_id: int | str | None = None
         try:
             req_id, req = parse_request(line)
             if isinstance(req, ConnectRequest):
                 return req_id, req
-            return req_id, {"id": req_id, "ok": True, **self._execute(req)}
+            return {"id": req_id, "ok": True, **self._execute(req)}
         except ProtocolError as exc:
             req_id = getattr(exc, "req_id", req_id)
-            return req_id, {"id": req_id, "ok": False, "error": str(exc)}
+            return {"id": req_id, "ok": False, "error": str(exc)}
         except OSError as exc:  # e.g. setsockopt on a socket that just closed
-            return req_id, {"id": req_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            return {"id": req_id, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     def _execute(self, req: Request) -> dict[str, Any]:
         """Carry out a valid request; returns the reply fields."""
@@ -229,8 +262,13 @@ class Agent(FlowSender):
         if isinstance(req, StatsRequest):
             return self._stats()
         if isinstance(req, HelloRequest):
-            return {"host": self.opts.host, "pid": os.getpid(), "data_port": self.data_port,
-                    "priority": self.priority_ok, "t_ns": time.monotonic_ns()}
+            return {
+                "host": self.opts.host,
+                "pid": os.getpid(),
+                "data_port": self.data_port,
+                "priority": self.priority_ok,
+                "t_ns": time.monotonic_ns(),
+            }
         assert isinstance(req, ShutdownRequest)
         self.stop()
         return {}
@@ -239,17 +277,29 @@ class Agent(FlowSender):
         """Acknowledged bytes per outgoing flow and per tag, received bytes per incoming flow,
         SO_PRIORITY and pacing cap (bytes/s, None = uncapped) of the live outgoing sockets."""
         sent = {fid: flow.acked() for fid, flow in self.send_flows.items()}
-        pools = {f"{ip}:{port}": {"total": p.total, "idle": len(p.idle), "on_demand": p.on_demand}
-                 for (ip, port), p in self.pools.items()}
+        pools = {
+            f"{ip}:{port}": {"total": p.total, "idle": len(p.idle), "on_demand": p.on_demand}
+            for (ip, port), p in self.pools.items()
+        }
         by_tag: dict[str, int] = {}
         for fid, flow in self.send_flows.items():
             key = str(flow.req.tag)
             by_tag[key] = by_tag.get(key, 0) + sent[fid]
         received = {fid: rx.received for fid, rx in self.recv_flows.items()}
         live = {fid: flow.sock for fid, flow in self.send_flows.items() if flow.sock is not None}
-        priority = {fid: sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) for fid, sock in live.items()}
-        return {"t_ns": time.monotonic_ns(), "connections": pools, "sent": sent, "sent_by_tag": by_tag, "received": received,
-                "priority": priority, "pacing": {fid: pacing_rate(sock) for fid, sock in live.items()}}
+        priority = {
+            fid: sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY)
+            for fid, sock in live.items()
+        }
+        return {
+            "t_ns": time.monotonic_ns(),
+            "connections": pools,
+            "sent": sent,
+            "sent_by_tag": by_tag,
+            "received": received,
+            "priority": priority,
+            "pacing": {fid: pacing_rate(sock) for fid, sock in live.items()},
+        }
 
     async def _watchdog(self) -> None:
         """Fail flows that made no progress for ``stall_timeout_s`` (a peer that vanished)."""
@@ -257,7 +307,11 @@ class Agent(FlowSender):
         while limit > 0:
             await asyncio.sleep(WATCHDOG_TICK_S)  # a periodic tick, not synchronisation
             for flow in self.send_flows.values():
-                if flow.done is not None and not flow.done.done() and _stalled(flow, flow.acked(), limit):
+                if (
+                    flow.done is not None
+                    and not flow.done.done()
+                    and _stalled(flow, flow.acked(), limit)
+                ):
                     flow.done.set_exception(TimeoutError(f"no progress for {limit:g} s"))
             for rx in list(self.receivers):
                 if rx.busy and _stalled(rx, rx.seen, limit):
@@ -281,7 +335,9 @@ def _listen(opts: AgentOptions) -> socket.socket:
         sock.bind((opts.ip, opts.data_port))
     except OSError as exc:
         sock.close()
-        raise SystemExit(f"agent {opts.host}: --data-port {opts.data_port} on {opts.ip}: {exc.strerror}") from exc
+        raise SystemExit(
+            f"agent {opts.host}: --data-port {opts.data_port} on {opts.ip}: {exc.strerror}"
+        ) from exc
     return sock
 
 
@@ -307,14 +363,24 @@ async def _drain_quietly(writer: asyncio.StreamWriter, log: logging.Logger) -> N
 
 def parse_args(argv: list[str] | None = None) -> AgentOptions:
     """Options from the command line; bad values end with a one-line error (exit 2)."""
-    p = argparse.ArgumentParser(prog="python -m workload.agent", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m workload.agent", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--host", required=True, help="host name (h11, ...)")
-    p.add_argument("--control", required=True, type=Path, help="absolute path of the control Unix socket")
-    p.add_argument("--data-port", type=int, default=DATA_PORT, help="TCP port for incoming flows (0: any)")
+    p.add_argument(
+        "--control", required=True, type=Path, help="absolute path of the control Unix socket"
+    )
+    p.add_argument(
+        "--data-port", type=int, default=DATA_PORT, help="TCP port for incoming flows (0: any)"
+    )
     p.add_argument("--ip", default="0.0.0.0", help="address to accept flows on")
     p.add_argument("--connect-timeout", type=float, default=5.0, help="seconds per TCP connect")
-    p.add_argument("--stall-timeout", type=float, default=60.0, help="fail flows idle this long (0: never)")
-    p.add_argument("--attach-timeout", type=float, default=60.0, help="exit if no orchestrator attaches")
+    p.add_argument(
+        "--stall-timeout", type=float, default=60.0, help="fail flows idle this long (0: never)"
+    )
+    p.add_argument(
+        "--attach-timeout", type=float, default=60.0, help="exit if no orchestrator attaches"
+    )
     a = p.parse_args(argv)
     if not a.control.is_absolute():
         p.error(f"--control {a.control}: must be an absolute path (agents run in other namespaces)")
@@ -324,14 +390,17 @@ def parse_args(argv: list[str] | None = None) -> AgentOptions:
         p.error(f"--control {a.control}: directory {a.control.parent} does not exist")
     if not 0 <= a.data_port <= 65535:
         p.error(f"--data-port {a.data_port}: must be 0..65535")
-    return AgentOptions(a.host, a.control, a.data_port, a.ip, a.connect_timeout,
-                        a.stall_timeout, a.attach_timeout)
+    return AgentOptions(
+        a.host, a.control, a.data_port, a.ip, a.connect_timeout, a.stall_timeout, a.attach_timeout
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: log to stderr (stdout carries only the READY line)."""
     opts = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+    )
     return asyncio.run(Agent(opts).run())
-

@@ -12,8 +12,8 @@ neither side redefines the other's:
   carry an ``id`` and ``op``; replies echo the ``id`` with ``ok``; events carry ``event``
   and no ``id``.  Requests are strict: unknown keys and wrong types are rejected.
 - **marking**: at send time a flow's connection is marked with its tag in IP_TOS and its
-  level in SO_PRIORITY (``mark_flow_socket``); handshakes go unmarked.  Tags follow ``workload.marking``: ``1..55`` mark a coflow,
-  ``0`` sends untagged (DSCP 0).
+  level in SO_PRIORITY (``mark_flow_socket``); handshakes go unmarked.  Tags follow
+  ``workload.marking``: ``1..55`` mark a coflow, ``0`` sends untagged (DSCP 0).
 - **pacing**: a flow given ``rate_mbps`` (Mbit/s) has its socket's SO_MAX_PACING_RATE set
   to ``int(rate_mbps * 1e6 / 8)`` bytes/s before its first byte (``set_pacing``); the
   kernel's internal TCP pacing then throttles it at the sender, no fq qdisc needed.
@@ -52,44 +52,99 @@ This module holds the control requests; the header, line encoding and errors liv
 ``workload.agent.wire``, the flow sockets in ``workload.agent.sockets`` and the receiving
 end in ``workload.agent.receiver``, all re-exported here.
 """
+
 from __future__ import annotations
 
 import ipaddress
 import json
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any, Union
+from typing import Any
 
 from workload import marking
 from workload.agent.receiver import FlowReceiver, ReceiverSink, RecvRecord
-from workload.agent.sockets import (MIN_RATE_MBPS, PACING_UNLIMITED, SO_MAX_PACING_RATE,
-                                    can_set_priority, check_rate, mark_flow_socket,
-                                    open_flow_socket, pacing_bytes, pacing_rate, set_pacing,
-                                    unacked_bytes)
-from workload.agent.wire import (EVENTS, HEADER, HEADER_MAGIC, MAX_FLOW_ID_BYTES, MAX_LINE_BYTES,
-                                 MESSAGE_ACK, UNIX_PATH_MAX, ProtocolError, RequestError, decode_header,
-                                 encode_header, encode_line)
+from workload.agent.sockets import (
+    MIN_RATE_MBPS,
+    PACING_UNLIMITED,
+    SO_MAX_PACING_RATE,
+    can_set_priority,
+    check_rate,
+    mark_flow_socket,
+    open_flow_socket,
+    pacing_bytes,
+    pacing_rate,
+    set_pacing,
+    unacked_bytes,
+)
+from workload.agent.wire import (
+    EVENTS,
+    HEADER,
+    HEADER_MAGIC,
+    MAX_FLOW_ID_BYTES,
+    MAX_LINE_BYTES,
+    MESSAGE_ACK,
+    UNIX_PATH_MAX,
+    ProtocolError,
+    RequestError,
+    decode_header,
+    encode_header,
+    encode_line,
+)
 
 __all__ = [
     # re-exported from workload.agent.wire
-    "EVENTS", "HEADER", "HEADER_MAGIC", "MAX_FLOW_ID_BYTES", "MAX_LINE_BYTES", "MESSAGE_ACK",
+    "EVENTS",
+    "HEADER",
+    "HEADER_MAGIC",
+    "MAX_FLOW_ID_BYTES",
+    "MAX_LINE_BYTES",
+    "MESSAGE_ACK",
     "UNIX_PATH_MAX",
-    "ProtocolError", "RequestError", "decode_header", "encode_header", "encode_line",
+    "ProtocolError",
+    "RequestError",
+    "decode_header",
+    "encode_header",
+    "encode_line",
     # re-exported from workload.agent.sockets
-    "MIN_RATE_MBPS", "PACING_UNLIMITED", "SO_MAX_PACING_RATE", "can_set_priority", "check_rate",
-    "mark_flow_socket", "open_flow_socket", "pacing_bytes", "pacing_rate", "set_pacing",
+    "MIN_RATE_MBPS",
+    "PACING_UNLIMITED",
+    "SO_MAX_PACING_RATE",
+    "can_set_priority",
+    "check_rate",
+    "mark_flow_socket",
+    "open_flow_socket",
+    "pacing_bytes",
+    "pacing_rate",
+    "set_pacing",
     "unacked_bytes",
     # re-exported from workload.agent.receiver
-    "FlowReceiver", "ReceiverSink", "RecvRecord",
+    "FlowReceiver",
+    "ReceiverSink",
+    "RecvRecord",
     # defined here: the control requests
-    "ConnectRequest", "SendRequest", "CancelRequest", "SetLevelRequest", "SetRateRequest", "StatsRequest",
-    "HelloRequest", "ShutdownRequest", "MAX_POOL", "Request", "OPS", "request_dict", "parse_request",
+    "ConnectRequest",
+    "SendRequest",
+    "CancelRequest",
+    "SetLevelRequest",
+    "SetRateRequest",
+    "StatsRequest",
+    "HelloRequest",
+    "ShutdownRequest",
+    "MAX_POOL",
+    "Request",
+    "OPS",
+    "request_dict",
+    "parse_request",
 ]
 
 
 def _check_tag(tag: Any) -> int:
     """A tag (0 = untagged) or ProtocolError."""
-    if type(tag) is not int or not (tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_MAX):
-        raise ProtocolError(f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_MAX}, got {tag!r}")
+    if type(tag) is not int or not (
+        tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_MAX
+    ):
+        raise ProtocolError(
+            f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_MAX}, got {tag!r}"
+        )
     return tag
 
 
@@ -218,8 +273,16 @@ class ShutdownRequest:
     """Close everything and exit 0."""
 
 
-Request = Union[ConnectRequest, SendRequest, CancelRequest, SetLevelRequest, SetRateRequest, StatsRequest, HelloRequest,
-                ShutdownRequest]
+Request = (
+    ConnectRequest
+    | SendRequest
+    | CancelRequest
+    | SetLevelRequest
+    | SetRateRequest
+    | StatsRequest
+    | HelloRequest
+    | ShutdownRequest
+)
 OPS: dict[str, type] = {
     "connect": ConnectRequest,
     "send": SendRequest,
@@ -238,7 +301,7 @@ def request_dict(req_id: int | str, req: Request) -> dict[str, Any]:
     return {"id": req_id, "op": _OP_NAMES[type(req)], **asdict(req)}
 
 
-def parse_request(line: bytes) -> tuple[int | str | None, Request]:
+def parse_request(line: bytes) -> tuple[int | str, Request]:
     """``(id, request)`` from one control line; ProtocolError names id, key and reason."""
     try:
         msg = json.loads(line)
@@ -247,14 +310,16 @@ def parse_request(line: bytes) -> tuple[int | str | None, Request]:
     if not isinstance(msg, dict):
         raise ProtocolError("request must be a JSON object")
     req_id = msg.pop("id", None)
-    if type(req_id) not in (int, str):
+    if isinstance(req_id, bool) or not isinstance(req_id, (int, str)):
         raise RequestError(None, f"id: must be an int or string, got {req_id!r}")
     op = msg.pop("op", None)
     cls = OPS.get(op) if isinstance(op, str) else None
     if cls is None:
         raise RequestError(req_id, f"op: unknown operation {op!r} (one of {', '.join(OPS)})")
     names = {f.name for f in fields(cls)}
-    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+    required = {
+        f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+    }
     unknown = sorted(set(msg) - names)
     missing = sorted(required - set(msg))
     if unknown or missing:

@@ -1,12 +1,13 @@
 """The receiving end of the agent's data protocol (documented in ``workload.agent.proto``):
 one ``FlowReceiver`` per incoming connection, which carries one message (flow) after
 another; each complete message is answered with ``MESSAGE_ACK`` on the same connection."""
+
 from __future__ import annotations
 
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from workload.agent.wire import MESSAGE_ACK, ProtocolError, decode_header
 
@@ -27,7 +28,7 @@ class ReceiverSink(Protocol):
 
     rx_view: memoryview  # shared receive buffer (payload is discarded)
     recv_flows: dict[str, RecvRecord]  # by flow id, kept for stats
-    receivers: set["FlowReceiver"]  # open connections
+    receivers: set[FlowReceiver]  # open connections
 
     def emit(self, event: dict[str, Any]) -> None:
         """Push an event to the orchestrator."""
@@ -60,7 +61,8 @@ class FlowReceiver(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Remember the peer and register with the agent."""
-        self.transport = transport  # type: ignore[assignment]
+        # a stream server's transport (BaseTransport is what the protocol API declares)
+        self.transport = cast(asyncio.Transport, transport)
         self.src = transport.get_extra_info("peername")[0]
         self.agent.receivers.add(self)
 
@@ -76,7 +78,7 @@ class FlowReceiver(asyncio.BufferedProtocol):
         if self.current is None:
             self._header(nbytes)
         else:
-            self._payload(nbytes, time.monotonic_ns())
+            self._payload(self.current, nbytes, time.monotonic_ns())
 
     def _header(self, nbytes: int) -> None:
         """Accumulate header bytes until the flow id and size are known."""
@@ -92,14 +94,14 @@ class FlowReceiver(asyncio.BufferedProtocol):
         if flow_id in self.agent.recv_flows:
             self._fail(f"duplicate flow id {flow_id!r}")
             return
-        self.current = RecvRecord(flow_id, expected)
-        self.agent.recv_flows[flow_id] = self.current
+        self.current = rec = RecvRecord(flow_id, expected)
+        self.agent.recv_flows[flow_id] = rec
         extra, self.head = len(self.head) - hlen, bytearray()
-        self._payload(extra, time.monotonic_ns())
+        self._payload(rec, extra, time.monotonic_ns())
 
-    def _payload(self, nbytes: int, now_ns: int) -> None:
-        """Count payload; report and acknowledge the message when its last byte arrived."""
-        rec = self.current
+    def _payload(self, rec: RecvRecord, nbytes: int, now_ns: int) -> None:
+        """Count payload of ``rec`` (the current message); report and acknowledge the
+        message when its last byte arrived."""
         rec.received += nbytes
         if nbytes:
             rec.last_ns = now_ns
@@ -110,8 +112,17 @@ class FlowReceiver(asyncio.BufferedProtocol):
             self._fail(f"got {rec.received} bytes, header announced {rec.expected}")
             return
         self.current = None
-        self.agent.emit({"event": "flow_received", "flow_id": rec.flow_id, "bytes": rec.received,
-                         "first_ns": rec.first_ns, "last_ns": rec.last_ns, "src": self.src})
+        self.agent.emit(
+            {
+                "event": "flow_received",
+                "flow_id": rec.flow_id,
+                "bytes": rec.received,
+                "first_ns": rec.first_ns,
+                "last_ns": rec.last_ns,
+                "src": self.src,
+            }
+        )
+        assert self.transport is not None  # data arrives only while connected
         self.transport.write(MESSAGE_ACK)  # tells the sender that everything arrived
 
     def eof_received(self) -> bool:
@@ -141,7 +152,14 @@ class FlowReceiver(asyncio.BufferedProtocol):
         if self.finished:
             return
         self.finished = True
-        self.agent.emit({"event": "flow_failed", "flow_id": self.flow_id, "side": "receiver",
-                         "src": self.src, "error": error})
+        self.agent.emit(
+            {
+                "event": "flow_failed",
+                "flow_id": self.flow_id,
+                "side": "receiver",
+                "src": self.src,
+                "error": error,
+            }
+        )
         if self.transport is not None:
             self.transport.abort()

@@ -13,6 +13,7 @@ One task per flow writes header and payload from one shared buffer, waits for th
 receiver's acknowledgement and reports ``flow_started``/``flow_sent``/``flow_failed``;
 ``set_level`` and ``set_rate`` re-mark and re-pace live flows and the ones not started yet.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,13 +22,22 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from workload import marking
-from workload.agent.proto import (ConnectRequest, ProtocolError, SendRequest, encode_header,
-                                  mark_flow_socket, open_flow_socket, pacing_rate, set_pacing,
-                                  unacked_bytes)
+from workload.agent.proto import (
+    ConnectRequest,
+    ProtocolError,
+    SendRequest,
+    encode_header,
+    mark_flow_socket,
+    open_flow_socket,
+    pacing_rate,
+    set_pacing,
+    unacked_bytes,
+)
 from workload.agent.wire import MESSAGE_ACK
 
 if TYPE_CHECKING:  # only for the annotation: workload.agent.daemon imports this module
@@ -104,7 +114,11 @@ class FlowSender:
         conns = await asyncio.gather(*(self._open(dest) for _ in range(want)))
         pool.idle.extend(conns)
         pool.total += len(conns)
-        return {"connections": pool.total, "opened": len(conns), "setup_ns": time.monotonic_ns() - t0}
+        return {
+            "connections": pool.total,
+            "opened": len(conns),
+            "setup_ns": time.monotonic_ns() - t0,
+        }
 
     async def _open(self, dest: Dest) -> Connection:
         """One new connection to ``dest``, unmarked (the handshake is never starved)."""
@@ -174,7 +188,9 @@ class FlowSender:
         if flow is None or flow.task is None or flow.task.done():
             return False
         flow.task.cancel()
-        self.emit({"event": "flow_failed", "flow_id": flow_id, "side": "sender", "error": "cancelled"})
+        self.emit(
+            {"event": "flow_failed", "flow_id": flow_id, "side": "sender", "error": "cancelled"}
+        )
         return True
 
     def _task_done(self, task: asyncio.Task) -> None:
@@ -190,19 +206,31 @@ class FlowSender:
         dest, conn = (req.dst_ip, req.dst_port), None
         try:
             conn, fresh = await self._take(dest)
-            flow.sock = conn.sock
-            self._mark(flow)
-            self._started(flow, start_ns, fresh)
-            await self._transfer(flow)
-            self.emit({"event": "flow_sent", "flow_id": req.flow_id, "t_ns": flow.confirmed_ns,
-                       "written_ns": flow.written_ns})
+            flow.sock = sock = conn.sock
+            self._mark(flow, sock)
+            self._started(flow, sock, start_ns, fresh)
+            await self._transfer(flow, sock)
+            self.emit(
+                {
+                    "event": "flow_sent",
+                    "flow_id": req.flow_id,
+                    "t_ns": flow.confirmed_ns,
+                    "written_ns": flow.written_ns,
+                }
+            )
             self._give_back(dest, conn)
         except (OSError, TimeoutError) as exc:
             flow.handed = flow.acked()  # what really arrived, for stats
             if conn is not None:
                 self._drop(dest, conn)
-            self.emit({"event": "flow_failed", "flow_id": req.flow_id, "side": "sender",
-                       "error": _describe(exc, self.opts.connect_timeout_s)})
+            self.emit(
+                {
+                    "event": "flow_failed",
+                    "flow_id": req.flow_id,
+                    "side": "sender",
+                    "error": _describe(exc, self.opts.connect_timeout_s),
+                }
+            )
         except asyncio.CancelledError:
             if conn is not None:
                 self._drop(dest, conn)
@@ -210,86 +238,95 @@ class FlowSender:
         finally:
             flow.sock = None
 
-    def _mark(self, flow: SendFlow) -> None:
+    def _mark(self, flow: SendFlow, sock: socket.socket) -> None:
         """The flow's tag, level and pacing on its connection, before its first byte."""
-        mark_flow_socket(flow.sock, flow.req.tag, flow.level, self.priority_ok)
-        set_pacing(flow.sock, flow.rate_mbps)
+        mark_flow_socket(sock, flow.req.tag, flow.level, self.priority_ok)
+        set_pacing(sock, flow.rate_mbps)
 
-    def _started(self, flow: SendFlow, start_ns: int, fresh: bool) -> None:
+    def _started(self, flow: SendFlow, sock: socket.socket, start_ns: int, fresh: bool) -> None:
         """``flow_started`` with the marking read back from the socket."""
-        sock = flow.sock
-        self.emit({"event": "flow_started", "flow_id": flow.req.flow_id, "t_ns": start_ns,
-                   "tos": sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
-                   "priority": sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
-                   "pacing_bps": pacing_rate(sock), "new_connection": fresh})
+        self.emit(
+            {
+                "event": "flow_started",
+                "flow_id": flow.req.flow_id,
+                "t_ns": start_ns,
+                "tos": sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
+                "priority": sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
+                "pacing_bps": pacing_rate(sock),
+                "new_connection": fresh,
+            }
+        )
 
-    async def _transfer(self, flow: SendFlow) -> None:
+    async def _transfer(self, flow: SendFlow, sock: socket.socket) -> None:
         """Header and the first payload in one send (one segment, no loop round), the
         rest as the socket takes it, then the acknowledgement."""
         loop = asyncio.get_running_loop()
         head = encode_header(flow.req.flow_id, flow.req.bytes)
-        first = self.tx_view[:min(flow.req.bytes, TX_CHUNK)]
+        first = self.tx_view[: min(flow.req.bytes, TX_CHUNK)]
         try:
-            sent = flow.sock.sendmsg([head, first])  # an idle connection takes it at once
+            sent = sock.sendmsg([head, first])  # an idle connection takes it at once
         except (BlockingIOError, InterruptedError):
             sent = 0
         if sent < len(head):
-            await loop.sock_sendall(flow.sock, head[sent:])
+            await loop.sock_sendall(sock, head[sent:])
             sent = len(head)
         flow.handed = sent - len(head)
         if flow.handed < flow.req.bytes:
-            await self._wait_fd(flow, loop.add_writer, loop.remove_writer, self._on_writable)
+            await self._wait_fd(flow, sock, loop.add_writer, loop.remove_writer, self._on_writable)
         else:
             flow.written_ns = time.monotonic_ns()
-        await self._wait_fd(flow, loop.add_reader, loop.remove_reader, self._on_readable)
+        await self._wait_fd(flow, sock, loop.add_reader, loop.remove_reader, self._on_readable)
 
     @staticmethod
-    async def _wait_fd(flow: SendFlow, add: Any, remove: Any, callback: Any) -> None:
-        """Run ``callback(flow)`` on every readiness of the flow's socket until it resolves
-        ``flow.done`` (plain callbacks: no coroutine step per send/recv)."""
-        flow.done = asyncio.get_running_loop().create_future()
-        fd = flow.sock.fileno()
-        add(fd, callback, flow)
+    async def _wait_fd(
+        flow: SendFlow, sock: socket.socket, add: Any, remove: Any, callback: Any
+    ) -> None:
+        """Run ``callback(flow, sock, done)`` on every readiness of the flow's socket until
+        it resolves ``done`` (``flow.done``; plain callbacks: no coroutine step per
+        send/recv)."""
+        flow.done = done = asyncio.get_running_loop().create_future()
+        fd = sock.fileno()
+        add(fd, callback, flow, sock, done)
         try:
-            await flow.done
+            await done
         finally:
             remove(fd)
 
-    def _on_writable(self, flow: SendFlow) -> None:
+    def _on_writable(self, flow: SendFlow, sock: socket.socket, done: asyncio.Future) -> None:
         """One send() of as much payload as the kernel takes; resolve when all is handed."""
-        if flow.done.done():
+        if done.done():
             return
         try:
-            n = flow.sock.send(self.tx_view[:min(flow.req.bytes - flow.handed, TX_CHUNK)])
+            n = sock.send(self.tx_view[: min(flow.req.bytes - flow.handed, TX_CHUNK)])
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            flow.done.set_exception(exc)
+            done.set_exception(exc)
             return
         flow.handed += n
         if flow.handed >= flow.req.bytes:
             flow.written_ns = time.monotonic_ns()
-            flow.done.set_result(None)
+            done.set_result(None)
 
     @staticmethod
-    def _on_readable(flow: SendFlow) -> None:
+    def _on_readable(flow: SendFlow, sock: socket.socket, done: asyncio.Future) -> None:
         """The receiver answers the last byte with MESSAGE_ACK: that confirms the flow."""
-        if flow.done.done():
+        if done.done():
             return
         try:
-            data = flow.sock.recv(len(MESSAGE_ACK))
+            data = sock.recv(len(MESSAGE_ACK))
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            flow.done.set_exception(exc)
+            done.set_exception(exc)
             return
         if data == MESSAGE_ACK:
             flow.confirmed_ns = time.monotonic_ns()
-            flow.done.set_result(None)
+            done.set_result(None)
         elif not data:
-            flow.done.set_exception(ConnectionError("receiver closed before acknowledging"))
+            done.set_exception(ConnectionError("receiver closed before acknowledging"))
         else:
-            flow.done.set_exception(ConnectionError(f"receiver sent {data!r} instead of an ack"))
+            done.set_exception(ConnectionError(f"receiver sent {data!r} instead of an ack"))
 
     def _set_level(self, tag: int, level: int) -> int:
         """Re-prioritise the flows of ``tag``; returns how many live sockets were changed.
@@ -300,7 +337,9 @@ class FlowSender:
                 continue
             flow.level = level
             if flow.sock is not None and self.priority_ok:
-                flow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
+                flow.sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level)
+                )
                 changed += 1
         return changed
 
@@ -331,6 +370,6 @@ def _alive(sock: socket.socket) -> bool:
 
 def _describe(exc: OSError | TimeoutError, connect_timeout_s: float) -> str:
     """A failed flow's error text: the errno's name first (asyncio hides it in the text)."""
-    if getattr(exc, "errno", None):
+    if exc.errno:
         return f"{os.strerror(exc.errno)}: {exc}"
     return str(exc) or f"connect timed out after {connect_timeout_s:g} s"

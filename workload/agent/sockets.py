@@ -1,6 +1,7 @@
 """Flow sockets of the agent protocol (documented in ``workload.agent.proto``): how a
 flow's socket is marked on the wire (tag -> IP_TOS, level -> SO_PRIORITY) and paced
 (SO_MAX_PACING_RATE), and what the agent reads back from the kernel."""
+
 from __future__ import annotations
 
 import fcntl
@@ -28,17 +29,31 @@ def pacing_bytes(rate_mbps: float) -> int:
 def check_rate(rate_mbps: Any) -> float | None:
     """A pacing rate in Mbit/s (None = unpaced) or ProtocolError.  JSON allows NaN and
     Infinity, and bool is an int in Python: both are refused explicitly."""
-    if rate_mbps is None:
-        return None
-    if (type(rate_mbps) not in (int, float) or not math.isfinite(rate_mbps)
-            or rate_mbps < MIN_RATE_MBPS or pacing_bytes(rate_mbps) >= PACING_UNLIMITED):
-        raise ProtocolError(f"rate_mbps: must be null or a finite number of Mbit/s >= {MIN_RATE_MBPS:g}, "
-                            f"got {rate_mbps!r}")
+    return None if rate_mbps is None else _check_cap(rate_mbps)
+
+
+def _check_cap(rate_mbps: Any) -> float:
+    """``check_rate`` of a value that is not None: a pacing cap or ProtocolError."""
+    if (
+        type(rate_mbps) not in (int, float)
+        or not math.isfinite(rate_mbps)
+        or rate_mbps < MIN_RATE_MBPS
+        or pacing_bytes(rate_mbps) >= PACING_UNLIMITED
+    ):
+        raise ProtocolError(
+            f"rate_mbps: must be null or a finite number of Mbit/s >= {MIN_RATE_MBPS:g}, "
+            f"got {rate_mbps!r}"
+        )
     return rate_mbps
 
 
-def open_flow_socket(tag: int, level: int, set_priority: bool = True,
-                     rate_mbps: float | None = None, mark: bool = True) -> socket.socket:
+def open_flow_socket(
+    tag: int,
+    level: int,
+    set_priority: bool = True,
+    rate_mbps: float | None = None,
+    mark: bool = True,
+) -> socket.socket:
     """A non-blocking TCP socket marked with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY)
     unless ``mark`` is False (then ``mark_flow_socket`` later), paced at ``rate_mbps`` if
     given (SO_MAX_PACING_RATE)."""
@@ -74,7 +89,7 @@ def set_pacing(sock: socket.socket, rate_mbps: float | None) -> None:
     ~235 KB on loopback's 64 KB MTU.  The value goes as an unsigned long: a 32-bit int
     could not carry rates above ~17 Gbit/s.
     """
-    value = PACING_UNLIMITED if rate_mbps is None else pacing_bytes(check_rate(rate_mbps))
+    value = PACING_UNLIMITED if rate_mbps is None else pacing_bytes(_check_cap(rate_mbps))
     sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, _ULONG.pack(value))
 
 

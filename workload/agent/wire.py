@@ -1,5 +1,6 @@
 """Basics of the agent's wire protocol (documented in ``workload.agent.proto``): the data
 header that opens every flow, the control-line encoding and the protocol's errors."""
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ def encode_header(flow_id: str, nbytes: int) -> bytes:
     return HEADER.pack(HEADER_MAGIC, len(raw), nbytes) + raw
 
 
-def decode_header(buf: bytes) -> tuple[str, int, int] | None:
+def decode_header(buf: bytes | bytearray) -> tuple[str, int, int] | None:
     """``(flow_id, payload bytes, header length)`` or None while ``buf`` is too short."""
     if len(buf) < HEADER.size:
         return None
@@ -52,7 +53,7 @@ def decode_header(buf: bytes) -> tuple[str, int, int] | None:
     if len(buf) < end:
         return None
     try:
-        flow_id = bytes(buf[HEADER.size:end]).decode()
+        flow_id = bytes(buf[HEADER.size : end]).decode()
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"data header: flow id is not UTF-8 ({exc})") from exc
     return flow_id, nbytes, end

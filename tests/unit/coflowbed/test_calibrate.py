@@ -1,5 +1,6 @@
 """The capacity check at bring-up (coflowbed.calibrate): what the scenario may offer,
 the warning, and the burst itself through real agents on loopback (no root)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,19 +10,27 @@ import pytest
 
 from coflowbed import calibrate as cal_mod
 from coflowbed.agents import AgentSet
-from coflowbed.calibrate import (Calibration, burst_pairs, calibrate, capacity_warning,
-                                 inter_leaf_limit, peak_offered_mbps)
+from coflowbed.calibrate import (
+    Calibration,
+    burst_pairs,
+    calibrate,
+    capacity_warning,
+    inter_leaf_limit,
+    peak_offered_mbps,
+)
+from tests.hosts import LocalHost
 from topo.plan import FabricPlan
 from workload.dag import Coflow, Dag, Flow
-
-from tests.hosts import LocalHost
 
 PLAN = FabricPlan(spines=2, leaves=4, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
 
 
 def test_burst_pairs_cross_to_the_next_leaf_and_a_single_leaf_has_none():
     pairs = [(s.name, d.name) for s, d in burst_pairs(PLAN)]
-    assert pairs[:3] == [("h11", "h21"), ("h12", "h22"), ("h21", "h31")] and pairs[-1] == ("h42", "h12")
+    assert pairs[:3] == [("h11", "h21"), ("h12", "h22"), ("h21", "h31")] and pairs[-1] == (
+        "h42",
+        "h12",
+    )
     assert burst_pairs(FabricPlan(1, 1, 4, 100, 100)) == []
 
 
@@ -36,8 +45,12 @@ def test_inter_leaf_limit_counts_line_rates_and_leaf_uplinks():
 
 
 def test_peak_offered_load_is_over_every_pair_of_the_dag():
-    dag = Dag(coflows=[Coflow("a", (Flow("a.0", "h11", "h21", 10),)),
-                       Coflow("b", (Flow("b.0", "h12", "h31", 10), Flow("b.1", "h21", "h22", 10)))])
+    dag = Dag(
+        coflows=[
+            Coflow("a", (Flow("a.0", "h11", "h21", 10),)),
+            Coflow("b", (Flow("b.0", "h12", "h31", 10), Flow("b.1", "h21", "h22", 10))),
+        ]
+    )
     assert peak_offered_mbps(dag, PLAN) == 200
 
 
@@ -50,14 +63,18 @@ def test_warning_names_the_rate_that_would_fit_and_bmv2_gets_its_note():
     assert "600 Mbit/s" in text and "300 Mbit/s" in text and "<= 50 Mbit/s would fit" in text
     assert "BMv2" not in text
     assert "BMv2's forwarding rate depends on how it was built" in capacity_warning(
-        measured(300.0, 600.0), PLAN, "bmv2")
+        measured(300.0, 600.0), PLAN, "bmv2"
+    )
     assert capacity_warning(measured(490.0, 600.0), PLAN, "ovs") is None  # >= 0.8 of the peak
     assert capacity_warning(measured(470.0, 600.0), PLAN, "ovs") is not None
 
 
 @pytest.mark.parametrize("pace_mbps, warns", [(50.0, False), (10.0, True)])
-def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_path: Path, monkeypatch,
-                                                                         pace_mbps, warns):
+@pytest.mark.processes
+@pytest.mark.sockets
+def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(
+    tmp_path: Path, monkeypatch, pace_mbps, warns
+):
     monkeypatch.setattr(cal_mod, "WARMUP_S", 0.05)
     monkeypatch.setattr(cal_mod, "WINDOW_S", 0.3)
     # loopback sends 64 KB segments: rates of 100+ Mbit/s keep pacing's steps short
@@ -67,13 +84,18 @@ def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(tmp_pat
         agents.start()
         # both agents listen on 127.0.0.1: pace the burst so the figure is a known rate
         orig = agents.send_many
-        monkeypatch.setattr(agents, "send_many",
-                            lambda orders: orig([replace(o, rate_mbps=pace_mbps) for o in orders]))
+        monkeypatch.setattr(
+            agents,
+            "send_many",
+            lambda orders: orig([replace(o, rate_mbps=pace_mbps) for o in orders]),
+        )
         cal = calibrate(agents, plan, dag)
         assert agents.events(0.3) == []  # every calibration event was consumed
         # flows that ended by themselves leave their connections in the pool; cancelled
         # ones (too slow to end soon after the window) are closed, never reused
-        assert [st["total"] for st in agents.stats("h11").connections.values()] == [0 if warns else 8]
+        assert [st["total"] for st in agents.stats("h11").connections.values()] == [
+            0 if warns else 8
+        ]
     assert cal.pairs == 2 and cal.nominal_mbps == 800 and cal.peak_offered_mbps == 400
     assert set(cal.per_host_mbps) == {"h11", "h21"}
     for mbps in cal.per_host_mbps.values():
@@ -100,7 +122,14 @@ def test_the_run_ignores_late_calibration_events():
 
     class Agents:
         def events(self, timeout):
-            return [AgentEvent("h21", "flow_failed", "calibration/h11/3", {"side": "receiver", "error": "reset"})]
+            return [
+                AgentEvent(
+                    "h21",
+                    "flow_failed",
+                    "calibration/h11/3",
+                    {"side": "receiver", "error": "reset"},
+                )
+            ]
 
     backend = emulation.EmulationBackend.__new__(emulation.EmulationBackend)
     backend.agents, backend.times = Agents(), emulation.ReleaseTimes()

@@ -1,11 +1,14 @@
 """Clean-up finds this project's processes by their environment marker and ends them by
 PID; it never signals itself or its ancestors (unit test: plain child processes)."""
+
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
 import sys
+
+import pytest
 
 from coflowbed import cleanup, runstate
 
@@ -18,6 +21,7 @@ def spawn(marker: str | None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
 
 
+@pytest.mark.processes
 def test_marked_processes_are_found_and_ended_unmarked_ones_are_not():
     ours, other, stranger = spawn("unit-test-run"), spawn("another-run"), spawn(None)
     try:

@@ -2,6 +2,7 @@
 scheduler (a real ControlPlane over a fake switch driver, reached through the JSON wire
 form), host updates on their own lane, errors reported (unit test; the real fabric is
 in tests/integration)."""
+
 from __future__ import annotations
 
 import threading
@@ -57,9 +58,15 @@ def backend_for(policy: str, coflows, pacing=False, agents=None, levels=8):
 
 
 def test_merge_keeps_the_last_host_priority_and_paced_rate_per_key():
-    m = merge_host_updates([HostUpdates((HostLevel("h1", 2, 3),), (HostRate("h1", 3, "h2", 40.0),)),
-                            HostUpdates((HostLevel("h1", 2, 5), HostLevel("h2", 2, 1)),
-                                        (HostRate("h1", 3, "h2", 20.0), HostRate("h1", 4, "h2", None)))])
+    m = merge_host_updates(
+        [
+            HostUpdates((HostLevel("h1", 2, 3),), (HostRate("h1", 3, "h2", 40.0),)),
+            HostUpdates(
+                (HostLevel("h1", 2, 5), HostLevel("h2", 2, 1)),
+                (HostRate("h1", 3, "h2", 20.0), HostRate("h1", 4, "h2", None)),
+            ),
+        ]
+    )
     assert m.levels == (HostLevel("h1", 2, 5), HostLevel("h2", 2, 1))
     assert m.rates == (HostRate("h1", 3, "h2", 20.0), HostRate("h1", 4, "h2", None))
 

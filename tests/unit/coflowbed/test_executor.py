@@ -1,5 +1,6 @@
 """DagExecutor on a fake backend with a simulated clock: dependency order, compute
 delays, release times, iteration spans, failures and deadlines."""
+
 from __future__ import annotations
 
 import heapq
@@ -50,15 +51,24 @@ class FakeBackend:
 
 
 def cf(cid, flows, deps=(), release=0.0, it=0):
-    return Coflow(cid, tuple(Flow(f"{cid}.{i}", s, d, b) for i, (s, d, b) in enumerate(flows)),
-                  CoflowIdentity(CoflowType.PP, iteration=it), tuple(deps), release)
+    return Coflow(
+        cid,
+        tuple(Flow(f"{cid}.{i}", s, d, b) for i, (s, d, b) in enumerate(flows)),
+        CoflowIdentity(CoflowType.PP, iteration=it),
+        tuple(deps),
+        release,
+    )
 
 
 def test_chain_of_compute_and_coflows_respects_dependencies():
     # c1 (1 MB = 1 s at 8 Mbit/s) -> compute 0.5 s -> c2 (2 MB = 2 s)
-    dag = Dag(coflows=[cf("c1", [("a", "b", 1_000_000)]),
-                       cf("c2", [("b", "a", 2_000_000)], deps=("k1",))],
-              computes=[Compute("k1", "b", 0.5, deps=("c1",))])
+    dag = Dag(
+        coflows=[
+            cf("c1", [("a", "b", 1_000_000)]),
+            cf("c2", [("b", "a", 2_000_000)], deps=("k1",)),
+        ],
+        computes=[Compute("k1", "b", 0.5, deps=("c1",))],
+    )
     be = FakeBackend()
     ex = DagExecutor(dag, be, clock=be.clock)
     ex.run(deadline_s=100)
@@ -88,14 +98,20 @@ def test_coflow_finishes_with_its_last_flow():
 
 
 def test_iteration_spans_cover_their_nodes():
-    dag = Dag(coflows=[cf("c0", [("a", "b", 1_000_000)], it=0),
-                       cf("c1", [("a", "b", 1_000_000)], deps=("c0",), it=1)])
+    dag = Dag(
+        coflows=[
+            cf("c0", [("a", "b", 1_000_000)], it=0),
+            cf("c1", [("a", "b", 1_000_000)], deps=("c0",), it=1),
+        ]
+    )
     be = FakeBackend()
     ex = DagExecutor(dag, be, clock=be.clock)
     ex.run(deadline_s=100)
     its = ex.iteration_records()
     assert [(i.iteration, i.start_s, i.finish_s) for i in its] == [
-        (0, 0.0, pytest.approx(1.0)), (1, pytest.approx(1.0), pytest.approx(2.0))]
+        (0, 0.0, pytest.approx(1.0)),
+        (1, pytest.approx(1.0), pytest.approx(2.0)),
+    ]
 
 
 def test_failed_flow_stops_the_run_and_leaves_coflow_unfinished():
@@ -117,8 +133,12 @@ def test_deadline_stops_a_run_that_cannot_finish():
 
 
 def test_coflow_without_flows_completes_at_release():
-    dag = Dag(coflows=[Coflow("empty", (), CoflowIdentity()),
-                       cf("next", [("a", "b", 1_000_000)], deps=("empty",))])
+    dag = Dag(
+        coflows=[
+            Coflow("empty", (), CoflowIdentity()),
+            cf("next", [("a", "b", 1_000_000)], deps=("empty",)),
+        ]
+    )
     be = FakeBackend()
     ex = DagExecutor(dag, be, clock=be.clock)
     ex.run(deadline_s=100)

@@ -4,6 +4,7 @@ the measured / simulated ratios can be worked out by hand.
 
 Fabric of every scenario here: 2 leaves x 2 hosts at 80 Mbit/s = 1e7 B/s, so one flow of
 1e7 B alone on its links takes 1 s in the model."""
+
 from __future__ import annotations
 
 import json
@@ -25,24 +26,30 @@ from controller.policies.base import Decision, TableDecision
 FABRIC = "fabric: {spines: 2, leaves: 2, hosts_per_leaf: 2, host_bw_mbps: 80}\nlevels: 4\n"
 
 # Static levels: hi (level 0) alone 1 s; lo (level 3) waits behind it on h11's uplink, 2 s.
-STATIC = FABRIC + """\
+STATIC = (
+    FABRIC
+    + """\
 policy: static
 workload:
   coflows:
     - {id: hi, level: 0, flows: [{src: h11, dst: h21, bytes: 10000000}]}
     - {id: lo, level: 3, flows: [{src: h11, dst: h22, bytes: 10000000}]}
 """
+)
 
 # a (t=0) and b (t=0.5) share h11's uplink.  FIFO: a alone to 1.0 s (CCT 1.0), then b to
 # 2.0 s (CCT 1.5); b's *last* level is 0 (alone at the end), so replaying the last levels
 # (both 0, fair from 0.5 s) would give a 1.5 s and b 1.5 s instead.  Fair: 1.5 s and 1.5 s.
-TWO = FABRIC + """\
+TWO = (
+    FABRIC
+    + """\
 policy: fifo
 workload:
   coflows:
     - {id: a, flows: [{src: h11, dst: h21, bytes: 10000000}]}
     - {id: b, arrival_s: 0.5, flows: [{src: h11, dst: h22, bytes: 10000000}]}
 """
+)
 
 # SEBF with MADD rates: x has 1e7 B h11->h21 and 5e6 B h12->h22, so MADD gives its second
 # flow half of h12's rate (both end at 1 s).  w (3e6 B h12->h22) arrives at 0.6 s with the
@@ -51,7 +58,9 @@ workload:
 # has 1e6 B and 2e6 B left, MADD 0.2 s: x ends at 1.1 s.  With the rates as soft caps
 # (``coflowbed simulate``) x's second flow would have used h12's spare half and ended at
 # 0.5 s, x at 1.0 s.
-MADD = FABRIC + """\
+MADD = (
+    FABRIC
+    + """\
 policy: sebf
 policy_rates: pacing
 workload:
@@ -60,18 +69,28 @@ workload:
       flows: [{src: h11, dst: h21, bytes: 10000000}, {src: h12, dst: h22, bytes: 5000000}]
     - {id: w, arrival_s: 0.6, flows: [{src: h12, dst: h22, bytes: 3000000}]}
 """
+)
 
 # A 40 Mbit/s meter on a 1e7 B flow: 2 s under 'static'; other policies install no meter.
-METERED = FABRIC + """\
+METERED = (
+    FABRIC
+    + """\
 policy: static
 workload:
   coflows:
     - {id: m, level: 0, rate_mbps: 40, flows: [{src: h11, dst: h21, bytes: 10000000}]}
 """
+)
 
 
-def write_run(run: Path, text: str, ccts: dict[str, float | None], levels: dict[str, int],
-              iteration_s: float | None, policy: str | None = None) -> dict:
+def write_run(
+    run: Path,
+    text: str,
+    ccts: dict[str, float | None],
+    levels: dict[str, int],
+    iteration_s: float | None,
+    policy: str | None = None,
+) -> dict:
     """A run folder of scenario ``text`` whose coflows measured ``ccts`` (None: unfinished)."""
     src = run.parent / f"{run.name}.yaml"
     src.write_text(text)
@@ -80,8 +99,13 @@ def write_run(run: Path, text: str, ccts: dict[str, float | None], levels: dict[
     return write_records(run, scen, ccts, levels, iteration_s)
 
 
-def write_records(run: Path, scen, ccts: dict[str, float | None], levels: dict[str, int],
-                  iteration_s: float | None) -> dict:
+def write_records(
+    run: Path,
+    scen,
+    ccts: dict[str, float | None],
+    levels: dict[str, int],
+    iteration_s: float | None,
+) -> dict:
     """coflows.csv, iterations.csv, summary.json as the runner writes them."""
     recs = []
     for cf in scen.dag.coflows:
@@ -95,8 +119,14 @@ def write_records(run: Path, scen, ccts: dict[str, float | None], levels: dict[s
     return write_results(run, [], recs, its, partial, {"policy": scen.policy})
 
 
-def figure_of(run: Path, text: str, ccts: dict[str, float | None], levels: dict[str, int],
-              iteration_s: float | None, policy: str | None = None) -> dict:
+def figure_of(
+    run: Path,
+    text: str,
+    ccts: dict[str, float | None],
+    levels: dict[str, int],
+    iteration_s: float | None,
+    policy: str | None = None,
+) -> dict:
     """The fidelity block ``attach`` writes for a run folder made by ``write_run``."""
     return fidelity.attach(run, write_run(run, text, ccts, levels, iteration_s, policy)).fidelity
 
@@ -142,12 +172,20 @@ def test_policy_rates_are_hard_caps_and_zero_rates_no_cap(tmp_path):
     run = tmp_path / "run"
     out = figure_of(run, MADD, {"x": 1.1, "w": 0.3}, {"x": 0, "w": 0}, 1.1)
     assert (out["reference"], out["sim_policy"], out["rate_caps"]) == ("policy", "sebf", "pacing")
-    assert ratios(out) == pytest.approx((1.0, 1.0, 1.0)) and out["sim_avg_cct_s"] == pytest.approx(0.7)
+    assert ratios(out) == pytest.approx((1.0, 1.0, 1.0)) and out["sim_avg_cct_s"] == pytest.approx(
+        0.7
+    )
 
 
 def test_emulated_rates_wrapper_keeps_ranks_and_drops_uninstalled_rates():
     class Fixed:
-        name, clairvoyant, hold_rates, byte_thresholds, compression = "p", True, True, (5,), "quantile"
+        name, clairvoyant, hold_rates, byte_thresholds, compression = (
+            "p",
+            True,
+            True,
+            (5,),
+            "quantile",
+        )
 
         def decide(self, states, fabric, now):
             return {"c": Decision((2,), {"f0": 1e6, "f1": 0.0, "f2": 100.0})}
@@ -156,8 +194,12 @@ def test_emulated_rates_wrapper_keeps_ranks_and_drops_uninstalled_rates():
             return TableDecision([(2,)], np.array([1e6, 0.0, 100.0]))
 
     w = fidelity.EmulatedRates(Fixed())
-    assert w.rates_are_limits and (w.name, w.hold_rates, w.byte_thresholds, w.compression) == \
-        ("p", True, (5,), "quantile")
+    assert w.rates_are_limits and (w.name, w.hold_rates, w.byte_thresholds, w.compression) == (
+        "p",
+        True,
+        (5,),
+        "quantile",
+    )
     assert w.decide([], None, 0.0) == {"c": Decision((2,), {"f0": 1e6})}
     got = w.decide_table(None, ["c"], np.zeros(1), 0.0)
     assert got.ranks == [(2,)] and got.flow_rates_bps.tolist() == [1e6, np.inf, np.inf]
@@ -246,7 +288,10 @@ class InstantBackend:
         from coflowbed.executor import FlowDone, FlowStarted
 
         for f in coflow.flows:
-            self.events += [FlowStarted(f.flow_id, now), FlowDone(f.flow_id, now + f.bytes / 1e7, f.bytes)]
+            self.events += [
+                FlowStarted(f.flow_id, now),
+                FlowDone(f.flow_id, now + f.bytes / 1e7, f.bytes),
+            ]
 
     def wait_events(self, timeout):
         events, self.events = self.events, []
@@ -315,7 +360,9 @@ def test_run_prints_the_fidelity_figure_in_its_summary_line(tmp_path, fake_runs,
     (tmp_path / "s.yaml").write_text(STATIC)
     assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "r")]) == 0
     line = capsys.readouterr().out.strip()
-    assert line.startswith("complete: 2/2 coflows") and "fidelity (levels): iteration x1.650" in line
+    assert (
+        line.startswith("complete: 2/2 coflows") and "fidelity (levels): iteration x1.650" in line
+    )
     assert fake_runs == [("static", True)]
 
 
@@ -324,13 +371,19 @@ def test_run_no_check(tmp_path, fake_runs, capsys):
     assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "r"), "--no-check"]) == 0
     assert "fidelity skipped: --no-check" in capsys.readouterr().out
     assert fake_runs == [("static", False)]
-    assert "iteration_ratio" not in json.loads((tmp_path / "r" / "summary.json").read_text())["fidelity"]
+    assert (
+        "iteration_ratio"
+        not in json.loads((tmp_path / "r" / "summary.json").read_text())["fidelity"]
+    )
 
 
 def test_compare_shows_fidelity_beside_the_speedups(tmp_path, fake_runs, capsys):
     (tmp_path / "s.yaml").write_text(TWO)
     out = tmp_path / "cmp"
-    assert main(["compare", str(tmp_path / "s.yaml"), "--policies", "fair,fifo", "--out", str(out)]) == 0
+    assert (
+        main(["compare", str(tmp_path / "s.yaml"), "--policies", "fair,fifo", "--out", str(out)])
+        == 0
+    )
     printed = capsys.readouterr().out
     rows = {r["policy"]: r for r in json.loads((out / "compare.json").read_text())}
     assert rows["fair"]["fidelity_iter"] == pytest.approx(1.2)
@@ -338,7 +391,9 @@ def test_compare_shows_fidelity_beside_the_speedups(tmp_path, fake_runs, capsys)
     assert rows["fifo"]["fidelity_iter"] == pytest.approx(1.1)
     assert rows["fifo"]["fidelity_cct_p50"] == pytest.approx(1.1)
     header = (out / "compare.md").read_text().splitlines()[0]
-    assert header.endswith("| speedup_avg_cct | speedup_iteration_time | fidelity_iter | fidelity_cct_p50 |")
+    assert header.endswith(
+        "| speedup_avg_cct | speedup_iteration_time | fidelity_iter | fidelity_cct_p50 |"
+    )
     assert header in printed and "| 1.200 | 1.200 |" in printed
     csv_rows = {r["policy"]: r for r in read_csv_rows(out / "compare.csv")}
     assert csv_rows["fifo"]["fidelity_iter"] == pytest.approx(1.1)
@@ -348,8 +403,20 @@ def test_compare_shows_fidelity_beside_the_speedups(tmp_path, fake_runs, capsys)
 def test_compare_no_check_leaves_the_columns_empty(tmp_path, fake_runs):
     (tmp_path / "s.yaml").write_text(TWO)
     out = tmp_path / "cmp"
-    assert main(["compare", str(tmp_path / "s.yaml"), "--policies", "fair,fifo", "--out", str(out),
-                 "--no-check"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(tmp_path / "s.yaml"),
+                "--policies",
+                "fair,fifo",
+                "--out",
+                str(out),
+                "--no-check",
+            ]
+        )
+        == 0
+    )
     rows = json.loads((out / "compare.json").read_text())
     assert [(r["fidelity_iter"], r["fidelity_cct_p50"]) for r in rows] == [(None, None)] * 2
     assert fake_runs == [("fair", False), ("fifo", False)]

@@ -1,5 +1,6 @@
 """Plots from a run folder, and the policy comparison table, on results written by
 ``write_results`` (no fabric needed)."""
+
 from __future__ import annotations
 
 import json
@@ -8,20 +9,37 @@ from coflowbed.compare import compare
 from coflowbed.plots import plot_run
 from coflowbed.results import CoflowRecord, FlowRecord, IterationRecord, write_results
 from coflowbed.scenario import load_scenario
-from tests.unit.coflowbed.test_scenario import DEFAULT
+from tests.data import DEFAULT_SCENARIO as DEFAULT, SCENARIOS
 
 
 def _write_run(out, ccts: dict[str, float | None]) -> dict:
     recs = []
     for i, (cid, cct) in enumerate(ccts.items()):
-        r = CoflowRecord(cid, "PP" if i % 2 else "DP", "j", 0, i, 0, "", 0, 1, 1000,
-                         arrival_s=float(i), level=i % 8)
+        r = CoflowRecord(
+            cid,
+            "PP" if i % 2 else "DP",
+            "j",
+            0,
+            i,
+            0,
+            "",
+            0,
+            1,
+            1000,
+            arrival_s=float(i),
+            level=i % 8,
+        )
         r.start_s = float(i)
         r.finish_s = None if cct is None else i + cct
         recs.append(r)
     flows = [FlowRecord(f"{c.coflow_id}.0", c.coflow_id, "h11", "h21", 1000) for c in recs]
-    return write_results(out, flows, recs, [IterationRecord(0, 0.0, 5.0)],
-                         partial=any(c is None for c in ccts.values()))
+    return write_results(
+        out,
+        flows,
+        recs,
+        [IterationRecord(0, 0.0, 5.0)],
+        partial=any(c is None for c in ccts.values()),
+    )
 
 
 def test_plots_are_written_as_png(tmp_path):
@@ -53,11 +71,12 @@ def test_compare_tabulates_every_policy_with_speedups_against_fair(tmp_path):
 
 def test_compare_in_the_simulator_from_the_cli(tmp_path, capsys):
     from coflowbed.cli import main
-    from tests.unit.coflowbed.test_scenario import REPO
 
-    scen = REPO / "coflowbed" / "scenarios" / "tiny-moe.yaml"
-    assert main(["compare", str(scen), "--policies", "fair,dp-first", "--sim",
-                 "--out", str(tmp_path)]) == 0
+    scen = SCENARIOS / "tiny-moe.yaml"
+    assert (
+        main(["compare", str(scen), "--policies", "fair,dp-first", "--sim", "--out", str(tmp_path)])
+        == 0
+    )
     rows = {r["policy"]: r for r in json.loads((tmp_path / "compare.json").read_text())}
     assert rows["fair"]["speedup_iteration_time"] == 1.0
     assert rows["dp-first"]["iteration_time_s"] > 0 and "| dp-first |" in capsys.readouterr().out

@@ -1,12 +1,21 @@
 """Result records and summary statistics."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from coflowbed.results import (CoflowRecord, IterationRecord, RunSummary, mean, percentile,
-                               read_coflows_csv, summarize, write_results)
+from coflowbed.results import (
+    CoflowRecord,
+    IterationRecord,
+    RunSummary,
+    mean,
+    percentile,
+    read_coflows_csv,
+    summarize,
+    write_results,
+)
 
 
 def rec(cid, ctype, arrival, finish):
@@ -41,8 +50,14 @@ def test_summary_counts_only_finished_coflows_and_splits_by_type():
 
 
 def test_written_files_round_trip(tmp_path):
-    s = write_results(tmp_path, [], [rec("a", "PP", 0.5, 2.0)], [], partial=False,
-                      extra={"policy": "fifo", "calibration": {"pairs": 2}})
+    s = write_results(
+        tmp_path,
+        [],
+        [rec("a", "PP", 0.5, 2.0)],
+        [],
+        partial=False,
+        extra={"policy": "fifo", "calibration": {"pairs": 2}},
+    )
     assert RunSummary.read(tmp_path) == s and s.policy == "fifo"
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["cct_by_type"]["PP"] == {"count": 1, "avg_s": 1.5, "p95_s": 1.5, "max_s": 1.5}

@@ -1,6 +1,7 @@
 """The runner's result helpers: counters.json counts the iteration's own traffic
 (``subtract_ports``); coflows.csv records the level each coflow ran at
 (``_annotate_levels``)."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -13,8 +14,9 @@ from controller.messages import JobReport
 def test_bring_up_and_calibration_traffic_is_subtracted_per_port():
     before = {"l1": {1: {"tx_bytes": 100, "tx_packets": 2}}}
     after = {"l1": {1: {"tx_bytes": 1100, "tx_packets": 12}, 2: {"tx_bytes": 5, "tx_packets": 1}}}
-    assert subtract_ports(after, before) == {"l1": {1: {"tx_bytes": 1000, "tx_packets": 10},
-                                                    2: {"tx_bytes": 5, "tx_packets": 1}}}
+    assert subtract_ports(after, before) == {
+        "l1": {1: {"tx_bytes": 1000, "tx_packets": 10}, 2: {"tx_bytes": 5, "tx_packets": 1}}
+    }
 
 
 def record(cid):

@@ -1,5 +1,6 @@
 """Scenario validation: the shipped default loads; every kind of bad input fails with
 one line naming file, key and reason."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,9 +10,7 @@ import yaml
 
 from coflowbed.errors import UserError
 from coflowbed.scenario import load_scenario
-
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT = REPO / "coflowbed" / "scenarios" / "default.yaml"
+from tests.data import DEFAULT_SCENARIO as DEFAULT
 
 
 def write(tmp_path, data) -> Path:
@@ -32,26 +31,43 @@ def test_default_scenario_loads():
     assert len(s.dag.coflows) == 3 and s.dag.coflows[1].release_s == 1.0
 
 
-@pytest.mark.parametrize("mutate, key, reason", [
-    (lambda d: d.update(colour="red"), "colour", "unknown key"),
-    (lambda d: d["fabric"].update(delay_ms=5), "fabric.delay_ms", "netem"),
-    (lambda d: d["fabric"].update(loss_pct=1), "fabric.loss_pct", "netem"),
-    (lambda d: d.update(levels=9), "levels", "must be <= 8"),
-    (lambda d: d["workload"]["coflows"][2].update(rate_mbps=-5), "workload.coflows[2].rate_mbps", "> 0"),
-    (lambda d: d["workload"]["coflows"][0]["flows"][0].update(dst="h99"),
-     "workload.coflows[0].flows[0].dst", "unknown host 'h99'"),
-    (lambda d: d["fabric"].update(spines=0), "fabric.spines", "must be >= 1"),
-    (lambda d: d.update(switch="p4"), "switch", "one of ovs, bmv2"),
-    (lambda d: d.update(policy_rates="shaping"), "policy_rates", "one of meters, pacing"),
-    (lambda d: d.update(policy="nope"), "policy", "unknown policy 'nope'"),
-    (lambda d: d["workload"]["coflows"][0].update(level=8), "workload.coflows[0].level", "<= 7"),
-    (lambda d: d["workload"]["coflows"][0]["flows"][0].update(bytes=0),
-     "workload.coflows[0].flows[0].bytes", ">= 1"),
-    (lambda d: d["fabric"].pop("spines"), "fabric.spines", "missing"),
-    (lambda d: d["fabric"].update(mtu=1499), "fabric.mtu", "must be >= 1500"),
-    (lambda d: d["fabric"].update(mtu=9001), "fabric.mtu", "must be <= 9000"),
-    (lambda d: d["fabric"].update(mtu=8000.5), "fabric.mtu", "must be an integer"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, reason",
+    [
+        (lambda d: d.update(colour="red"), "colour", "unknown key"),
+        (lambda d: d["fabric"].update(delay_ms=5), "fabric.delay_ms", "netem"),
+        (lambda d: d["fabric"].update(loss_pct=1), "fabric.loss_pct", "netem"),
+        (lambda d: d.update(levels=9), "levels", "must be <= 8"),
+        (
+            lambda d: d["workload"]["coflows"][2].update(rate_mbps=-5),
+            "workload.coflows[2].rate_mbps",
+            "> 0",
+        ),
+        (
+            lambda d: d["workload"]["coflows"][0]["flows"][0].update(dst="h99"),
+            "workload.coflows[0].flows[0].dst",
+            "unknown host 'h99'",
+        ),
+        (lambda d: d["fabric"].update(spines=0), "fabric.spines", "must be >= 1"),
+        (lambda d: d.update(switch="p4"), "switch", "one of ovs, bmv2"),
+        (lambda d: d.update(policy_rates="shaping"), "policy_rates", "one of meters, pacing"),
+        (lambda d: d.update(policy="nope"), "policy", "unknown policy 'nope'"),
+        (
+            lambda d: d["workload"]["coflows"][0].update(level=8),
+            "workload.coflows[0].level",
+            "<= 7",
+        ),
+        (
+            lambda d: d["workload"]["coflows"][0]["flows"][0].update(bytes=0),
+            "workload.coflows[0].flows[0].bytes",
+            ">= 1",
+        ),
+        (lambda d: d["fabric"].pop("spines"), "fabric.spines", "missing"),
+        (lambda d: d["fabric"].update(mtu=1499), "fabric.mtu", "must be >= 1500"),
+        (lambda d: d["fabric"].update(mtu=9001), "fabric.mtu", "must be <= 9000"),
+        (lambda d: d["fabric"].update(mtu=8000.5), "fabric.mtu", "must be an integer"),
+    ],
+)
 def test_bad_scenarios_fail_with_file_key_and_reason(tmp_path, mutate, key, reason):
     data = base()
     mutate(data)
@@ -140,5 +156,7 @@ def test_broken_plugin_is_reported_as_bad_input(tmp_path):
     (tmp_path / "broken.py").write_text("raise RuntimeError('oops')\n")
     data = base()
     data["plugins"] = ["broken.py"]
-    with pytest.raises(UserError, match=r"plugins\[0\]: cannot import .*broken.py: RuntimeError: oops"):
+    with pytest.raises(
+        UserError, match=r"plugins\[0\]: cannot import .*broken.py: RuntimeError: oops"
+    ):
         load_scenario(write(tmp_path, data))

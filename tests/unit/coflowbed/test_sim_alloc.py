@@ -1,5 +1,6 @@
 """Rate allocation: max-min water-filling, caps, strict priority, work conservation,
 fabric paths and the D-CLAS threshold events of the engine."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,8 +54,9 @@ def test_allocate_lower_level_uses_links_the_upper_level_leaves_free():
 
 
 def test_leafspine_paths_use_host_and_core_links():
-    fab = LeafSpine(("a1", "a2", "b1", "b2"), hosts_per_leaf=2, spines=2,
-                    host_bps=1e9, fabric_bps=1e9)
+    fab = LeafSpine(
+        ("a1", "a2", "b1", "b2"), hosts_per_leaf=2, spines=2, host_bps=1e9, fabric_bps=1e9
+    )
     p = fab.paths(["a1", "a1"], ["b2", "a2"], ["f", "g"])
     # cross-leaf: a1 up (0), leaf1->spine, spine->leaf2, b2 down (4 + 3)
     assert p[0, 0] == 0 and p[0, 3] == 7
@@ -67,9 +69,9 @@ def test_leafspine_paths_use_host_and_core_links():
 
 def test_fabric_spec_and_rates():
     fab = parse_fabric_spec("bigswitch:150x1Gbps", binary=True)
-    assert len(fab.hosts) == 150 and fab.port_bps == 2 ** 30
+    assert len(fab.hosts) == 150 and fab.port_bps == 2**30
     assert parse_rate("1Gbps") == 1e9 and parse_rate("100Mbps") == 1e8
-    assert parse_rate("1Gibps") == 2 ** 30
+    assert parse_rate("1Gibps") == 2**30
     ls = parse_fabric_spec("leafspine:4x8x2:100Gbps/200Gbps")
     assert (ls.leaves, ls.spines, ls.host_bps, ls.fabric_bps) == (4, 2, 100e9, 200e9)
     for bad in ("bigswitch:x1Gbps", "torus:4x4", "leafspine:4x8:1Gbps", "bigswitch:4x1Gbit"):
@@ -85,8 +87,10 @@ class Dclas2(Policy):
 
     def decide(self, states, fabric, now):
         """Queue by bytes sent, FIFO inside."""
-        return {s.coflow_id: Decision(rank=(int(s.bytes_sent >= 1_000_000), s.arrival_seq))
-                for s in states}
+        return {
+            s.coflow_id: Decision(rank=(int(s.bytes_sent >= 1_000_000), s.arrival_seq))
+            for s in states
+        }
 
 
 def test_threshold_crossing_demotes_without_arrival_or_completion():
@@ -94,8 +98,12 @@ def test_threshold_crossing_demotes_without_arrival_or_completion():
     # At t=1 X has sent 1e6 -> demoted to queue 1 by a threshold event (no arrival or
     # completion happens then), so Z runs alone on [1,2] and ends at 2.  X resumes with
     # 4e6 B left -> ends at 6.  Without the threshold event X would end at 5 and Z at 6.
-    dag = Dag([Coflow("X", (Flow("x", "h1", "h2", 5_000_000),)),
-               Coflow("Z", (Flow("z", "h1", "h3", 1_000_000),))])
+    dag = Dag(
+        [
+            Coflow("X", (Flow("x", "h1", "h2", 5_000_000),)),
+            Coflow("Z", (Flow("z", "h1", "h3", 1_000_000),)),
+        ]
+    )
     res = simulate(dag, BigSwitch(("h1", "h2", "h3"), 8e6), Dclas2())
     fin = {r.coflow_id: r.finish_s for r in res.coflow_records()}
     assert fin == {"X": pytest.approx(6.0), "Z": pytest.approx(2.0)}

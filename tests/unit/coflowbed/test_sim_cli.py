@@ -1,4 +1,5 @@
 """``coflowbed simulate`` and ``coflowbed check`` end to end on tiny inputs."""
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,10 @@ def test_simulate_scenario_writes_run_files(scenario, tmp_path, capsys):
 def test_simulate_policy_override_and_one_level(scenario, tmp_path):
     # fair on one level: both flows share h11's uplink, 2e7 B at 1e7 B/s -> both end at 2.
     out = tmp_path / "fair"
-    assert main(["simulate", str(scenario), "--policy", "fair", "--levels", "1", "--out", str(out)]) == 0
+    assert (
+        main(["simulate", str(scenario), "--policy", "fair", "--levels", "1", "--out", str(out)])
+        == 0
+    )
     rows = read_coflows_csv(out / "coflows.csv")
     assert [r["cct_s"] for r in rows] == [pytest.approx(2.0)] * 2
 
@@ -63,11 +67,14 @@ def test_simulate_trace_prefix(tmp_path):
     assert read_coflows_csv(out / "coflows.csv")[0]["cct_s"] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--levels", "9"], "levels must be 1..8 or 'exact'"),
-    (["--policy", "nope"], "unknown"),
-    (["--fabric", "torus"], "with a scenario use 'leafspine' or 'bigswitch'"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--levels", "9"], "levels must be 1..8 or 'exact'"),
+        (["--policy", "nope"], "unknown"),
+        (["--fabric", "torus"], "with a scenario use 'leafspine' or 'bigswitch'"),
+    ],
+)
 def test_simulate_bad_flags_are_one_line_errors(scenario, tmp_path, capsys, argv, msg):
     assert main(["simulate", str(scenario), "--out", str(tmp_path / "x"), *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -80,8 +87,12 @@ def test_check_reports_measured_over_simulated(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "scenario.yaml").write_text(SCENARIO)
-    dag = Dag([Coflow("hi", (Flow("hi.f0", "h11", "h21", 10_000_000),)),
-               Coflow("lo", (Flow("lo.f0", "h11", "h22", 10_000_000),))])
+    dag = Dag(
+        [
+            Coflow("hi", (Flow("hi.f0", "h11", "h21", 10_000_000),)),
+            Coflow("lo", (Flow("lo.f0", "h11", "h22", 10_000_000),)),
+        ]
+    )
     dagjson.dump(dag, run / "dag.json")
     recs = []
     for cf, level, end in ((dag.coflows[0], 0, 1.2), (dag.coflows[1], 3, 3.0)):

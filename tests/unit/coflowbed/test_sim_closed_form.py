@@ -1,8 +1,9 @@
 """Closed-form cases of the fluid simulator: every expected time is computed by hand in
 the comments and asserted to float tolerance."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -51,18 +52,37 @@ class Proportional(Policy):
 
     def decide(self, states, fabric, now):
         """Rates proportional to remaining bytes, everyone on one level."""
-        left = {f.flow_id: s.remaining.get(f.flow_id, f.bytes) for s in states for f in s.coflow.flows}
+        left = {
+            f.flow_id: s.remaining.get(f.flow_id, f.bytes) for s in states for f in s.coflow.flows
+        }
         total = sum(left.values())
-        return {s.coflow_id: Decision(rank=(0,), flow_rates_bps={
-            f.flow_id: self.bps * left[f.flow_id] / total for f in s.coflow.flows})
-            for s in states}
+        return {
+            s.coflow_id: Decision(
+                rank=(0,),
+                flow_rates_bps={
+                    f.flow_id: self.bps * left[f.flow_id] / total for f in s.coflow.flows
+                },
+            )
+            for s in states
+        }
 
 
-def cf(cid: str, flows: list[tuple[str, str, int]], release: float = 0.0, deps=(),
-       ctype: CoflowType = CoflowType.OTHER, iteration: int = 0) -> Coflow:
+def cf(
+    cid: str,
+    flows: list[tuple[str, str, int]],
+    release: float = 0.0,
+    deps=(),
+    ctype: CoflowType = CoflowType.OTHER,
+    iteration: int = 0,
+) -> Coflow:
     """A coflow from (src, dst, bytes) triples."""
-    return Coflow(cid, tuple(Flow(f"{cid}.{i}", s, d, b) for i, (s, d, b) in enumerate(flows)),
-                  CoflowIdentity(ctype=ctype, iteration=iteration), tuple(deps), release)
+    return Coflow(
+        cid,
+        tuple(Flow(f"{cid}.{i}", s, d, b) for i, (s, d, b) in enumerate(flows)),
+        CoflowIdentity(ctype=ctype, iteration=iteration),
+        tuple(deps),
+        release,
+    )
 
 
 def finish(result) -> dict[str, float]:
@@ -105,9 +125,13 @@ def test_strict_priority_serves_the_high_coflow_first():
 #   DP (least urgent): one flow h1->h2 of 7e6 B, released at 0.
 #   PP (middle): one flow h1->h4 of 3e6 B, released at t = 2.
 # Total work 13e6 B / 3e6 B/s = 13/3 s.
-FIG56 = Dag([cf("EP", [("h1", "h2", 1_500_000), ("h1", "h3", 1_500_000)], ctype=CoflowType.EP),
-             cf("DP", [("h1", "h2", 7_000_000)], ctype=CoflowType.DP),
-             cf("PP", [("h1", "h4", 3_000_000)], release=2.0, ctype=CoflowType.PP)])
+FIG56 = Dag(
+    [
+        cf("EP", [("h1", "h2", 1_500_000), ("h1", "h3", 1_500_000)], ctype=CoflowType.EP),
+        cf("DP", [("h1", "h2", 7_000_000)], ctype=CoflowType.DP),
+        cf("PP", [("h1", "h4", 3_000_000)], release=2.0, ctype=CoflowType.PP),
+    ]
+)
 R56 = 24e6
 
 
@@ -137,8 +161,11 @@ def test_k_levels_vs_exact_order():
     # One level (K=1): fair sharing, all finish at 3 s.  Compression costs avg CCT 2 -> 3.
     dag = Dag([cf(c, [("h1", "h2", 1_000_000)]) for c in ("a", "b", "c")])
     pol = RankByMap({"a": 0, "b": 1, "c": 2})
-    assert finish(simulate(dag, BigSwitch(HOSTS, 8e6), pol)) == \
-        {"a": approx(1.0), "b": approx(2.0), "c": approx(3.0)}
+    assert finish(simulate(dag, BigSwitch(HOSTS, 8e6), pol)) == {
+        "a": approx(1.0),
+        "b": approx(2.0),
+        "c": approx(3.0),
+    }
     one = simulate(dag, BigSwitch(HOSTS, 8e6), pol, levels=1)
     assert finish(one) == {"a": approx(3.0), "b": approx(3.0), "c": approx(3.0)}
     assert one.summary().avg_cct_s == approx(3.0)
@@ -148,9 +175,13 @@ def test_dependencies_and_compute_delays_give_iteration_time():
     # a: 1e6 B at 1e6 B/s -> done at 1.  compute on h2 (0.5 s) after a -> 1.5.
     # b (1e6 B) after the compute but released no earlier than 2.0 -> 2.0..3.0.
     # Iteration 0: first start 0, last end 3 -> 3 s.
-    dag = Dag([cf("a", [("h1", "h2", 1_000_000)]),
-               cf("b", [("h2", "h3", 1_000_000)], release=2.0, deps=("c1",))],
-              [Compute("c1", "h2", 0.5, deps=("a",))])
+    dag = Dag(
+        [
+            cf("a", [("h1", "h2", 1_000_000)]),
+            cf("b", [("h2", "h3", 1_000_000)], release=2.0, deps=("c1",)),
+        ],
+        [Compute("c1", "h2", 0.5, deps=("a",))],
+    )
     res = simulate(dag, BigSwitch(HOSTS, 8e6), OneLevel())
     recs = {r.coflow_id: r for r in res.coflow_records()}
     assert (recs["b"].arrival_s, recs["b"].finish_s) == (approx(2.0), approx(3.0))
@@ -159,18 +190,25 @@ def test_dependencies_and_compute_delays_give_iteration_time():
 
 def test_compute_ending_before_release_waits_for_release():
     # Same as above with release 1.2 < compute end 1.5: b starts at 1.5, ends at 2.5.
-    dag = Dag([cf("a", [("h1", "h2", 1_000_000)]),
-               cf("b", [("h2", "h3", 1_000_000)], release=1.2, deps=("c1",))],
-              [Compute("c1", "h2", 0.5, deps=("a",))])
-    recs = {r.coflow_id: r for r in simulate(dag, BigSwitch(HOSTS, 8e6), OneLevel()).coflow_records()}
+    dag = Dag(
+        [
+            cf("a", [("h1", "h2", 1_000_000)]),
+            cf("b", [("h2", "h3", 1_000_000)], release=1.2, deps=("c1",)),
+        ],
+        [Compute("c1", "h2", 0.5, deps=("a",))],
+    )
+    recs = {
+        r.coflow_id: r for r in simulate(dag, BigSwitch(HOSTS, 8e6), OneLevel()).coflow_records()
+    }
     assert (recs["b"].arrival_s, recs["b"].finish_s) == (approx(1.5), approx(2.5))
 
 
 def test_leaf_spine_core_bottleneck_and_local_flows():
     # Hosts 100 Mbit/s, core 10 Mbit/s.  Cross-leaf flow of 1.25e6 B: 1e7 bit / 1e7 = 1 s.
     # Same-leaf flow of 1.25e6 B stays on host links: 1e7 / 1e8 = 0.1 s.
-    fab = LeafSpine(("a1", "a2", "b1", "b2"), hosts_per_leaf=2, spines=2,
-                    host_bps=100e6, fabric_bps=10e6)
+    fab = LeafSpine(
+        ("a1", "a2", "b1", "b2"), hosts_per_leaf=2, spines=2, host_bps=100e6, fabric_bps=10e6
+    )
     dag = Dag([cf("x", [("a1", "b1", 1_250_000)]), cf("y", [("a2", "a1", 1_250_000)])])
     assert finish(simulate(dag, fab, OneLevel())) == {"x": approx(1.0), "y": approx(0.1)}
 

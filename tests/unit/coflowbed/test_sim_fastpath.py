@@ -1,10 +1,11 @@
 """The simulator's fast paths: policies deciding on arrays (``decide_table``) give the
 same run as through ``decide``; held rates (``hold_rates``, Varys) let flows finish at
 their own instants between two decisions without re-sharing their capacity."""
+
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -77,8 +78,10 @@ class Fixed(Policy):
 
     def decide(self, states: Sequence[CoflowState], fabric: FabricView, now: float):
         """Rank 0, the fixed rates of the live flows."""
-        return {s.coflow_id: Decision((0,), {f.flow_id: self.rates[f.flow_id]
-                                             for f in s.coflow.flows}) for s in states}
+        return {
+            s.coflow_id: Decision((0,), {f.flow_id: self.rates[f.flow_id] for f in s.coflow.flows})
+            for s in states
+        }
 
 
 def test_held_rates_finish_flows_at_their_own_instants_without_resharing():
@@ -88,9 +91,13 @@ def test_held_rates_finish_flows_at_their_own_instants_without_resharing():
     # Re-sharing at a's end would give c the whole link from 2 s: 2 + 2/1 = 4 s.
     hosts = tuple(f"p{i}" for i in range(4))
     gbit = 125_000_000
-    dag = Dag(coflows=[Coflow("X", (Flow("a", "p0", "p1", gbit), Flow("b", "p2", "p3", 4 * gbit))),
-                       Coflow("Y", (Flow("c", "p0", "p1", 3 * gbit), Flow("d", "p2", "p3", 4 * gbit)))])
-    policy = Fixed({f: 0.5e9 for f in "abcd"})
+    dag = Dag(
+        coflows=[
+            Coflow("X", (Flow("a", "p0", "p1", gbit), Flow("b", "p2", "p3", 4 * gbit))),
+            Coflow("Y", (Flow("c", "p0", "p1", 3 * gbit), Flow("d", "p2", "p3", 4 * gbit))),
+        ]
+    )
+    policy = Fixed(dict.fromkeys("abcd", 0.5e9))
     res = simulate(dag, BigSwitch(hosts, 1e9), policy, None)
     finish = dict(zip("abcd", res.sim.flows.finish_s.tolist()))
     assert finish == pytest.approx({"a": 2.0, "b": 8.0, "c": 6.0, "d": 8.0})
@@ -112,18 +119,28 @@ def test_held_rates_jump_from_decision_to_decision():
     assert res.sim.flows.finish_s.tolist() == pytest.approx([8.0 / i for i in range(1, 51)])
     assert res.sim.stats.events == 1
     policy.hold_rates = False  # the same rates, re-shared at each completion: 50 events
-    assert simulate(Dag(coflows=[Coflow("X", flows)]), BigSwitch(hosts, 1e9), policy,
-                    None).sim.stats.events == 50
+    assert (
+        simulate(
+            Dag(coflows=[Coflow("X", flows)]), BigSwitch(hosts, 1e9), policy, None
+        ).sim.stats.events
+        == 50
+    )
 
 
 def test_port_loads_dense_and_sorted_agree(monkeypatch):
     rng = np.random.default_rng(4)
     n, ports, coflows = 400, 20, 30
     owner = np.sort(rng.integers(0, coflows, n))
-    table = bigswitch.FlowTable((), owner, rng.integers(0, 10, n), rng.integers(10, 20, n),
-                                rng.uniform(1, 100, n),
-                                np.searchsorted(owner, np.arange(coflows + 1)),
-                                np.full(ports, 1e9), 10)
+    table = bigswitch.FlowTable(
+        (),
+        owner,
+        rng.integers(0, 10, n),
+        rng.integers(10, 20, n),
+        rng.uniform(1, 100, n),
+        np.searchsorted(owner, np.arange(coflows + 1)),
+        np.full(ports, 1e9),
+        10,
+    )
     dense = bigswitch.port_loads(table)
     monkeypatch.setattr(bigswitch, "DENSE_MAX", 0)
     sparse = bigswitch.port_loads(table)
@@ -136,10 +153,15 @@ def test_a_horizon_inside_a_held_jump_keeps_the_flows_that_ended_before_it():
     # and simulated time ends at the horizon, not at the last event before it.
     hosts = tuple(f"p{i}" for i in range(4))
     gbit = 125_000_000
-    dag = Dag(coflows=[Coflow("X", (Flow("a", "p0", "p1", gbit), Flow("b", "p2", "p3", 4 * gbit))),
-                       Coflow("Y", (Flow("c", "p0", "p1", 3 * gbit), Flow("d", "p2", "p3", 4 * gbit)))])
-    res = simulate(dag, BigSwitch(hosts, 1e9), Fixed({f: 0.5e9 for f in "abcd"}), None,
-                   horizon_s=5.0)
+    dag = Dag(
+        coflows=[
+            Coflow("X", (Flow("a", "p0", "p1", gbit), Flow("b", "p2", "p3", 4 * gbit))),
+            Coflow("Y", (Flow("c", "p0", "p1", 3 * gbit), Flow("d", "p2", "p3", 4 * gbit))),
+        ]
+    )
+    res = simulate(
+        dag, BigSwitch(hosts, 1e9), Fixed(dict.fromkeys("abcd", 0.5e9)), None, horizon_s=5.0
+    )
     assert res.partial and res.sim.now == pytest.approx(5.0)
     finish = res.sim.flows.finish_s.tolist()
     assert finish[0] == pytest.approx(2.0) and all(np.isnan(finish[1:]))
@@ -148,11 +170,13 @@ def test_a_horizon_inside_a_held_jump_keeps_the_flows_that_ended_before_it():
 def test_long_runs_report_progress(monkeypatch, caplog):
     """A run longer than PROGRESS_EVERY_S logs how far it got (here: every event)."""
     from coflowbed.sim import engine
+
     monkeypatch.setattr(engine, "PROGRESS_EVERY_S", 0.0)
     dag = random_dag(4)
     with caplog.at_level("INFO", logger="sim"):
-        res = simulate(dag, BigSwitch(tuple(f"p{i}" for i in range(6)), GBPS),
-                       policies.get("fair"), None)
+        res = simulate(
+            dag, BigSwitch(tuple(f"p{i}" for i in range(6)), GBPS), policies.get("fair"), None
+        )
     lines = [r.getMessage() for r in caplog.records if "coflows done" in r.getMessage()]
     assert len(lines) >= res.sim.stats.events - 1 > 0
     assert f"/{len(dag.coflows)} coflows done" in lines[-1]
@@ -161,8 +185,10 @@ def test_long_runs_report_progress(monkeypatch, caplog):
 def metered() -> Policy:
     """Static levels with meters on half the coflows (capped, rates not held)."""
     from coflowbed.sim.levels import StaticPolicy
-    return StaticPolicy({f"c{i}": i % 3 for i in range(16)}, 2,
-                        {f"c{i}": 3e8 for i in range(0, 16, 2)})
+
+    return StaticPolicy(
+        {f"c{i}": i % 3 for i in range(16)}, 2, {f"c{i}": 3e8 for i in range(0, 16, 2)}
+    )
 
 
 @pytest.mark.parametrize("policy", ["fair", "fifo", "sebf", "dclas", "sincronia", metered])
@@ -170,6 +196,7 @@ def test_lazy_compaction_changes_nothing(monkeypatch, policy):
     """Finished flows left in the active arrays (retired, compacted later) give the same
     run as dropping them at once; every flow finishes exactly once."""
     from coflowbed.sim import engine
+
     dag = random_dag(7, coflows=16)
     fabric = BigSwitch(tuple(f"p{i}" for i in range(6)), GBPS)
     runs = []

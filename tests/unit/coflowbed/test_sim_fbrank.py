@@ -17,6 +17,7 @@ of flow completions; see docs/simulator.md and benchmarks/bench_sim.py).  Measur
 SEBF leaves work conservation to the fabric (its default); with Varys's greedy top-up in
 its rates (``top_up=True``) it loses to D-CLAS on the whole trace (48.3 s), because its
 rates are held between decisions and topped-up flows leave capacity idle."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,19 @@ from tests.data import FB_TRACE as FB
 
 def avg_cct(policy: str, limit: int, out: Path) -> float:
     """Average CCT of the trace prefix under ``policy``, via the CLI."""
-    argv = ["simulate", "--trace", str(FB), "--fabric", "bigswitch:150x1Gbps",
-            "--policy", policy, "--limit", str(limit), "--out", str(out / policy)]
+    argv = [
+        "simulate",
+        "--trace",
+        str(FB),
+        "--fabric",
+        "bigswitch:150x1Gbps",
+        "--policy",
+        policy,
+        "--limit",
+        str(limit),
+        "--out",
+        str(out / policy),
+    ]
     assert main(argv) == 0, f"{policy} run did not finish"
     summary = json.loads((out / policy / "summary.json").read_text())
     assert summary["coflows"] >= limit - 1  # a self-only coflow may be dropped

@@ -1,6 +1,7 @@
 """The compiled allocation (``coflowbed.sim.kernel`` through ``alloc``: link-indexed
 filling, the all-caps shortcut) against a plain reference implementation of strict
 priority + progressive filling written out in this file, on random instances."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,11 @@ def ref_fill(paths: np.ndarray, residual: np.ndarray, caps: np.ndarray | None) -
             rates[i] += share
         residual -= share * count
         full = {k for k in range(len(residual)) if residual[k] <= tol[k] + 1e-9}
-        live = [i for i in live if not (set(paths[i]) & full)
-                and not (caps is not None and rates[i] >= caps[i] - 1e-9)]
+        live = [
+            i
+            for i in live
+            if not (set(paths[i]) & full) and not (caps is not None and rates[i] >= caps[i] - 1e-9)
+        ]
     return rates
 
 
@@ -98,15 +102,17 @@ def test_leaf_spine_padding_and_zero_caps():
     # Flow 2 is held to 4 by the core links; flows 0 and 1 take what their host links keep.
     assert got.tolist() == pytest.approx([6.0, 6.0, 4.0])
     caps = np.array([0.0, INF, 1.0])
-    assert allocate(paths, np.zeros(3, dtype=np.int64), capacity, caps, True).tolist() == \
-        pytest.approx([0.0, 9.0, 1.0])  # flow 1 shares link 3 with flow 2
+    assert allocate(
+        paths, np.zeros(3, dtype=np.int64), capacity, caps, True
+    ).tolist() == pytest.approx([0.0, 9.0, 1.0])  # flow 1 shares link 3 with flow 2
 
 
 def test_a_flow_on_infinite_links_only_is_an_error():
     """No finite link bounds the rate: a clear error, not an infinite rate."""
     with pytest.raises(ValueError, match="no link of finite capacity"):
-        allocate(np.array([[1, 1]], dtype=np.int32), np.zeros(1, dtype=np.int64),
-                 np.array([1.0, INF]))
+        allocate(
+            np.array([[1, 1]], dtype=np.int32), np.zeros(1, dtype=np.int64), np.array([1.0, INF])
+        )
 
 
 def test_feasible_caps_are_granted_exactly_then_topped_up():
@@ -163,10 +169,11 @@ def test_filling_by_path_gives_the_per_flow_rates(seed):
             assert grouped == pytest.approx(ref, rel=1e-7, abs=1e-9)
 
 
-@pytest.mark.parametrize("top", [50, 2 ** 31 - 1])  # packed keys / row-wise unique
+@pytest.mark.parametrize("top", [50, 2**31 - 1])  # packed keys / row-wise unique
 def test_path_ids_are_equal_exactly_for_equal_paths(top):
     """The flow table's path ids (the allocator's grouping key) match equal rows only."""
     from coflowbed.sim.flowtable import _path_ids
+
     rng = np.random.default_rng(5)
     paths = rng.integers(0, 6, (400, 4)).astype(np.int32)
     paths[0, 3] = top

@@ -1,4 +1,5 @@
 """Compiling the simulator's kernels ahead of use, and saying so when a run must."""
+
 from __future__ import annotations
 
 from coflowbed.sim import BigSwitch, kernel, simulate, warmup
@@ -21,7 +22,8 @@ def test_a_run_that_must_compile_says_so(monkeypatch, caplog):
     """No cached kernels: the run logs that it compiles (a silent 25 s looks like a hang)."""
     monkeypatch.setattr(warmup, "kernels_cached", lambda: False)
     with caplog.at_level("INFO", logger="sim"):
-        res = simulate(warmup.tiny_dag(), BigSwitch(("h1", "h2", "h3", "h4"), 1e9),
-                       policies.get("fair"), None)
+        res = simulate(
+            warmup.tiny_dag(), BigSwitch(("h1", "h2", "h3", "h4"), 1e9), policies.get("fair"), None
+        )
     assert res.sim.stats.finished
     assert any("compiling the simulator's kernels" in r.getMessage() for r in caplog.records)

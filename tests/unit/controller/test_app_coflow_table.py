@@ -1,4 +1,5 @@
 """Coflow-table rules, meters, validation and diffs (pure)."""
+
 from __future__ import annotations
 
 import pytest
@@ -78,25 +79,43 @@ def test_new_meters_take_the_lowest_ids_not_installed_and_freed_ids_come_back():
     assert {ids3[("host", 4, "h11")], ids3[("host", 4, "h12")]} == {1, 2}
 
 
-@pytest.mark.parametrize("raw,msg", [
-    ([{"tag": 0, "level": 0}], r"entries\[0\]: tag must be"),
-    ([{"tag": 1, "level": 8}], r"entries\[0\]: level must be"),
-    ([{"tag": 1, "level": 0, "prio": 1}], r"entries\[0\]\.prio: unknown key"),
-    ([{"level": 0}], r"entries\[0\]\.tag: missing"),
-    ([{"tag": 1, "level": 0, "rate_mbps": -1}], r"entries\[0\]\.rate_mbps: must be a number > 0"),
-    ([{"tag": 1, "level": 0, "flow_rates": [{"src": "h11", "dst": "h99", "rate_mbps": 1}]}],
-     r"entries\[0\]\.flow_rates\[0\]\.dst: unknown host 'h99'"),
-    ([{"tag": 1, "level": 0}, {"tag": 1, "level": 1}], "tag 1 appears more than once"),
-    ("x", "entries: must be a list"),
-])
+@pytest.mark.parametrize(
+    "raw,msg",
+    [
+        ([{"tag": 0, "level": 0}], r"entries\[0\]: tag must be"),
+        ([{"tag": 1, "level": 8}], r"entries\[0\]: level must be"),
+        ([{"tag": 1, "level": 0, "prio": 1}], r"entries\[0\]\.prio: unknown key"),
+        ([{"level": 0}], r"entries\[0\]\.tag: missing"),
+        (
+            [{"tag": 1, "level": 0, "rate_mbps": -1}],
+            r"entries\[0\]\.rate_mbps: must be a number > 0",
+        ),
+        (
+            [{"tag": 1, "level": 0, "flow_rates": [{"src": "h11", "dst": "h99", "rate_mbps": 1}]}],
+            r"entries\[0\]\.flow_rates\[0\]\.dst: unknown host 'h99'",
+        ),
+        ([{"tag": 1, "level": 0}, {"tag": 1, "level": 1}], "tag 1 appears more than once"),
+        ("x", "entries: must be a list"),
+    ],
+)
 def test_bad_entries_get_one_line_errors_naming_the_key(raw, msg):
     with pytest.raises(ValueError, match=msg):
         ct.parse_entries(raw, PLAN, levels=8)
 
 
 def test_parse_entries_accepts_nulls_and_flow_rates():
-    (e,) = ct.parse_entries([{"tag": 4, "level": 1, "rate_mbps": None, "flow_rates": [
-        {"src": "h11", "dst": "h21", "rate_mbps": 2}]}], PLAN, levels=2)
+    (e,) = ct.parse_entries(
+        [
+            {
+                "tag": 4,
+                "level": 1,
+                "rate_mbps": None,
+                "flow_rates": [{"src": "h11", "dst": "h21", "rate_mbps": 2}],
+            }
+        ],
+        PLAN,
+        levels=2,
+    )
     assert e == ct.TagEntry(4, 1, None, (ct.FlowRate("h11", "h21", 2.0),))
     assert ct.parse_tags([1, 55]) == [1, 55]
     with pytest.raises(ValueError, match="tags: tag must be"):
@@ -111,10 +130,13 @@ def test_rule_cookie_keeps_tag_and_epoch_apart():
         ct.rule_cookie(56, 1)  # a level code is not a tag: it would overlap the layout
 
 
-@pytest.mark.parametrize("entry", [
-    ct.TagEntry(3, 1),
-    ct.TagEntry(4, 2, 20.0, (ct.FlowRate("h11", "h21", 5.0),), frozenset({"h11", "h12"})),
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        ct.TagEntry(3, 1),
+        ct.TagEntry(4, 2, 20.0, (ct.FlowRate("h11", "h21", 5.0),), frozenset({"h11", "h12"})),
+    ],
+)
 def test_an_entry_crosses_the_control_api_unchanged(entry):
     """What the orchestrator's client writes is what the controller parses back."""
     assert ct.parse_entry(entry.to_wire(), PLAN, 8, "entries[0]") == entry

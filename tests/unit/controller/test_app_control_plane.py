@@ -1,4 +1,5 @@
 """Control plane logic against a fake switch driver (unit test: no switches)."""
+
 from __future__ import annotations
 
 import re
@@ -8,9 +9,7 @@ import time
 import pytest
 
 from controller.control_plane import ControlConfig, ControlPlane
-from controller.southbound.base import SouthboundError
 from tests.fakes import PLAN, FakeDriver, ready_plane
-
 
 
 def _ready_plane():
@@ -34,8 +33,7 @@ def test_ready_only_after_every_switch_is_installed():
 def test_set_writes_only_changes_and_reports_applied_time():
     plane, drv = _ready_plane()
     received = time.monotonic() - 0.25  # the request waited 0.25 s before it was handled
-    r1 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 5}]},
-                      received)
+    r1 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 5}]}, received)
     assert r1["ok"] and r1["written"] == 8  # 2 leaves x (2 meters + 2 rules)
     assert 0.25 <= r1["applied_s"] < 5.25  # from receipt to applied, not from handling
     r2 = plane.handle({"op": "set", "entries": [{"tag": 3, "level": 2, "rate_mbps": 5}]})
@@ -85,27 +83,38 @@ def test_meter_stats_are_labelled_with_tag_and_host():
     plane, _drv = _ready_plane()
     plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 1}]})
     meters = plane.handle({"op": "meter_stats"})["meters"]
-    assert {(m["switch"], m["tag"], m["src"], m["drop_packets"]) for m in meters} == \
-        {("l1", 3, "h11", 2), ("l2", 3, "h21", 2)}
+    assert {(m["switch"], m["tag"], m["src"], m["drop_packets"]) for m in meters} == {
+        ("l1", 3, "h11", 2),
+        ("l2", 3, "h21", 2),
+    }
 
 
 def test_cleared_meters_keep_their_last_counters():
     plane, _drv = _ready_plane()
-    plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 1},
-                                           {"tag": 4, "level": 1}]})
+    plane.handle(
+        {"op": "set", "entries": [{"tag": 3, "level": 1, "rate_mbps": 1}, {"tag": 4, "level": 1}]}
+    )
     plane.handle({"op": "clear", "tags": [3]})
     meters = plane.handle({"op": "meter_stats"})["meters"]
-    assert {(m["switch"], m["tag"], m["drop_packets"], m.get("retired")) for m in meters} == \
-        {("l1", 3, 2, True), ("l2", 3, 2, True)}
+    assert {(m["switch"], m["tag"], m["drop_packets"], m.get("retired")) for m in meters} == {
+        ("l1", 3, 2, True),
+        ("l2", 3, 2, True),
+    }
 
 
-@pytest.mark.parametrize("req,msg", [
-    ({"op": "nope"}, "op: must be one of"),
-    ({"op": "status", "x": 1}, "x: unknown key for op 'status'"),
-    ({"op": "set", "entries": [{"tag": 3, "level": 4}]}, r"entries\[0\]: level must be an int in 0..3"),
-    ({"op": "wait_ready", "timeout_s": -1}, "timeout_s: must be a number"),
-    ([1, 2], "op: must be one of"),
-])
+@pytest.mark.parametrize(
+    "req,msg",
+    [
+        ({"op": "nope"}, "op: must be one of"),
+        ({"op": "status", "x": 1}, "x: unknown key for op 'status'"),
+        (
+            {"op": "set", "entries": [{"tag": 3, "level": 4}]},
+            r"entries\[0\]: level must be an int in 0..3",
+        ),
+        ({"op": "wait_ready", "timeout_s": -1}, "timeout_s: must be a number"),
+        ([1, 2], "op: must be one of"),
+    ],
+)
 def test_bad_requests_get_errors(req, msg):
     plane, _drv = _ready_plane()
     reply = plane.handle(req)
@@ -117,8 +126,9 @@ def test_wait_ready_is_woken_by_the_last_install():
     drv = FakeDriver()
     plane = ControlPlane(PLAN, drv, ControlConfig(), spawn=lambda fn, *a: fn(*a))
     result = {}
-    t = threading.Thread(target=lambda: result.update(
-        plane.handle({"op": "wait_ready", "timeout_s": 10})))
+    t = threading.Thread(
+        target=lambda: result.update(plane.handle({"op": "wait_ready", "timeout_s": 10}))
+    )
     t.start()
     for sw in PLAN.switches:
         plane.switch_connected(sw.name)

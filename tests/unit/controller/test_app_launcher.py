@@ -1,5 +1,6 @@
 """The launcher starts the real os-ken app (no switches needed): READY, PID file,
 OpenFlow listener on 127.0.0.1, control API answering, clean stop; bad input -> exit 2."""
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,8 @@ def controller(tmp_path):
     ctl.stop()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_controller_starts_answers_and_stops(controller):
     ctl, run_dir = controller
     assert int((run_dir / "controller.pid").read_text()) == ctl.pid
@@ -39,13 +42,30 @@ def test_controller_starts_answers_and_stops(controller):
     assert ctl.proc.returncode == 0 and not ctl.api_socket.exists()
 
 
+@pytest.mark.processes
 def test_bad_plan_file_is_a_one_line_error_exit_2(tmp_path):
     bad = tmp_path / "plan.json"
     bad.write_text('{"spines": 0}')
-    res = subprocess.run([sys.executable, "-m", "controller.launcher", "--plan", str(bad),
-                          "--of-port", "1", "--api", str(tmp_path / "s"), "--log",
-                          str(tmp_path / "c.log")], capture_output=True, text=True,
-                         cwd=REPO, timeout=60, env=dict(os.environ))
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "controller.launcher",
+            "--plan",
+            str(bad),
+            "--of-port",
+            "1",
+            "--api",
+            str(tmp_path / "s"),
+            "--log",
+            str(tmp_path / "c.log"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        env=dict(os.environ),
+    )
     assert res.returncode == 2
     assert res.stderr.strip().startswith(f"{bad}: not a fabric plan:")
     assert len(res.stderr.strip().splitlines()) == 1
@@ -60,8 +80,7 @@ def test_both_launchers_default_to_the_control_plane_defaults():
     from workload.marking import MAX_LEVELS
 
     of = launcher.parse_args(["--plan", "p", "--of-port", "1", "--api", "a", "--log", "l"])
-    p4 = p4_launcher.parse_args(["--plan", "p", "--api", "a", "--log", "l",
-                                 "--grpc-ports", "l1=1"])
+    p4 = p4_launcher.parse_args(["--plan", "p", "--api", "a", "--log", "l", "--grpc-ports", "l1=1"])
     for args in (of, p4):
         config = launcher.control_config(args)
         assert config.events_path == Path("l").parent / launcher.EVENTS_FILE

@@ -1,4 +1,6 @@
-"""ControllerClient against a real ApiServer on a Unix socket (handler faked)."""
+"""ControllerClient and PipelinedClient against a real ApiServer on a Unix socket
+(handler faked)."""
+
 from __future__ import annotations
 
 import threading
@@ -6,8 +8,10 @@ import threading
 import pytest
 
 from controller.api_server import ApiServer
-from controller.client import ControllerClient, ControllerError
+from controller.client import ControllerClient, ControllerError, PipelinedClient
 from controller.coflow_table import TagEntry
+
+pytestmark = pytest.mark.sockets
 
 
 @pytest.fixture
@@ -23,8 +27,12 @@ def server(tmp_path):
             return {"ok": False, "error": "tags: must be a list"}
         if req.get("op") == "wait_ready":
             return {"ok": True, "switches": ["l1"], "ready": False, "levels": 8}
-        return {"ok": True, "echo": req, "tags": {"3": {"bytes": 5, "packets": 1}},
-                "switches": {"l1": {"2": {"rx_bytes": 1}}}}
+        return {
+            "ok": True,
+            "echo": req,
+            "tags": {"3": {"bytes": 5, "packets": 1}},
+            "switches": {"l1": {"2": {"rx_bytes": 1}}},
+        }
 
     srv = ApiServer(tmp_path / "api.sock", handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -64,6 +72,7 @@ def test_timeout_and_not_ready(server):
 
 def test_server_rejects_non_json_lines(server, tmp_path):
     import socket
+
     srv, _, _ = server
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(5)
@@ -76,3 +85,29 @@ def test_server_rejects_non_json_lines(server, tmp_path):
 def test_missing_socket_is_an_os_error(tmp_path):
     with pytest.raises(OSError):
         ControllerClient(tmp_path / "none.sock", timeout=1).status()
+
+
+def test_pipelined_requests_go_out_before_earlier_answers_and_settle_in_order(server):
+    srv, calls, gate = server
+    client = PipelinedClient(srv.path, timeout=5)
+    slow = client.submit({"op": "slow"})  # the server holds it until the gate opens
+    later = [client.submit({"op": "status", "n": i}) for i in range(3)]
+    bad = client.submit({"op": "bad"})
+    assert not slow.done() and not any(f.done() for f in later)
+    gate.set()
+    assert [f.result(5)["echo"]["n"] for f in later] == [0, 1, 2]
+    with pytest.raises(ControllerError, match="tags: must be a list"):
+        bad.result(5)
+    assert [c["op"] for c in calls] == ["slow", "status", "status", "status", "bad"]
+    client.close()
+
+
+def test_a_lost_connection_fails_pending_and_later_requests(server):
+    srv, calls, gate = server
+    client = PipelinedClient(srv.path, timeout=5)
+    pending = client.submit({"op": "slow"})
+    client.close()
+    with pytest.raises(ConnectionError):
+        pending.result(5)
+    with pytest.raises(ConnectionError, match="connection lost"):
+        client.submit({"op": "status"})

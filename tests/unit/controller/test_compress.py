@@ -1,4 +1,5 @@
 """Priority compression: order-preserving onto K <= 8 levels, MID-first for Hermod."""
+
 from __future__ import annotations
 
 import itertools
@@ -17,8 +18,10 @@ SCHEMES = ["top", "quantile", "lexicographic", "mid-first"]
 def _random_ranks(rng: random.Random, n: int) -> dict[str, tuple]:
     """``n`` random rank tuples (length 1..4, small fields so that ties occur)."""
     width = rng.randint(1, 4)
-    return {f"c{i}": tuple(rng.randint(0, rng.choice([1, 3, 10])) for _ in range(width))
-            for i in range(n)}
+    return {
+        f"c{i}": tuple(rng.randint(0, rng.choice([1, 3, 10])) for _ in range(width))
+        for i in range(n)
+    }
 
 
 @pytest.mark.parametrize("how", SCHEMES)
@@ -60,13 +63,31 @@ def test_quantile_cuts_near_equal_runs():
 
 def test_mid_first_separates_mid_buckets_then_ctype_then_lid():
     # Hermod ranks (MID, CType, LID, arrival): MIDs 0..2, several coflows each.
-    ranks = {"m0_ep_l1": (0, 0, 1, 0), "m0_ep_l4": (0, 0, 4, 1), "m0_dp_l0": (0, 1, 0, 2),
-             "m1_pp_l2": (1, 0, 2, 3), "m1_dp_l1": (1, 1, 1, 4), "m2_ep_l0": (2, 0, 0, 5)}
+    ranks = {
+        "m0_ep_l1": (0, 0, 1, 0),
+        "m0_ep_l4": (0, 0, 4, 1),
+        "m0_dp_l0": (0, 1, 0, 2),
+        "m1_pp_l2": (1, 0, 2, 3),
+        "m1_dp_l1": (1, 1, 1, 4),
+        "m2_ep_l0": (2, 0, 0, 5),
+    }
     assert compress(ranks, 3, "mid-first") == {
-        "m0_ep_l1": 0, "m0_ep_l4": 0, "m0_dp_l0": 0, "m1_pp_l2": 1, "m1_dp_l1": 1, "m2_ep_l0": 2}
+        "m0_ep_l1": 0,
+        "m0_ep_l4": 0,
+        "m0_dp_l0": 0,
+        "m1_pp_l2": 1,
+        "m1_dp_l1": 1,
+        "m2_ep_l0": 2,
+    }
     # Two spare levels go to MID 0 first: its CType split, then its LID split.
     assert compress(ranks, 5, "mid-first") == {
-        "m0_ep_l1": 0, "m0_ep_l4": 1, "m0_dp_l0": 2, "m1_pp_l2": 3, "m1_dp_l1": 3, "m2_ep_l0": 4}
+        "m0_ep_l1": 0,
+        "m0_ep_l4": 1,
+        "m0_dp_l0": 2,
+        "m1_pp_l2": 3,
+        "m1_dp_l1": 3,
+        "m2_ep_l0": 4,
+    }
     # "top" would instead merge MID 1 and MID 2 at K=5.
     top = compress(ranks, 5, "top")
     assert top["m1_dp_l1"] == top["m2_ep_l0"]
@@ -89,9 +110,11 @@ def test_scalar_and_numpy_ranks_and_describe_mapping_is_json():
     assert levels == {"b": 0, "c": 0, "a": 1, "d": 1}
     desc = json.loads(json.dumps(describe_mapping(ranks, 2)))
     assert desc["scheme"] == "top" and desc["levels"] == 2
-    assert desc["table"] == [{"rank": [1, 0.5], "level": 0, "coflows": ["b", "c"]},
-                             {"rank": [2.5], "level": 1, "coflows": ["a"]},
-                             {"rank": [7], "level": 1, "coflows": ["d"]}]
+    assert desc["table"] == [
+        {"rank": [1, 0.5], "level": 0, "coflows": ["b", "c"]},
+        {"rank": [2.5], "level": 1, "coflows": ["a"]},
+        {"rank": [7], "level": 1, "coflows": ["d"]},
+    ]
     assert describe_mapping(ranks, 2, "mid-first")["scheme"] == "lexicographic"
 
 

@@ -1,5 +1,6 @@
 """The ordered lane (controller.lane): order, merging, errors, and applying in the
 caller's thread only when nothing is queued or being applied."""
+
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,6 @@
 """The scheduling messages of the control API: every type survives its JSON wire form
 unchanged, and malformed ones are refused naming the key."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,17 @@ from controller import messages as m
 from controller.coflow_table import FlowRate
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
 
-CF = Coflow("i0.ep.L1", (Flow("i0.ep.L1.0", "h11", "h21", 4096), Flow("i0.ep.L1.1", "h12", "h22", 8)),
-            CoflowIdentity(CoflowType.EP, "job0", 0, 3, 1, "all_to_all", 2, "fwd", 1),
-            deps=("c0",), release_s=0.5)
-HOSTS = m.HostUpdates((m.HostLevel("h11", 3, 2),), (m.HostRate("h11", 3, "h21", 12.5),
-                                                    m.HostRate("h12", 3, "h22", None)))
+CF = Coflow(
+    "i0.ep.L1",
+    (Flow("i0.ep.L1.0", "h11", "h21", 4096), Flow("i0.ep.L1.1", "h12", "h22", 8)),
+    CoflowIdentity(CoflowType.EP, "job0", 0, 3, 1, "all_to_all", 2, "fwd", 1),
+    deps=("c0",),
+    release_s=0.5,
+)
+HOSTS = m.HostUpdates(
+    (m.HostLevel("h11", 3, 2),),
+    (m.HostRate("h11", 3, "h21", 12.5), m.HostRate("h12", 3, "h22", None)),
+)
 SAMPLES = [
     m.PolicySpec("sebf", {"x": 1}, {"a": 2}, {"a": 10.0}, ("/p/plugin.py",)),
     m.OpenJob(m.PolicySpec("static", static_levels={"i0.ep.L1": 4}), True, (CF,)),
@@ -38,8 +45,11 @@ def test_every_message_survives_its_wire_form(msg):
 
 
 def test_every_op_has_a_request_and_a_reply_type():
-    assert set(m.REQUESTS) == set(m.REPLIES) == {"open_job", "register", "unregister",
-                                                 "progress", "close_job"}
+    assert (
+        set(m.REQUESTS)
+        == set(m.REPLIES)
+        == {"open_job", "register", "unregister", "progress", "close_job"}
+    )
 
 
 def test_unknown_and_missing_keys_are_refused_by_name():

@@ -1,6 +1,7 @@
 """The committed BMv2 JSON + P4Info are compiled from the current p4src/coflowbed.p4:
 the recorded source digest must match (works without p4c), and where p4c exists a
 fresh compile must produce the same bytes."""
+
 from __future__ import annotations
 
 import json
@@ -10,14 +11,17 @@ import pytest
 from controller.p4runtime import artifacts
 
 ART = artifacts.committed()
-needs_artifacts = pytest.mark.skipif(not ART.exist(), reason="p4src/compiled/ missing: "
-                                     "p4c has not compiled the pipeline yet (make p4)")
+needs_artifacts = pytest.mark.skipif(
+    not ART.exist(),
+    reason="p4src/compiled/ missing: p4c has not compiled the pipeline yet (make p4)",
+)
 
 
 @needs_artifacts
 def test_recorded_digest_matches_the_source():
-    assert artifacts.recorded_digest() == artifacts.source_digest(), \
+    assert artifacts.recorded_digest() == artifacts.source_digest(), (
         "p4src/coflowbed.p4 changed: run `make p4` and commit p4src/compiled/"
+    )
 
 
 @needs_artifacts

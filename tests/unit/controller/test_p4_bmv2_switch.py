@@ -1,4 +1,5 @@
 """Pure parts of topo.bmv2 (no root, no BMv2 needed): command line, ports, readiness."""
+
 from __future__ import annotations
 
 import socket
@@ -19,14 +20,13 @@ def test_argv_binds_grpc_to_loopback_with_device_id_queues_and_ports(tmp_path):
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "-i"] == ["1@l1-eth1", "2@l1-eth2"]
     no_thrift = switch_argv("l1", 1, 50001, {}, tmp_path / "l1", thrift=False)
     assert "--thrift-port" not in no_thrift
-    target = argv[argv.index("--") + 1:]
+    target = argv[argv.index("--") + 1 :]
     assert target == ["--grpc-server-addr", "127.0.0.1:50001", "--priority-queues", "8"]
-    assert "--no-p4" in argv[:argv.index("--")]
+    assert "--no-p4" in argv[: argv.index("--")]
 
 
 def test_grpc_ports_are_distinct_per_switch_and_validated():
-    plan = FabricPlan(spines=2, leaves=4, hosts_per_leaf=2, host_bw_mbps=10,
-                      fabric_bw_mbps=10)
+    plan = FabricPlan(spines=2, leaves=4, hosts_per_leaf=2, host_bw_mbps=10, fabric_bw_mbps=10)
     ports = grpc_ports(plan, 50000)
     assert sorted(ports) == sorted(sw.name for sw in plan.switches)
     assert sorted(ports.values()) == list(range(50000, 50006))
@@ -34,13 +34,16 @@ def test_grpc_ports_are_distinct_per_switch_and_validated():
         grpc_ports(plan, 80)
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_wait_port_returns_when_listening_and_fails_fast_when_process_dies():
     with socket.socket() as srv:
         srv.bind(("127.0.0.1", 0))
         srv.listen(1)
         port = srv.getsockname()[1]
-        sleeper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
-                                   stdin=subprocess.PIPE)
+        sleeper = subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+        )
         try:
             wait_port("127.0.0.1", port, sleeper.pid, timeout=5)
         finally:

@@ -1,5 +1,6 @@
 """The committed P4Info has every object the P4Runtime driver names, with the widths
 the driver encodes; entities built by the driver have exactly those widths."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,20 +10,34 @@ from finsy.proto import p4i
 
 from controller.coflow_table import MeterSpec, TagRule
 from controller.p4runtime import artifacts
-from controller.p4runtime.entities import N, EntityBuilder, Names, rule_key_of
+from controller.p4runtime.entities import EntityBuilder, N, Names, rule_key_of
 from controller.p4runtime.p4info import P4InfoIndex, decode_uint, encode_uint
 from topo.plan import FabricPlan
 
 ART = artifacts.committed()
-pytestmark = pytest.mark.skipif(not ART.exist(), reason="p4src/compiled/ missing: p4c "
-                                "has not compiled the pipeline yet (make p4)")
+pytestmark = pytest.mark.skipif(
+    not ART.exist(),
+    reason="p4src/compiled/ missing: p4c has not compiled the pipeline yet (make p4)",
+)
 
-KINDS = {"coflow": "tables", "route": "tables", "ecmp": "tables",
-         "set_level": "actions", "set_level_metered": "actions", "forward": "actions",
-         "to_ecmp": "actions", "drop": "actions", "ecmp_selector": "action_profiles",
-         "tag_meter": "meters", "meter_in": "counters", "meter_drop": "counters",
-         "tag_counter": "counters", "port_rx": "counters", "port_tx": "counters",
-         "coflow_counter": "direct_counters"}
+KINDS = {
+    "coflow": "tables",
+    "route": "tables",
+    "ecmp": "tables",
+    "set_level": "actions",
+    "set_level_metered": "actions",
+    "forward": "actions",
+    "to_ecmp": "actions",
+    "drop": "actions",
+    "ecmp_selector": "action_profiles",
+    "tag_meter": "meters",
+    "meter_in": "counters",
+    "meter_drop": "counters",
+    "tag_counter": "counters",
+    "port_rx": "counters",
+    "port_tx": "counters",
+    "coflow_counter": "direct_counters",
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +52,26 @@ def test_every_name_the_driver_uses_exists_in_p4info(ix):
 
 def test_match_fields_have_the_widths_and_kinds_the_driver_assumes(ix):
     mt = p4i.MatchField
-    want = {("coflow", "in_port"): (9, mt.EXACT), ("coflow", "tag"): (6, mt.EXACT),
-            ("coflow", "dst"): (32, mt.LPM), ("route", "dst"): (32, mt.LPM),
-            ("ecmp", "group"): (8, mt.EXACT)}
+    want = {
+        ("coflow", "in_port"): (9, mt.EXACT),
+        ("coflow", "tag"): (6, mt.EXACT),
+        ("coflow", "dst"): (32, mt.LPM),
+        ("route", "dst"): (32, mt.LPM),
+        ("ecmp", "group"): (8, mt.EXACT),
+    }
     for (table, field), (width, kind) in want.items():
         f = ix.match_field(getattr(N, table), field)
         assert (f.bitwidth, f.match_type) == (width, kind), (table, field)
 
 
 def test_action_params_have_the_expected_widths(ix):
-    want = {("set_level", "level"): 3, ("set_level_metered", "level"): 3,
-            ("set_level_metered", "meter_idx"): 32, ("forward", "port"): 9,
-            ("to_ecmp", "group"): 8}
+    want = {
+        ("set_level", "level"): 3,
+        ("set_level_metered", "level"): 3,
+        ("set_level_metered", "meter_idx"): 32,
+        ("forward", "port"): 9,
+        ("to_ecmp", "group"): 8,
+    }
     for (action, param), width in want.items():
         assert ix.param(getattr(N, action), param).bitwidth == width
 
@@ -73,8 +96,7 @@ def test_unknown_names_are_refused_with_the_name(ix):
 
 def test_coflow_entry_fields_are_exactly_their_width(ix):
     b = EntityBuilder(ix)
-    rule = TagRule(tag=55, in_port=9, dst_ip="10.0.3.4", level=7, meter=("pair",),
-                   cookie=1)
+    rule = TagRule(tag=55, in_port=9, dst_ip="10.0.3.4", level=7, meter=("pair",), cookie=1)
     e = b.coflow_entry(rule, meter_id=4095)
     port, tag, dst = e.match
     assert port.exact.value == b"\x00\x09" and tag.exact.value == b"\x37"
@@ -122,8 +144,7 @@ def test_encode_uint_round_trips_and_pads():
 
 
 def test_routes_of_a_larger_fabric(ix):
-    plan = FabricPlan(spines=3, leaves=4, hosts_per_leaf=3, host_bw_mbps=10,
-                      fabric_bw_mbps=10)
+    plan = FabricPlan(spines=3, leaves=4, hosts_per_leaf=3, host_bw_mbps=10, fabric_bw_mbps=10)
     b = EntityBuilder(ix)
     leaf = b.route_entries(plan, plan.switch("l4"))
     assert len(leaf) == 3 + 2

@@ -1,145 +1,23 @@
-"""P4RuntimeDriver against a fake P4Runtime server: a real gRPC server on 127.0.0.1
-implementing the P4Runtime service in Python, recording every request and keeping
-the written entities so reads answer like a switch."""
+"""P4RuntimeDriver against fake P4Runtime switches (``tests.p4runtime_fake``: real gRPC
+servers on 127.0.0.1 that record every request and answer reads like a switch)."""
+
 from __future__ import annotations
 
 import threading
 import time
-from concurrent import futures
 
-import grpc
 import pytest
-from finsy.proto import p4r, p4r_grpc, rpc_code
+from finsy.proto import p4r
 
-from controller.coflow_table import LeafTable, TagEntry, FlowRate, leaf_state
-from controller.p4runtime import artifacts
+from controller.coflow_table import FlowRate, LeafTable, TagEntry, leaf_state
 from controller.southbound.base import SouthboundError
+from tests.p4runtime_fake import ART, FakeSwitch, entries_of, needs_p4info, p4info_ids
 from topo.plan import FabricPlan
-
-ART = artifacts.committed()
-needs_p4info = pytest.mark.skipif(not ART.exist(), reason="p4src/compiled/ missing: "
-                                  "p4c has not compiled the pipeline yet (make p4)")
-
-
-def _key(te: p4r.TableEntry) -> tuple:
-    """Identity of a table entry: table and match."""
-    return te.table_id, tuple(sorted(m.SerializeToString(deterministic=True)
-                                     for m in te.match))
-
-
-class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
-    """Records requests; stores entries; answers reads; one primary by election id."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.arbitrations: list = []
-        self.pipelines: list = []
-        self.writes: list[p4r.WriteRequest] = []
-        self.reads: list[p4r.ReadRequest] = []
-        self.tables: dict[tuple, p4r.TableEntry] = {}
-        self.meters: dict[tuple, p4r.MeterEntry] = {}
-        self.counters: dict[tuple, tuple[int, int]] = {}  # (counter id, index) -> (b, p)
-        self.direct: dict[tuple, tuple[int, int]] = {}  # entry key -> (bytes, packets)
-        self.primary_election: int | None = None
-
-    def StreamChannel(self, request_iterator, context):
-        for req in request_iterator:
-            if not req.HasField("arbitration"):
-                continue
-            arb = req.arbitration
-            with self.lock:
-                self.arbitrations.append(arb)
-                eid = arb.election_id.low
-                if self.primary_election is None or eid >= self.primary_election:
-                    self.primary_election, code = eid, rpc_code.OK
-                else:
-                    code = rpc_code.ALREADY_EXISTS
-            resp = p4r.StreamMessageResponse(arbitration=arb)
-            resp.arbitration.status.code = code
-            yield resp
-
-    def SetForwardingPipelineConfig(self, request, context):
-        with self.lock:
-            self.pipelines.append(request)
-            self.tables.clear()
-            self.meters.clear()
-        return p4r.SetForwardingPipelineConfigResponse()
-
-    def Write(self, request, context):
-        with self.lock:
-            self.writes.append(request)
-            for u in request.updates:
-                err = self._apply(u)
-                if err:
-                    context.abort(grpc.StatusCode.UNKNOWN, err)
-        return p4r.WriteResponse()
-
-    def _apply(self, u: p4r.Update) -> str | None:
-        kind = u.entity.WhichOneof("entity")
-        if kind == "table_entry":
-            key = _key(u.entity.table_entry)
-            exists = key in self.tables
-            if u.type == p4r.Update.INSERT and exists:
-                return "entry exists"
-            if u.type in (p4r.Update.MODIFY, p4r.Update.DELETE) and not exists:
-                return "entry not found"
-            if u.type == p4r.Update.DELETE:
-                del self.tables[key]
-            else:
-                self.tables[key] = u.entity.table_entry
-        elif kind == "meter_entry":
-            m = u.entity.meter_entry
-            self.meters[(m.meter_id, m.index.index)] = m
-        return None
-
-    def Read(self, request, context):
-        with self.lock:
-            self.reads.append(request)
-            out = []
-            for ent in request.entities:
-                out.extend(self._read(ent))
-        yield p4r.ReadResponse(entities=out)
-
-    def _read(self, ent: p4r.Entity) -> list[p4r.Entity]:
-        if ent.HasField("table_entry"):
-            res = []
-            for key, te in self.tables.items():
-                if key[0] == ent.table_entry.table_id:
-                    copy = p4r.TableEntry()
-                    copy.CopyFrom(te)
-                    b, p = self.direct.get(key, (0, 0))
-                    copy.counter_data.byte_count, copy.counter_data.packet_count = b, p
-                    res.append(p4r.Entity(table_entry=copy))
-            return res
-        c = ent.counter_entry
-        b, p = self.counters.get((c.counter_id, c.index.index), (0, 0))
-        res = p4r.CounterEntry()
-        res.CopyFrom(c)
-        res.data.byte_count, res.data.packet_count = b, p
-        return [p4r.Entity(counter_entry=res)]
-
-    def Capabilities(self, request, context):
-        return p4r.CapabilitiesResponse(p4runtime_api_version="1.3.0")
-
-
-class FakeSwitch:
-    """A FakeP4Runtime served on a free 127.0.0.1 port."""
-
-    def __init__(self) -> None:
-        self.fake = FakeP4Runtime()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        p4r_grpc.add_P4RuntimeServicer_to_server(self.fake, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.server.start()
-
-    def stop(self) -> None:
-        self.server.stop(grace=None).wait(5)
 
 
 @pytest.fixture
 def plan():
-    return FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=100,
-                      fabric_bw_mbps=100)
+    return FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
 
 
 @pytest.fixture
@@ -153,25 +31,18 @@ def switches(plan):
 @pytest.fixture
 def driver(plan, switches):
     from controller.p4runtime.driver import P4RuntimeDriver
+
     removed = []
-    drv = P4RuntimeDriver(plan, ART, {n: s.port for n, s in switches.items()},
-                          on_removed=lambda *a: removed.append(a))
+    drv = P4RuntimeDriver(
+        plan, ART, {n: s.port for n, s in switches.items()}, on_removed=lambda *a: removed.append(a)
+    )
     drv.removed = removed
     yield drv
     drv.close()
 
 
-def _ids():
-    from controller.p4runtime.p4info import P4InfoIndex
-    return P4InfoIndex.from_file(ART.p4info)
-
-
-def _entries_of(fake: FakeP4Runtime, table: str) -> list[p4r.TableEntry]:
-    tid = _ids().id("tables", table)
-    return [te for k, te in fake.tables.items() if k[0] == tid]
-
-
 @needs_p4info
+@pytest.mark.sockets
 def test_connect_becomes_primary_with_device_id_and_election(driver, switches, plan):
     driver.connect("l1", timeout=5)
     arb = switches["l1"].fake.arbitrations[0]
@@ -181,8 +52,10 @@ def test_connect_becomes_primary_with_device_id_and_election(driver, switches, p
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_connect_refused_when_another_primary_has_higher_election(plan, switches):
     from controller.p4runtime.driver import P4RuntimeDriver
+
     ports = {n: s.port for n, s in switches.items()}
     first = P4RuntimeDriver(plan, ART, ports, election_id=5)
     first.connect("s1", timeout=5)
@@ -193,9 +66,12 @@ def test_connect_refused_when_another_primary_has_higher_election(plan, switches
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_connect_times_out_without_server(plan):
-    from controller.p4runtime.driver import P4RuntimeDriver
     import socket
+
+    from controller.p4runtime.driver import P4RuntimeDriver
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
@@ -205,6 +81,7 @@ def test_connect_times_out_without_server(plan):
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_install_base_pushes_pipeline_then_routes_and_ecmp_on_leaf(driver, switches, plan):
     driver.connect("l1", timeout=5)
     driver.install_base("l1", timeout=5)
@@ -213,39 +90,51 @@ def test_install_base_pushes_pipeline_then_routes_and_ecmp_on_leaf(driver, switc
     assert pipe.action == p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
     assert pipe.config.p4_device_config == ART.json.read_bytes()
     assert pipe.device_id == plan.switch("l1").dpid
-    ix = _ids()
-    routes = _entries_of(fake, "CoflowIngress.route")
+    ix = p4info_ids()
+    routes = entries_of(fake, "CoflowIngress.route")
     # 2 host /32s, own /24 -> drop, 10.0/16 -> ECMP
-    by_prefix = {(r.match[0].lpm.value, r.match[0].lpm.prefix_len): r.action.action
-                 for r in routes}
+    by_prefix = {(r.match[0].lpm.value, r.match[0].lpm.prefix_len): r.action.action for r in routes}
     assert len(routes) == 4
     host = by_prefix[(bytes([10, 0, 1, 2]), 32)]
     assert host.action_id == ix.id("actions", "CoflowIngress.forward")
     assert host.params[0].value == (2).to_bytes(2, "big")  # bit<9> port 2
-    assert by_prefix[(bytes([10, 0, 1, 0]), 24)].action_id == ix.id("actions",
-                                                                     "CoflowIngress.drop")
-    assert by_prefix[(bytes([10, 0, 0, 0]), 16)].action_id == ix.id("actions",
-                                                                    "CoflowIngress.to_ecmp")
-    members = [u.entity.action_profile_member for w in fake.writes for u in w.updates
-               if u.entity.HasField("action_profile_member")]
-    assert sorted(int.from_bytes(m.action.params[0].value, "big") for m in members) == \
-        [plan.uplink_port(1), plan.uplink_port(2)]
-    groups = [u.entity.action_profile_group for w in fake.writes for u in w.updates
-              if u.entity.HasField("action_profile_group")]
+    assert by_prefix[(bytes([10, 0, 1, 0]), 24)].action_id == ix.id("actions", "CoflowIngress.drop")
+    assert by_prefix[(bytes([10, 0, 0, 0]), 16)].action_id == ix.id(
+        "actions", "CoflowIngress.to_ecmp"
+    )
+    members = [
+        u.entity.action_profile_member
+        for w in fake.writes
+        for u in w.updates
+        if u.entity.HasField("action_profile_member")
+    ]
+    assert sorted(int.from_bytes(m.action.params[0].value, "big") for m in members) == [
+        plan.uplink_port(1),
+        plan.uplink_port(2),
+    ]
+    groups = [
+        u.entity.action_profile_group
+        for w in fake.writes
+        for u in w.updates
+        if u.entity.HasField("action_profile_group")
+    ]
     assert [sorted(m.member_id for m in g.members) for g in groups] == [[1, 2]]
-    (ecmp,) = _entries_of(fake, "CoflowIngress.ecmp")
+    (ecmp,) = entries_of(fake, "CoflowIngress.ecmp")
     assert ecmp.action.action_profile_group_id == 1
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_install_base_on_spine_routes_each_leaf_subnet_to_its_port(driver, switches, plan):
     driver.connect("s2", timeout=5)
     driver.install_base("s2", timeout=5)
-    routes = _entries_of(switches["s2"].fake, "CoflowIngress.route")
-    got = sorted((r.match[0].lpm.value[2], int.from_bytes(r.action.action.params[0].value,
-                                                          "big")) for r in routes)
+    routes = entries_of(switches["s2"].fake, "CoflowIngress.route")
+    got = sorted(
+        (r.match[0].lpm.value[2], int.from_bytes(r.action.action.params[0].value, "big"))
+        for r in routes
+    )
     assert got == [(1, 1), (2, 2)]
-    assert not _entries_of(switches["s2"].fake, "CoflowIngress.ecmp")
+    assert not entries_of(switches["s2"].fake, "CoflowIngress.ecmp")
 
 
 def _apply(driver, plan, table: LeafTable, entries, epochs, leaf="l1"):
@@ -257,13 +146,16 @@ def _apply(driver, plan, table: LeafTable, entries, epochs, leaf="l1"):
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_apply_writes_meters_before_rules_with_levels_and_rates(driver, switches, plan):
     driver.connect("l1", timeout=5)
     driver.install_base("l1", timeout=5)
     fake, table = switches["l1"].fake, LeafTable()
     before = len(fake.writes)
-    entries = [TagEntry(7, 2, rate_mbps=40.0),
-               TagEntry(9, 0, flow_rates=(FlowRate("h11", "h21", 8.0),))]
+    entries = [
+        TagEntry(7, 2, rate_mbps=40.0),
+        TagEntry(9, 0, flow_rates=(FlowRate("h11", "h21", 8.0),)),
+    ]
     n, diff = _apply(driver, plan, table, entries, {7: 1, 9: 2})
     # tag 7: 2 host rules + 2 meters; tag 9: 2 host rules + 1 pair rule + 1 meter
     assert n == 8
@@ -271,12 +163,12 @@ def test_apply_writes_meters_before_rules_with_levels_and_rates(driver, switches
     kinds = [{u.entity.WhichOneof("entity") for u in w.updates} for w in writes]
     assert kinds == [{"meter_entry"}, {"table_entry"}]
     meters = {k[1]: m for k, m in fake.meters.items()}
-    ix = _ids()
+    ix = p4info_ids()
     m7 = meters[diff.meter_ids[("host", 7, "h11")]]
     assert m7.meter_id == ix.id("meters", "CoflowIngress.tag_meter")
     assert (m7.config.cir, m7.config.pir) == (5_000_000, 5_000_000)  # 40 Mbit/s in B/s
     assert m7.config.cburst == 1_250_000  # 0.25 s of the rate
-    coflow = _entries_of(fake, "CoflowIngress.coflow")
+    coflow = entries_of(fake, "CoflowIngress.coflow")
     assert len(coflow) == 5
     pair = [e for e in coflow if len(e.match) == 3]
     assert len(pair) == 1 and pair[0].match[2].lpm.value == bytes([10, 0, 2, 1])
@@ -288,19 +180,20 @@ def test_apply_writes_meters_before_rules_with_levels_and_rates(driver, switches
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_clear_reports_final_counters_then_deletes_and_resets_meters(driver, switches, plan):
     driver.connect("l1", timeout=5)
     driver.install_base("l1", timeout=5)
     fake, table = switches["l1"].fake, LeafTable()
     _apply(driver, plan, table, [TagEntry(7, 1, rate_mbps=10.0)], {7: 3})
     for key in list(fake.tables):
-        if fake.tables[key].table_id == _ids().id("tables", "CoflowIngress.coflow"):
+        if fake.tables[key].table_id == p4info_ids().id("tables", "CoflowIngress.coflow"):
             fake.direct[key] = (1000, 10)
     assert sorted(c.cookie for c in driver.rule_counters("l1", 5)) == [(3 << 8) | 7] * 2
     before = len(fake.writes)
     _apply(driver, plan, table, [], {})
     assert sorted(driver.removed) == [("l1", (3 << 8) | 7, 1000, 10)] * 2
-    assert not _entries_of(fake, "CoflowIngress.coflow")
+    assert not entries_of(fake, "CoflowIngress.coflow")
     kinds = [[u.type for u in w.updates] for w in fake.writes[before:]]
     assert kinds == [[p4r.Update.DELETE] * 2, [p4r.Update.MODIFY] * 2]
     assert all(not m.HasField("config") for m in fake.meters.values())
@@ -308,10 +201,11 @@ def test_clear_reports_final_counters_then_deletes_and_resets_meters(driver, swi
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_port_and_meter_counters_read_the_right_cells(driver, switches, plan):
     driver.connect("l1", timeout=5)
     driver.install_base("l1", timeout=5)
-    fake, ix = switches["l1"].fake, _ids()
+    fake, ix = switches["l1"].fake, p4info_ids()
     _, diff = _apply(driver, plan, LeafTable(), [TagEntry(5, 0, rate_mbps=1.0)], {5: 1})
     rx, tx = ix.id("counters", "CoflowIngress.port_rx"), ix.id("counters", "CoflowEgress.port_tx")
     fake.counters[(rx, 3)] = (300, 3)
@@ -321,8 +215,12 @@ def test_port_and_meter_counters_read_the_right_cells(driver, switches, plan):
     fake.counters[(ix.id("counters", "CoflowIngress.meter_drop"), mid)] = (2000, 20)
     ports = {c.port: c for c in driver.port_counters("l1", 5)}
     assert sorted(ports) == [1, 2, 3, 4]  # 2 hosts + 2 uplinks
-    assert (ports[3].rx_bytes, ports[3].tx_bytes, ports[3].rx_packets, ports[3].tx_packets) \
-        == (300, 700, 3, 7)
+    assert (ports[3].rx_bytes, ports[3].tx_bytes, ports[3].rx_packets, ports[3].tx_packets) == (
+        300,
+        700,
+        3,
+        7,
+    )
     meters = {m.meter_id: m for m in driver.meter_counters("l1", 5)}
     assert set(meters) == set(diff.meter_ids.values())
     m = meters[mid]
@@ -330,16 +228,19 @@ def test_port_and_meter_counters_read_the_right_cells(driver, switches, plan):
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_switch_error_becomes_southbound_error_with_message(driver, switches, plan):
     driver.connect("l1", timeout=5)
     driver.install_base("l1", timeout=5)
     from controller.p4runtime.session import INSERT, update
+
     sess = driver.session("l1")
     with pytest.raises(SouthboundError, match="l1: Write failed: .*entry exists"):
         sess.write([update(INSERT, table_entry=driver.build.ecmp_entry())], 5)
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_lost_stream_is_reported_and_switch_leaves_connected(driver, switches, plan):
     lost = threading.Event()
     driver.connect("s1", timeout=5, on_lost=lambda n: lost.set())
@@ -352,6 +253,7 @@ def test_lost_stream_is_reported_and_switch_leaves_connected(driver, switches, p
 
 def test_missing_grpc_port_is_rejected(plan):
     from controller.p4runtime.driver import P4RuntimeDriver
+
     if not ART.exist():
         pytest.skip("p4src/compiled/ missing")
     with pytest.raises(ValueError, match="no port for switch 's2'"):
@@ -359,8 +261,10 @@ def test_missing_grpc_port_is_rejected(plan):
 
 
 @needs_p4info
+@pytest.mark.sockets
 def test_apply_gives_up_at_its_bound_without_waiting_for_a_stuck_switch(driver, monkeypatch):
     from controller.p4runtime import driver as drv_mod
+
     release = threading.Event()
     monkeypatch.setattr(drv_mod, "apply_bound_s", lambda timeout: 0.3)
     monkeypatch.setattr(driver, "_apply_one", lambda *a: release.wait(30))  # never confirms

@@ -1,5 +1,6 @@
 """The P4Runtime launcher as a process: same control API as the OpenFlow one, driving
 fake P4Runtime servers (real gRPC on 127.0.0.1) for every switch of a plan."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import pytest
 from controller.client import ControllerClient, ControllerError
 from controller.coflow_table import TagEntry
 from controller.p4runtime.launcher import launcher_argv, parse_grpc_ports
-from tests.unit.controller.test_p4runtime_driver import ART, FakeSwitch, _entries_of
+from tests.p4runtime_fake import ART, FakeSwitch, entries_of
 from topo.plan import FabricPlan
 
 REPO = ART.json.parents[2]
@@ -31,16 +32,15 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
 def fabric(tmp_path):
     if not ART.exist():
         pytest.skip("p4src/compiled/ missing: p4c has not compiled the pipeline yet")
-    plan = FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=100,
-                      fabric_bw_mbps=100)
+    plan = FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
     sws = {sw.name: FakeSwitch() for sw in plan.switches}
     plan_json = tmp_path / "plan.json"
     plan_json.write_text(plan.to_json())
     api = tmp_path / "c.sock"
-    argv = launcher_argv(plan_json, api, tmp_path / "c.log",
-                         {n: s.port for n, s in sws.items()}, levels=4)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO,
-                            env=dict(os.environ))
+    argv = launcher_argv(
+        plan_json, api, tmp_path / "c.log", {n: s.port for n, s in sws.items()}, levels=4
+    )
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO, env=dict(os.environ))
     yield plan, sws, proc, api, tmp_path
     if proc.poll() is None:
         proc.terminate()
@@ -50,6 +50,8 @@ def fabric(tmp_path):
         s.stop()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
     plan, sws, proc, api, tmp = fabric
     assert _read_line(proc, 30) == "READY"
@@ -60,32 +62,33 @@ def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
         reply = c.set([TagEntry(12, 3, 5.0)])
         assert reply["written"] == 8  # 2 leaves x (2 host rules + 2 meters)
         for leaf in ("l1", "l2"):
-            coflow = _entries_of(sws[leaf].fake, "CoflowIngress.coflow")
+            coflow = entries_of(sws[leaf].fake, "CoflowIngress.coflow")
             assert sorted(e.match[0].exact.value[1] for e in coflow) == [1, 2]
             assert all(e.action.action.params[0].value == b"\x03" for e in coflow)
-        assert not _entries_of(sws["s1"].fake, "CoflowIngress.coflow")
+        assert not entries_of(sws["s1"].fake, "CoflowIngress.coflow")
         with pytest.raises(ControllerError, match="level"):
             c.set([TagEntry(12, 4)])  # K = 4
         assert {m["tag"] for m in c.meter_stats()} == {12}
         assert c.tag_stats() == {12: {"bytes": 0, "packets": 0}}
         assert set(c.port_stats()) == {"l1", "l2", "s1", "s2"}
         c.clear([12])
-        assert not _entries_of(sws["l1"].fake, "CoflowIngress.coflow")
+        assert not entries_of(sws["l1"].fake, "CoflowIngress.coflow")
     proc.terminate()
     assert proc.wait(10) == 0
     assert not api.exists()
     assert "P4Runtime controller ready" in (tmp / "c.log").read_text()
 
 
+@pytest.mark.processes
 def test_launcher_rejects_ports_that_do_not_match_the_plan(tmp_path):
     if not ART.exist():
         pytest.skip("p4src/compiled/ missing")
-    plan = FabricPlan(spines=1, leaves=1, hosts_per_leaf=1, host_bw_mbps=10,
-                      fabric_bw_mbps=10)
+    plan = FabricPlan(spines=1, leaves=1, hosts_per_leaf=1, host_bw_mbps=10, fabric_bw_mbps=10)
     plan_json = tmp_path / "plan.json"
     plan_json.write_text(plan.to_json())
-    argv = launcher_argv(plan_json, tmp_path / "c.sock", tmp_path / "c.log",
-                         {"l1": 50001, "s9": 50002})
+    argv = launcher_argv(
+        plan_json, tmp_path / "c.sock", tmp_path / "c.log", {"l1": 50001, "s9": 50002}
+    )
     res = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=60)
     assert res.returncode == 2
     assert res.stderr.strip().splitlines()[-1] == "--grpc-ports: switch 's1' has no port"
@@ -93,7 +96,10 @@ def test_launcher_rejects_ports_that_do_not_match_the_plan(tmp_path):
 
 def test_parse_grpc_ports_rejects_bad_items():
     assert parse_grpc_ports(["l1=50001", "s1=50002"]) == {"l1": 50001, "s1": 50002}
-    for bad, msg in ((["l1"], "expected NAME=PORT"), (["l1=0"], "expected NAME=PORT"),
-                     (["l1=1", "l1=2"], "given twice")):
+    for bad, msg in (
+        (["l1"], "expected NAME=PORT"),
+        (["l1=0"], "expected NAME=PORT"),
+        (["l1=1", "l1=2"], "given twice"),
+    ):
         with pytest.raises(ValueError, match=msg):
             parse_grpc_ports(bad)

@@ -1,4 +1,5 @@
 """fair, fifo, dp/pp/ep-first, lina and bytescheduler order coflows as documented."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,8 +13,9 @@ EP, PP, DP, OTHER = CoflowType.EP, CoflowType.PP, CoflowType.DP, CoflowType.OTHE
 FABRIC = FabricView.uniform(["h1", "h2"], 1e9)
 
 
-def _state(cid: str, ctype: CoflowType, seq: int, lid: int = 0, phase: str = "",
-           size: int = 1000) -> CoflowState:
+def _state(
+    cid: str, ctype: CoflowType, seq: int, lid: int = 0, phase: str = "", size: int = 1000
+) -> CoflowState:
     """A one-flow coflow of a type; ``seq`` is its arrival order."""
     ident = CoflowIdentity(ctype=ctype, lid=lid, phase=phase)
     return CoflowState(Coflow(cid, (Flow(f"{cid}.f", "h1", "h2", size),), ident), 0.0, seq)
@@ -30,8 +32,15 @@ def _order(name: str, states, **params) -> list[str]:
     return sorted(out, key=lambda cid: out[cid].rank)
 
 
-MIXED = [_state("dp0", DP, 0), _state("pp1", PP, 1), _state("ep2", EP, 2), _state("dp3", DP, 3),
-         _state("ep4", EP, 4), _state("x5", OTHER, 5), _state("pp6", PP, 6)]
+MIXED = [
+    _state("dp0", DP, 0),
+    _state("pp1", PP, 1),
+    _state("ep2", EP, 2),
+    _state("dp3", DP, 3),
+    _state("ep4", EP, 4),
+    _state("x5", OTHER, 5),
+    _state("pp6", PP, 6),
+]
 
 
 def test_fair_puts_everyone_on_one_level():
@@ -45,18 +54,25 @@ def test_fifo_orders_by_arrival_not_by_size():
     assert _order("fifo", states) == ["big_first", "small_late"]
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("dp-first", ["dp0", "dp3", "ep2", "ep4", "pp1", "pp6", "x5"]),
-    ("pp-first", ["pp1", "pp6", "ep2", "ep4", "dp0", "dp3", "x5"]),
-    ("ep-first", ["ep2", "ep4", "pp1", "pp6", "dp0", "dp3", "x5"]),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("dp-first", ["dp0", "dp3", "ep2", "ep4", "pp1", "pp6", "x5"]),
+        ("pp-first", ["pp1", "pp6", "ep2", "ep4", "dp0", "dp3", "x5"]),
+        ("ep-first", ["ep2", "ep4", "pp1", "pp6", "dp0", "dp3", "x5"]),
+    ],
+)
 def test_type_first_is_strict_type_order_fifo_within(name, expected):
     assert _order(name, MIXED) == expected
 
 
 def test_lina_lifts_backward_ep_above_dp_and_nothing_else():
-    states = [_state("dp", DP, 0, phase="bwd"), _state("ep_bwd", EP, 1, phase="bwd"),
-              _state("ep_fwd", EP, 2, phase="fwd"), _state("pp", PP, 3, phase="bwd")]
+    states = [
+        _state("dp", DP, 0, phase="bwd"),
+        _state("ep_bwd", EP, 1, phase="bwd"),
+        _state("ep_fwd", EP, 2, phase="fwd"),
+        _state("pp", PP, 3, phase="bwd"),
+    ]
     out = _decide("lina", states)
     assert out["ep_bwd"].rank < out["dp"].rank
     assert out["ep_fwd"].rank == out["dp"].rank == out["pp"].rank  # untouched: fair level
@@ -65,8 +81,13 @@ def test_lina_lifts_backward_ep_above_dp_and_nothing_else():
 
 
 def test_bytescheduler_orders_dp_by_layer_front_first_below_other_traffic():
-    states = [_state("dp_l7", DP, 0, lid=7), _state("dp_l1", DP, 1, lid=1),
-              _state("dp_l3", DP, 2, lid=3), _state("ep", EP, 3, lid=9), _state("pp", PP, 4)]
+    states = [
+        _state("dp_l7", DP, 0, lid=7),
+        _state("dp_l1", DP, 1, lid=1),
+        _state("dp_l3", DP, 2, lid=3),
+        _state("ep", EP, 3, lid=9),
+        _state("pp", PP, 4),
+    ]
     order = _order("bytescheduler", states)
     assert order[2:] == ["dp_l1", "dp_l3", "dp_l7"]
     assert set(order[:2]) == {"ep", "pp"}

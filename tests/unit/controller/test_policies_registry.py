@@ -1,4 +1,5 @@
 """Registry: built-in names, user registration, and clear errors for bad names/params."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,19 @@ import controller.policies as policies
 from controller.policies import CoflowState, Decision, FabricView, Policy
 from workload.dag import Coflow, Flow
 
-BUILTIN = {"fair", "fifo", "sebf", "dclas", "sincronia", "hermod", "lina", "bytescheduler",
-           "dp-first", "pp-first", "ep-first"}
+BUILTIN = {
+    "fair",
+    "fifo",
+    "sebf",
+    "dclas",
+    "sincronia",
+    "hermod",
+    "lina",
+    "bytescheduler",
+    "dp-first",
+    "pp-first",
+    "ep-first",
+}
 
 
 def _state(cid: str, seq: int) -> CoflowState:
@@ -67,17 +79,20 @@ def test_unknown_name_lists_valid_names():
         assert name in msg
 
 
-@pytest.mark.parametrize("name, params, words", [
-    ("hermod", {"interleave": True}, ["'hermod'", "interleave", "valid: interleaved"]),
-    ("fifo", {"k": 3}, ["'fifo'", "k"]),
-    ("hermod", {"interleaved": "yes"}, ["'interleaved'", "true or false", "'yes'"]),
-    ("dclas", {"queues": 9}, ["'queues'", "1..8", "9"]),
-    ("dclas", {"multiplier": 1}, ["'multiplier'", "> 1"]),
-    ("dclas", {"first_threshold_bytes": -5}, ["'first_threshold_bytes'", "> 0"]),
-    ("sebf", {"top_up": 1}, ["'top_up'"]),
-    ("sincronia", {"weights": {"a": 0}}, ["'weights'", "'a'", "> 0"]),
-    ("lina", {"backward_only": None}, ["'backward_only'"]),
-])
+@pytest.mark.parametrize(
+    "name, params, words",
+    [
+        ("hermod", {"interleave": True}, ["'hermod'", "interleave", "valid: interleaved"]),
+        ("fifo", {"k": 3}, ["'fifo'", "k"]),
+        ("hermod", {"interleaved": "yes"}, ["'interleaved'", "true or false", "'yes'"]),
+        ("dclas", {"queues": 9}, ["'queues'", "1..8", "9"]),
+        ("dclas", {"multiplier": 1}, ["'multiplier'", "> 1"]),
+        ("dclas", {"first_threshold_bytes": -5}, ["'first_threshold_bytes'", "> 0"]),
+        ("sebf", {"top_up": 1}, ["'top_up'"]),
+        ("sincronia", {"weights": {"a": 0}}, ["'weights'", "'a'", "> 0"]),
+        ("lina", {"backward_only": None}, ["'backward_only'"]),
+    ],
+)
 def test_bad_params_give_one_line_error_naming_key_and_reason(name, params, words):
     with pytest.raises(ValueError) as err:
         policies.get(name, **params)

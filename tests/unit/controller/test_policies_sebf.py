@@ -1,4 +1,5 @@
 """Varys SEBF: order by Γ; MADD makes a coflow's flows finish together; work conservation."""
+
 from __future__ import annotations
 
 import random
@@ -159,9 +160,16 @@ def test_work_conserving_scan_matches_the_flow_by_flow_greedy(monkeypatch, block
     rng = np.random.default_rng(block)
     n, hosts, coflows = 300, 12, 25
     owner = np.sort(rng.integers(0, coflows, n))
-    table = FlowTable((), owner, rng.integers(0, hosts, n), rng.integers(hosts, 2 * hosts, n),
-                      rng.uniform(1, 10, n), np.searchsorted(owner, np.arange(coflows + 1)),
-                      np.full(2 * hosts, 10.0), hosts)
+    table = FlowTable(
+        (),
+        owner,
+        rng.integers(0, hosts, n),
+        rng.integers(hosts, 2 * hosts, n),
+        rng.uniform(1, 10, n),
+        np.searchsorted(owner, np.arange(coflows + 1)),
+        np.full(2 * hosts, 10.0),
+        hosts,
+    )
     order = rng.permutation(coflows)
     free = rng.uniform(0, 10, 2 * hosts) * (rng.uniform(size=2 * hosts) < 0.7)
     rates = np.zeros(n)

@@ -1,4 +1,5 @@
 """Sincronia BSSI against brute-force optimal orders on small big-switch instances."""
+
 from __future__ import annotations
 
 import itertools
@@ -39,7 +40,9 @@ def _open_shop_cost(instance, order, weights) -> float:
         for s, d, b in instance[cid]:
             done[("up", s)] = done.get(("up", s), 0.0) + b
             done[("down", d)] = done.get(("down", d), 0.0) + b
-        ports = {("up", s) for s, _, _ in instance[cid]} | {("down", d) for _, d, _ in instance[cid]}
+        ports = {("up", s) for s, _, _ in instance[cid]} | {
+            ("down", d) for _, d, _ in instance[cid]
+        }
         total += weights[cid] * max(done[p] for p in ports)
     return total
 
@@ -69,8 +72,10 @@ def _fluid_cost(instance, order, weights) -> float:
 
 def _random_instance(rng: random.Random, n: int) -> dict:
     """``n`` coflows of 1..3 flows with sizes 1..20 among HOSTS."""
-    return {f"c{c}": [(*rng.sample(HOSTS, 2), rng.randint(1, 20)) for _ in range(rng.randint(1, 3))]
-            for c in range(n)}
+    return {
+        f"c{c}": [(*rng.sample(HOSTS, 2), rng.randint(1, 20)) for _ in range(rng.randint(1, 3))]
+        for c in range(n)
+    }
 
 
 def _ratio(instance, weights, cost) -> float:

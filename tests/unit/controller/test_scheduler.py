@@ -1,12 +1,13 @@
 """LiveScheduler: tags, levels from policy ranks, minimal diffs, threshold re-decisions,
 and policy errors reported as PolicyError."""
+
 from __future__ import annotations
 
 import pytest
 
+from controller.messages import HostLevel, HostRate
 from controller.policies.base import Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
-from controller.messages import HostLevel, HostRate
 from controller.scheduler import LiveScheduler, PolicyError, TagPool
 from workload.dag import Coflow, CoflowIdentity, Flow
 
@@ -19,6 +20,7 @@ def cf(cid, nbytes=1000, src="a", dst="b"):
 
 class BySize(Policy):
     """Smaller coflow first (rank = total bytes)."""
+
     name = "by-size"
 
     def decide(self, states, fabric, now):
@@ -27,6 +29,7 @@ class BySize(Policy):
 
 class ByBytesSent(Policy):
     """Queue 0 until 100 bytes sent, then queue 1 (a two-queue D-CLAS)."""
+
     name = "two-queue"
     byte_thresholds = (100,)
 
@@ -83,8 +86,9 @@ def test_finish_writes_nothing_when_nothing_else_changes():
 def test_static_levels_and_rates_pass_through():
     s = LiveScheduler(StaticPolicy({"x": 5}, 7, {"x": 20e6}), VIEW, levels=8)
     ch = s.arrive(cf("x"), 0.0)
-    assert [e.to_wire() for e in ch.entries] == [{"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None,
-                          "senders": ["a"]}]  # rules on the sender's port only
+    assert [e.to_wire() for e in ch.entries] == [
+        {"tag": s.tags["x"], "level": 5, "rate_mbps": 20.0, "flow_rates": None, "senders": ["a"]}
+    ]  # rules on the sender's port only
 
 
 def test_threshold_crossing_triggers_a_new_decision():
@@ -123,17 +127,22 @@ def test_flow_rates_are_summed_per_host_pair_in_mbps():
         name = "madd"
 
         def decide(self, states, fabric, now):
-            return {s.coflow_id: Decision((0,), {f.flow_id: 2e7 for f in s.coflow.flows})
-                    for s in states}
+            return {
+                s.coflow_id: Decision((0,), {f.flow_id: 2e7 for f in s.coflow.flows})
+                for s in states
+            }
 
     c = Coflow("m", (Flow("m.0", "a", "b", 10), Flow("m.1", "a", "c", 10)), CoflowIdentity())
     ch = LiveScheduler(Madd(), VIEW, 8).arrive(c, 0.0)
-    assert ch.entries[0].to_wire()["flow_rates"] == [{"src": "a", "dst": "b", "rate_mbps": 20.0},
-                                           {"src": "a", "dst": "c", "rate_mbps": 20.0}]
+    assert ch.entries[0].to_wire()["flow_rates"] == [
+        {"src": "a", "dst": "b", "rate_mbps": 20.0},
+        {"src": "a", "dst": "c", "rate_mbps": 20.0},
+    ]
 
 
 class ByType(Policy):
     """A static policy: DP below everything else."""
+
     name = "by-type"
     ranks_by_identity = True
     compression = "lexicographic"
@@ -144,6 +153,7 @@ class ByType(Policy):
 
 def typed(cid, ctype):
     from workload.dag import CoflowType
+
     return Coflow(cid, (Flow(f"{cid}.0", "a", "b", 10),), CoflowIdentity(ctype=CoflowType(ctype)))
 
 
@@ -152,8 +162,9 @@ def test_static_policy_levels_are_fixed_for_the_dag_and_written_once_per_level()
     s = LiveScheduler(ByType(), VIEW, levels=8, all_coflows=dag)
     assert s.is_static and s.fixed == {"ep1": 0, "dp1": 1, "ep2": 0}
     first = s.arrive(dag[0], 0.0)
-    assert [e.to_wire() for e in first.entries] == [{"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None,
-                              "senders": None}]  # a shared tag: every host port
+    assert [e.to_wire() for e in first.entries] == [
+        {"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None, "senders": None}
+    ]  # a shared tag: every host port
     assert s.arrive(dag[1], 0.1).entries[0].tag == 2
     assert not s.arrive(dag[2], 0.2)  # level 0's tag is already installed: no write
     assert s.tags["ep2"] == s.tags["ep1"] == 1
@@ -181,10 +192,15 @@ def test_zero_rate_means_uncapped_and_negative_rate_is_an_error():
         rate = 0.0
 
         def decide(self, states, fabric, now):
-            return {s.coflow_id: Decision((0,), {f.flow_id: self.rate for f in s.coflow.flows})
-                    for s in states}
+            return {
+                s.coflow_id: Decision((0,), {f.flow_id: self.rate for f in s.coflow.flows})
+                for s in states
+            }
 
-    assert LiveScheduler(Waits(), VIEW, 8).arrive(cf("w"), 0.0).entries[0].to_wire()["flow_rates"] is None
+    assert (
+        LiveScheduler(Waits(), VIEW, 8).arrive(cf("w"), 0.0).entries[0].to_wire()["flow_rates"]
+        is None
+    )
     neg = Waits()
     neg.rate = -1.0
     with pytest.raises(PolicyError, match="rate must be >= 0"):
@@ -193,12 +209,15 @@ def test_zero_rate_means_uncapped_and_negative_rate_is_an_error():
 
 class Halving(Policy):
     """Rates 40 Mbit/s per flow for one active coflow, 20 when two are active."""
+
     name = "halving"
 
     def decide(self, states, fabric, now):
         bps = 40e6 / len(states)
-        return {s.coflow_id: Decision((s.arrival_seq,), {f.flow_id: bps for f in s.coflow.flows})
-                for s in states}
+        return {
+            s.coflow_id: Decision((s.arrival_seq,), {f.flow_id: bps for f in s.coflow.flows})
+            for s in states
+        }
 
 
 def test_pacing_mode_moves_policy_rates_to_the_senders():
@@ -238,14 +257,14 @@ def test_sebf_installs_madd_meters_and_sebf_levels_only_its_order():
 def test_progress_refreshes_bytes_left_and_re_rates_only_past_the_margin():
     """Agent progress updates what SEBF sees as left; MADD is recomputed, and a pair's
     paced rate is rewritten only when it moves by more than RATE_MARGIN."""
-    from controller import policies
-    from controller import scheduler as scheduling
+    from controller import policies, scheduler as scheduling
 
-    two = Coflow("x", (Flow("x.0", "a", "b", 1_000_000), Flow("x.1", "c", "b", 1_000_000)),
-                 CoflowIdentity())
+    two = Coflow(
+        "x", (Flow("x.0", "a", "b", 1_000_000), Flow("x.1", "c", "b", 1_000_000)), CoflowIdentity()
+    )
     s = LiveScheduler(policies.get("sebf"), VIEW, 8, pacing=True)
     s.arrive(two, 0.0)
-    before = dict(((a, d), r) for a, d, r in s.installed["x"].flow_rates)
+    before = {(a, d): r for a, d, r in s.installed["x"].flow_rates}
     assert before[("a", "b")] == pytest.approx(before[("c", "b")])  # equal halves of b
     ch = s.progress({"x.0": 20_000}, 0.5)  # 2 % less left on a->b: within the margin
     assert s.states["x"].remaining["x.0"] == 980_000 and not ch.host_rates
@@ -275,8 +294,10 @@ def test_a_rate_that_rounds_to_zero_waits_instead_of_writing_zero():
         clairvoyant = True
 
         def decide(self, states, fabric, now):
-            return {s.coflow_id: Decision((0,), {f.flow_id: 100.0 for f in s.coflow.flows})
-                    for s in states}
+            return {
+                s.coflow_id: Decision((0,), {f.flow_id: 100.0 for f in s.coflow.flows})
+                for s in states
+            }
 
     s = LiveScheduler(Tiny(), VIEW, 8, pacing=True)
     s.arrive(cf("x"), 0.0)

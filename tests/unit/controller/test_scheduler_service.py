@@ -2,6 +2,7 @@
 driver: answers, write order and coalescing, errors, plugins; and, on event logs
 recorded by emulated runs of the shipped scenarios, the same changes for the same
 events as the orchestrator's in-process scheduler made before it moved here."""
+
 from __future__ import annotations
 
 import gzip
@@ -12,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from controller.coflow_table import TagEntry
-from controller.messages import (HostLevel, OpenJob, PolicySpec, Register, Registered,
-                                 Unregister)
+from controller.messages import HostLevel, OpenJob, PolicySpec, Register, Registered, Unregister
 from controller.scheduler import Changes
 from controller.scheduler_service import merge_changes, replay, split_own
 from tests.fakes import PLAN, ready_plane
@@ -37,8 +37,12 @@ def writes(drv):
 
 
 def test_merge_keeps_clears_first_and_the_last_value_per_key():
-    m = merge_changes([Changes([TagEntry(1, 0), TagEntry(2, 3)], [], [HostLevel("h1", 2, 3)]),
-                       Changes([TagEntry(2, 5)], [7], [HostLevel("h1", 2, 5)])])
+    m = merge_changes(
+        [
+            Changes([TagEntry(1, 0), TagEntry(2, 3)], [], [HostLevel("h1", 2, 3)]),
+            Changes([TagEntry(2, 5)], [7], [HostLevel("h1", 2, 5)]),
+        ]
+    )
     assert m.clear_tags == [7]
     assert [(e.tag, e.level) for e in m.entries] == [(1, 0), (2, 5)]
     assert m.host_levels == [HostLevel("h1", 2, 5)]
@@ -53,8 +57,9 @@ def test_a_new_coflow_needs_only_its_own_entry_and_the_clears_before_it():
 def test_register_answers_with_the_coflows_level_after_its_entry_is_written():
     plane, drv = ready_plane(PLAN, levels=4)
     assert call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (A, B)))["ok"]
-    first = Registered.from_wire({k: v for k, v in call(plane, "register", Register(B, 0.0)).items()
-                                  if k != "ok"})
+    first = Registered.from_wire(
+        {k: v for k, v in call(plane, "register", Register(B, 0.0)).items() if k != "ok"}
+    )
     assert first.assignment.level == 0 and len(writes(drv)) == 1
     second = call(plane, "register", Register(A, 0.1))  # bigger: below B
     assert second["ok"] and second["level"] > first.assignment.level
@@ -63,24 +68,26 @@ def test_register_answers_with_the_coflows_level_after_its_entry_is_written():
     assert len(report["write_s"]) == len(writes(drv)) == 2
 
 
-def test_writes_queued_behind_a_slow_one_are_coalesced_and_keep_their_order():
+def test_writes_queued_behind_a_slow_one_are_merged_and_the_last_decision_wins():
     plane, drv = ready_plane(PLAN, levels=4)
-    coflows = [Coflow(f"c{i}", (Flow(f"c{i}.0", "h11", "h21", 1000 * (5 - i)),)) for i in range(4)]
+    sizes = [4000, 3000, 2000, 1000]  # each new coflow is smaller: SEBF re-ranks the others
+    coflows = [Coflow(f"c{i}", (Flow(f"c{i}.0", "h11", "h21", n),)) for i, n in enumerate(sizes)]
     call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, tuple(coflows)))
-    call(plane, "register", Register(coflows[0], 0.0))
-    drv.gate = threading.Event()
-    drv.entered.clear()
-    # every later (smaller) coflow re-ranks those before it: their writes go behind
-    done = threading.Thread(target=lambda: [call(plane, "register", Register(c, 0.1))
-                                            for c in coflows[1:]])
-    done.start()
+    for i, c in enumerate(coflows):
+        call(plane, "register", Register(c, 0.1 * i))
+    plane.scheduler.job.lane.put(Changes()).result(5)  # the re-rank writes are done
+    before = len(writes(drv))
+    drv.gate, drv.entered = threading.Event(), threading.Event()
+    call(plane, "unregister", Unregister("c3", 1.0))  # its re-rank write blocks in the fake
     assert drv.entered.wait(5)
+    call(plane, "unregister", Unregister("c2", 1.1))  # these two queue up behind it
+    call(plane, "unregister", Unregister("c1", 1.2))
     drv.gate.set()
-    done.join(5)
-    call(plane, "close_job")
-    tags_written = [t for w in writes(drv) for d in w.values() for t in {r.tag for r in d.rules_add}]
-    assert sorted(set(tags_written)) == [1, 2, 3, 4]
-    assert len(writes(drv)) < 1 + 2 * 3  # own entries and re-ranks, some merged
+    report = call(plane, "close_job")
+    assert len(writes(drv)) == before + 2  # the blocked write, then the two queued as one
+    assert report["levels"]["c0"] == 0  # the last decision: c0 alone, at the top
+    c0_rules = [r for r in plane.tables["l1"].rules.values() if r.tag == 1]  # c0 took tag 1
+    assert c0_rules and {r.level for r in c0_rules} == {0}  # what the switch holds
 
 
 def test_a_failed_write_fails_its_register_and_every_later_request():
@@ -98,7 +105,9 @@ def test_job_state_errors_and_bad_policies_are_refused_in_one_line():
     bad = call(plane, "open_job", OpenJob(PolicySpec("nope"), False, (A,)))
     assert not bad["ok"] and "unknown name 'nope'" in bad["error"]
     assert call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A,)))["ok"]
-    assert "already open" in call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A,)))["error"]
+    assert (
+        "already open" in call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A,)))["error"]
+    )
 
 
 def test_a_plugin_policy_runs_in_the_controller(tmp_path):
@@ -110,7 +119,8 @@ def test_a_plugin_policy_runs_in_the_controller(tmp_path):
         "class Lifo(Policy):\n"
         "    name = 'test-lifo-plugin'\n"
         "    def decide(self, states, fabric, now):\n"
-        "        return {s.coflow_id: Decision((-s.arrival_seq,)) for s in states}\n")
+        "        return {s.coflow_id: Decision((-s.arrival_seq,)) for s in states}\n"
+    )
     from controller import policies
 
     plane, _ = ready_plane(PLAN, levels=4)

@@ -1,10 +1,10 @@
 """OpenFlow 1.3 messages of the pipeline: built, serialised and parsed back."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from os_ken.ofproto import ofproto_v1_3 as ofp
-from os_ken.ofproto import ofproto_v1_3_parser as parser
+from os_ken.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
 
 from controller import coflow_table as ct
 from controller.southbound import of_messages as ofm
@@ -39,7 +39,9 @@ def test_leaf_base_pipeline_routes_local_hosts_and_hashes_the_rest():
     msgs = ofm.base_msgs(DP, PLAN, PLAN.switch("l2"))
     for m in msgs:
         _roundtrip(m)  # every message serialises and parses
-    group = next(m for m in msgs if isinstance(m, parser.OFPGroupMod) and m.command == ofp.OFPGC_ADD)
+    group = next(
+        m for m in msgs if isinstance(m, parser.OFPGroupMod) and m.command == ofp.OFPGC_ADD
+    )
     assert group.type == ofp.OFPGT_SELECT
     assert [b.actions[0].port for b in group.buckets] == [3, 4, 5]
     routes = _routes(msgs)
@@ -60,8 +62,12 @@ def test_tag_rule_meters_rewrites_dscp_and_continues_to_routing():
     rule = ct.TagRule(9, 2, "10.0.2.1", 3, ("pair", 9, "h12", "h21"), (5 << 8) | 9)
     m = _roundtrip(ofm.tag_rule_msg(DP, rule, 4, "modify"))
     assert m.command == ofp.OFPFC_MODIFY_STRICT and m.cookie == (5 << 8) | 9
-    assert dict(m.match.items()) == {"in_port": 2, "eth_type": 0x0800, "ip_dscp": 9,
-                                     "ipv4_dst": "10.0.2.1"}
+    assert dict(m.match.items()) == {
+        "in_port": 2,
+        "eth_type": 0x0800,
+        "ip_dscp": 9,
+        "ipv4_dst": "10.0.2.1",
+    }
     meter, actions, goto = m.instructions
     assert meter.meter_id == 4
     assert actions.actions[0].value == 59  # level code 56 + 3
@@ -77,11 +83,17 @@ def test_meter_mod_is_kbps_drop_band_with_burst():
 
 
 def test_diff_messages_come_in_safe_order():
-    d = ct.LeafDiff(meters_add=[(2, ct.MeterSpec(("host", 1, "h11"), 1, 1))],
-                    rules_add=[ct.TagRule(1, 1, None, 0, ("host", 1, "h11"), 257)],
-                    rules_del=[ct.TagRule(2, 1, None, 0, None, 258)],
-                    meters_del=[(1, ct.MeterSpec(("host", 2, "h11"), 1, 1))],
-                    meter_ids={("host", 1, "h11"): 2})
+    d = ct.LeafDiff(
+        meters_add=[(2, ct.MeterSpec(("host", 1, "h11"), 1, 1))],
+        rules_add=[ct.TagRule(1, 1, None, 0, ("host", 1, "h11"), 257)],
+        rules_del=[ct.TagRule(2, 1, None, 0, None, 258)],
+        meters_del=[(1, ct.MeterSpec(("host", 2, "h11"), 1, 1))],
+        meter_ids={("host", 1, "h11"): 2},
+    )
     kinds = [(type(m).__name__, m.command) for m in ofm.diff_msgs(DP, d)]
-    assert kinds == [("OFPMeterMod", ofp.OFPMC_ADD), ("OFPFlowMod", ofp.OFPFC_ADD),
-                     ("OFPFlowMod", ofp.OFPFC_DELETE_STRICT), ("OFPMeterMod", ofp.OFPMC_DELETE)]
+    assert kinds == [
+        ("OFPMeterMod", ofp.OFPMC_ADD),
+        ("OFPFlowMod", ofp.OFPFC_ADD),
+        ("OFPFlowMod", ofp.OFPFC_DELETE_STRICT),
+        ("OFPMeterMod", ofp.OFPMC_DELETE),
+    ]

@@ -1,4 +1,5 @@
 """Request/reply matching, error routing and timeouts of OFSession (fake datapath)."""
+
 from __future__ import annotations
 
 import threading

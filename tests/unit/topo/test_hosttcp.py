@@ -1,4 +1,5 @@
 """TCP settings in the host namespaces (topo.hosttcp)."""
+
 from __future__ import annotations
 
 from pathlib import Path

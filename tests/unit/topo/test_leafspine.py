@@ -1,4 +1,5 @@
 """The Mininet Topo and the names/schedulers derived from the plan (no root)."""
+
 from __future__ import annotations
 
 from topo import net

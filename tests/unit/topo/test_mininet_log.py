@@ -1,4 +1,5 @@
 """Loggers made after Mininet is imported stay plain loggers (topo.mininet_log)."""
+
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,6 @@
 """The fabric's MTU: validated and recorded by the plan, applied to both ends of every
 link (OVS and BMv2 bring-up), and sizing the port schedulers (no root)."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ from topo.plan import DEFAULT_MTU, LEGACY_MTU, FabricPlan
 
 
 def _plan(**kw) -> FabricPlan:
-    return FabricPlan(spines=2, leaves=3, hosts_per_leaf=2, host_bw_mbps=50,
-                      fabric_bw_mbps=80, **kw)
+    return FabricPlan(
+        spines=2, leaves=3, hosts_per_leaf=2, host_bw_mbps=50, fabric_bw_mbps=80, **kw
+    )
 
 
 class FakeNet:
@@ -39,8 +41,9 @@ class FakeNet:
 def ip_batches(monkeypatch):
     """Every ``ip -batch`` the fabric code would run: (lines, netns pid)."""
     calls = []
-    monkeypatch.setattr(net, "run_ip_batch",
-                        lambda lines, what, netns_pid=None: calls.append((lines, netns_pid)))
+    monkeypatch.setattr(
+        net, "run_ip_batch", lambda lines, what, netns_pid=None: calls.append((lines, netns_pid))
+    )
     return calls
 
 
@@ -75,12 +78,14 @@ def test_every_interface_gets_the_plan_mtu(ip_batches, mtu):
     plan = _plan(mtu=mtu)
     net.apply_mtu(FakeNet(plan, []), plan)
     root = [ln for lines, pid in ip_batches if pid is None for ln in lines]
-    assert sorted(root) == sorted(f"link set dev {d} mtu {mtu}"
-                                  for d in net.switch_interfaces(plan))
+    assert sorted(root) == sorted(
+        f"link set dev {d} mtu {mtu}" for d in net.switch_interfaces(plan)
+    )
     in_hosts = {pid: lines for lines, pid in ip_batches if pid is not None}
     fake = FakeNet(plan, [])
-    assert in_hosts == {fake.get(h.name).pid: [f"link set dev {h.name}-eth0 mtu {mtu}"]
-                        for h in plan.hosts}
+    assert in_hosts == {
+        fake.get(h.name).pid: [f"link set dev {h.name}-eth0 mtu {mtu}"] for h in plan.hosts
+    }
     # both ends of every link
     assert len(root) + len(in_hosts) == 2 * len(plan.links)
 
@@ -90,9 +95,12 @@ def test_port_schedulers_carry_the_plan_mtu():
     assert {ps.mtu for ps in root} | {ps.mtu for ps in hosts.values()} == {4000}
 
 
-@pytest.mark.parametrize("mtu, packets, limit", [(1500, 77, 77 * 1514), (9000, 77, 77 * 1514),
-                                                 (9000, 2, 4 * 9014)])
-def test_queues_hold_the_bytes_of_1500_byte_frames_but_at_least_four_of_the_mtu(mtu, packets, limit):
+@pytest.mark.parametrize(
+    "mtu, packets, limit", [(1500, 77, 77 * 1514), (9000, 77, 77 * 1514), (9000, 2, 4 * 9014)]
+)
+def test_queues_hold_the_bytes_of_1500_byte_frames_but_at_least_four_of_the_mtu(
+    mtu, packets, limit
+):
     ps = qos.PortScheduler("l1-eth1", 100, 2, packets, mtu=mtu)
     fifos = [ln for ln in qos.tc_batch_lines(ps) if " bfifo " in ln]
     assert len(fifos) == 2 * qos.BUCKETS
@@ -123,8 +131,9 @@ def test_bmv2_bring_up_sets_the_mtu_before_the_switches_start(monkeypatch, tmp_p
     plan, calls = _plan(), []
     monkeypatch.setattr(bmv2, "bmv2_available", lambda: None)
     monkeypatch.setattr(bmv2, "_build_net", lambda *a: FakeNet(plan, calls))
-    monkeypatch.setattr(net, "run_ip_batch",
-                        lambda lines, what, netns_pid=None: calls.append(("ip", lines)))
+    monkeypatch.setattr(
+        net, "run_ip_batch", lambda lines, what, netns_pid=None: calls.append(("ip", lines))
+    )
     with pytest.raises(RuntimeError, match="fake start"):
         bmv2.start_bmv2_fabric(plan, tmp_path, {}, levels=2)
     first_start = calls.index(("start",))
@@ -151,16 +160,17 @@ class FakeOvs:
         self.calls.append(("ovs-stop",))
 
 
-def test_ovs_bring_up_records_mtu_and_datapath_and_sets_the_mtu_before_start(
-        monkeypatch, tmp_path):
+def test_ovs_bring_up_records_mtu_and_datapath_and_sets_the_mtu_before_start(monkeypatch, tmp_path):
     plan, calls = _plan(mtu=4000), []
     monkeypatch.setattr(net, "detect_datapath", lambda: "netdev")
     monkeypatch.setattr(net, "OvsService", FakeOvs(calls))
     built = []
-    monkeypatch.setattr(net, "_build_net",
-                        lambda p, port, dp: built.append(dp) or FakeNet(plan, calls))
-    monkeypatch.setattr(net, "run_ip_batch",
-                        lambda lines, what, netns_pid=None: calls.append(("ip", lines)))
+    monkeypatch.setattr(
+        net, "_build_net", lambda p, port, dp: built.append(dp) or FakeNet(plan, calls)
+    )
+    monkeypatch.setattr(
+        net, "run_ip_batch", lambda lines, what, netns_pid=None: calls.append(("ip", lines))
+    )
     with pytest.raises(RuntimeError, match="fake start"):
         net.start_fabric(plan, tmp_path, controller_port=1, levels=2, userspace_tso=False)
     assert built == ["netdev"] and ("ovs", False) in calls

@@ -1,4 +1,5 @@
 """OVS service helpers that need no root: env, sysctl save/restore, pid checks."""
+
 from __future__ import annotations
 
 import os

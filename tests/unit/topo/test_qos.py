@@ -1,4 +1,5 @@
 """Port scheduler command building, stats parsing and option rejection (no root)."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,11 @@ from workload.marking import skb_priority
 
 def _filters(lines):
     """(tos, mask, flowid) of DSCP filters and flowid of the catch-all IP filter."""
-    dscp = [re.search(r"dsfield (\S+) (\S+) flowid (\S+)", ln).groups()
-            for ln in lines if "dsfield" in ln]
+    dscp = [
+        re.search(r"dsfield (\S+) (\S+) flowid (\S+)", ln).groups()
+        for ln in lines
+        if "dsfield" in ln
+    ]
     catch = [ln.split("flowid ")[1] for ln in lines if "match u32 0 0" in ln]
     return [(int(t, 16), int(m, 16), f) for t, m, f in dscp], catch
 
@@ -54,8 +58,14 @@ def test_class_ids_agree_with_socket_priority():
         assert (major << 16) | minor == skb_priority(level)
 
 
-@pytest.mark.parametrize("kw,msg", [({"levels": 9}, "levels"), ({"rate_mbps": 0}, "rate_mbps"),
-                                    ({"queue_packets": 0}, "queue_packets")])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        ({"levels": 9}, "levels"),
+        ({"rate_mbps": 0}, "rate_mbps"),
+        ({"queue_packets": 0}, "queue_packets"),
+    ],
+)
 def test_bad_scheduler_parameters_are_rejected(kw, msg):
     args = {"dev": "x", "rate_mbps": 10, "levels": 2, "queue_packets": 10, **kw}
     with pytest.raises(ValueError, match=msg):
@@ -63,7 +73,9 @@ def test_bad_scheduler_parameters_are_rejected(kw, msg):
 
 
 def test_unsupported_link_options_name_source_key_and_reason():
-    with pytest.raises(ValueError, match=r"^s.yaml: delay: unsupported link option \(needs the netem"):
+    with pytest.raises(
+        ValueError, match=r"^s.yaml: delay: unsupported link option \(needs the netem"
+    ):
         qos.reject_unsupported({"bw": 1, "delay": "1ms"}, "s.yaml")
     qos.reject_unsupported({"bw": 1}, "s.yaml")  # supported options pass
 

@@ -1,4 +1,5 @@
 """Ring edges, gate skew, host aggregation and Hermod's matching decomposition."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """coflowbed-dag JSON: lossless round trip and one-line errors naming the key path."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,14 @@ from workload.placement import generic_hosts
 from workload.presets import load_preset
 
 
-@pytest.mark.parametrize("preset,overrides", [("tiny-moe", {"iterations": 2}),
-                                              ("tiny-moe", {"collectives.ep_matching": True}),
-                                              ("gpt3-13b", {})])
+@pytest.mark.parametrize(
+    "preset,overrides",
+    [
+        ("tiny-moe", {"iterations": 2}),
+        ("tiny-moe", {"collectives.ep_matching": True}),
+        ("gpt3-13b", {}),
+    ],
+)
 def test_round_trip_is_lossless(tmp_path, preset, overrides):
     job = load_preset(preset, overrides)
     dag = generate(job, generic_hosts(job.hosts_needed))
@@ -29,9 +35,11 @@ def test_round_trip_is_lossless(tmp_path, preset, overrides):
 
 def test_round_trip_keeps_every_field(tmp_path):
     ident = CoflowIdentity(CoflowType.OTHER, "fb", 3, 4, 5, "shuffle", 6, "bwd", 2)
-    dag = Dag([Coflow("x", (Flow("x:0", "a", "b", 10), Flow("x:1", "c", "b", 7)), ident,
-                      ("c0",), 2.5)],
-              [Compute("c0", "a", 0.125, (), "warm", 3)], {"byte_scale": 1e-3, "n": [1]})
+    dag = Dag(
+        [Coflow("x", (Flow("x:0", "a", "b", 10), Flow("x:1", "c", "b", 7)), ident, ("c0",), 2.5)],
+        [Compute("c0", "a", 0.125, (), "warm", 3)],
+        {"byte_scale": 1e-3, "n": [1]},
+    )
     path = tmp_path / "dag.json"
     dagjson.dump(dag, path)
     back = dagjson.load(path)
@@ -39,21 +47,34 @@ def test_round_trip_keeps_every_field(tmp_path):
 
 
 def test_hand_written_minimal_dag(tmp_path):
-    doc = {"format": "coflowbed-dag", "version": 1,
-           "computes": [{"id": "c0", "host": "a", "duration_s": 0.5}],
-           "coflows": [{"id": "x", "deps": ["c0"], "identity": {"ctype": "EP", "mid": 2},
-                        "flows": [{"id": "x:0", "src": "a", "dst": "b", "bytes": 10}]}]}
+    doc = {
+        "format": "coflowbed-dag",
+        "version": 1,
+        "computes": [{"id": "c0", "host": "a", "duration_s": 0.5}],
+        "coflows": [
+            {
+                "id": "x",
+                "deps": ["c0"],
+                "identity": {"ctype": "EP", "mid": 2},
+                "flows": [{"id": "x:0", "src": "a", "dst": "b", "bytes": 10}],
+            }
+        ],
+    }
     path = tmp_path / "d.json"
     path.write_text(json.dumps(doc))
     dag = dagjson.load(path)
     assert dag.computes == [Compute("c0", "a", 0.5)]
-    assert dag.coflows == [Coflow("x", (Flow("x:0", "a", "b", 10),),
-                                  CoflowIdentity(CoflowType.EP, mid=2), ("c0",))]
+    assert dag.coflows == [
+        Coflow("x", (Flow("x:0", "a", "b", 10),), CoflowIdentity(CoflowType.EP, mid=2), ("c0",))
+    ]
 
 
 def _base():
-    dag = Dag([Coflow("x", (Flow("x:0", "a", "b", 10),), CoflowIdentity(), ("c0",))],
-              [Compute("c0", "a", 0.5)], {"job": "t"})
+    dag = Dag(
+        [Coflow("x", (Flow("x:0", "a", "b", 10),), CoflowIdentity(), ("c0",))],
+        [Compute("c0", "a", 0.5)],
+        {"job": "t"},
+    )
     return dagjson.to_dict(dag)
 
 
@@ -68,18 +89,21 @@ def _edit(doc, path, value):
     return doc
 
 
-@pytest.mark.parametrize("path,value,key,reason", [
-    (["version"], 2, "version", "unsupported version"),
-    (["format"], "other", "format", "must be 'coflowbed-dag'"),
-    (["coflows", 0, "flows", 0, "bytes"], -5, "coflows[0].flows[0].bytes", "must be in"),
-    (["coflows", 0, "flows", 0, "dst"], "a", "coflows[0].flows[0].dst", "equals src"),
-    (["coflows", 0, "flows", 0, "size"], 3, "coflows[0].flows[0].size", "unknown key"),
-    (["coflows", 0, "identity", "ctype"], "XX", "coflows[0].identity.ctype", "one of"),
-    (["coflows", 0, "flows"], [], "coflows[0].flows", "at least one flow"),
-    (["computes", 0, "duration_s"], "1s", "computes[0].duration_s", "finite number"),
-    (["computes", 0, "host"], KeyError, "computes[0].host", "is required"),
-    (["coflows", 0, "deps", 0], 7, "coflows[0].deps[0]", "node id string"),
-])
+@pytest.mark.parametrize(
+    "path,value,key,reason",
+    [
+        (["version"], 2, "version", "unsupported version"),
+        (["format"], "other", "format", "must be 'coflowbed-dag'"),
+        (["coflows", 0, "flows", 0, "bytes"], -5, "coflows[0].flows[0].bytes", "must be in"),
+        (["coflows", 0, "flows", 0, "dst"], "a", "coflows[0].flows[0].dst", "equals src"),
+        (["coflows", 0, "flows", 0, "size"], 3, "coflows[0].flows[0].size", "unknown key"),
+        (["coflows", 0, "identity", "ctype"], "XX", "coflows[0].identity.ctype", "one of"),
+        (["coflows", 0, "flows"], [], "coflows[0].flows", "at least one flow"),
+        (["computes", 0, "duration_s"], "1s", "computes[0].duration_s", "finite number"),
+        (["computes", 0, "host"], KeyError, "computes[0].host", "is required"),
+        (["coflows", 0, "deps", 0], 7, "coflows[0].deps[0]", "node id string"),
+    ],
+)
 def test_bad_dag_names_key(tmp_path, path, value, key, reason):
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(_edit(_base(), path, value)))

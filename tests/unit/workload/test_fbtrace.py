@@ -1,4 +1,5 @@
 """Facebook coflow trace reader: totals computed independently from the raw text."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,7 +17,7 @@ def _raw_totals(path: Path) -> tuple[int, float, int]:
     for line in filter(str.strip, lines):
         tok = line.split()
         nm = int(tok[2])
-        reds = tok[4 + nm:]
+        reds = tok[4 + nm :]
         n += 1
         mb += sum(float(r.split(":")[1]) for r in reds)
         pairs += nm * len(reds)
@@ -30,7 +31,12 @@ def test_reads_526_coflows_with_right_totals():
     assert sum(c.total_mb for c in trace) == pytest.approx(mb)
     assert sum(len(c.mappers) * len(c.reducers) for c in trace) == pairs
     first = trace[0]
-    assert (first.coflow_id, first.arrival_ms, first.mappers, first.reducers) == ("1", 0, (22,), ((65, 1.0),))
+    assert (first.coflow_id, first.arrival_ms, first.mappers, first.reducers) == (
+        "1",
+        0,
+        (22,),
+        ((65, 1.0),),
+    )
 
 
 def test_to_dag_full_form_keeps_every_byte_accounted():
@@ -45,8 +51,12 @@ def test_to_dag_full_form_keeps_every_byte_accounted():
     for tc in trace[:60]:
         want = tc.total_mb * MB
         got = next((c.bytes for c in dag.coflows if c.coflow_id == f"fb{tc.coflow_id}"), 0)
-        dropped = sum(max(1, round(mb * MB / len(tc.mappers)))
-                      for r, mb in tc.reducers for m in tc.mappers if m == r)
+        dropped = sum(
+            max(1, round(mb * MB / len(tc.mappers)))
+            for r, mb in tc.reducers
+            for m in tc.mappers
+            if m == r
+        )
         assert abs(got + dropped - want) <= len(tc.mappers) * len(tc.reducers)
     assert all(f.src.startswith("p") for c in dag.coflows for f in c.flows)
 
@@ -61,7 +71,8 @@ def test_port_mapping_scales_and_drops_intra_host(tmp_path):
     c = dag.coflows[0]
     assert c.release_s == 0.0 and c.ctype.value == "OTHER" and c.identity.job == "fb"
     assert sorted((f.src, f.dst, f.bytes) for f in c.flows) == sorted(
-        [("a", "b", round(3 * MB / 2 * 0.25))] * 2 + [("a", "b", round(1 * MB / 2 * 0.25))] * 2)
+        [("a", "b", round(3 * MB / 2 * 0.25))] * 2 + [("a", "b", round(1 * MB / 2 * 0.25))] * 2
+    )
     assert dag.meta["intra_host_flows_dropped"] == 1
     assert dag.meta["intra_host_coflows_dropped"] == 1
     skipped = to_dag(read_trace(p), None, skip=1, time_scale=2.0)
@@ -69,16 +80,19 @@ def test_port_mapping_scales_and_drops_intra_host(tmp_path):
     assert to_dag(read_trace(p), None, limit=1).meta["coflows_read"] == 1
 
 
-@pytest.mark.parametrize("body,line,reason", [
-    ("1 0 1 0 1 1:x\n", 2, "MB 'x' is not a number"),
-    ("1 0 1 0 2 1:1.0\n", 2, "expected 7 fields for 1 mappers and 2 reducers, got 6"),
-    ("1 0 2 0 1 1:1.0\n", 2, "#reducers '1:1.0' is not an integer"),
-    ("1 0 1 9 1 1:1.0\n", 2, "port 9 outside 0..4"),
-    ("1 0 1 0 1 1:1.0\n1 5 1 0 1 2:1.0\n", 3, "duplicate coflow id 1"),
-    ("1 -3 1 0 1 1:1.0\n", 2, "arrival ms must be >= 0"),
-    ("1 0 1 0 1 1-1.0\n", 2, "must be '<port>:<MB>'"),
-    ("1 0 0 1 1:1.0\n", 2, "#mappers must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "body,line,reason",
+    [
+        ("1 0 1 0 1 1:x\n", 2, "MB 'x' is not a number"),
+        ("1 0 1 0 2 1:1.0\n", 2, "expected 7 fields for 1 mappers and 2 reducers, got 6"),
+        ("1 0 2 0 1 1:1.0\n", 2, "#reducers '1:1.0' is not an integer"),
+        ("1 0 1 9 1 1:1.0\n", 2, "port 9 outside 0..4"),
+        ("1 0 1 0 1 1:1.0\n1 5 1 0 1 2:1.0\n", 3, "duplicate coflow id 1"),
+        ("1 -3 1 0 1 1:1.0\n", 2, "arrival ms must be >= 0"),
+        ("1 0 1 0 1 1-1.0\n", 2, "must be '<port>:<MB>'"),
+        ("1 0 0 1 1:1.0\n", 2, "#mappers must be >= 1"),
+    ],
+)
 def test_corrupted_line_names_file_line_and_reason(tmp_path, body, line, reason):
     p = tmp_path / "bad.txt"
     count = body.count("\n")

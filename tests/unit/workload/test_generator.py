@@ -1,4 +1,5 @@
 """The generated DAG: structure, sizes per formula, 1F1B order, dependencies."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -43,7 +44,8 @@ def test_presets_give_valid_dags(name):
             assert f.src != f.dst and f.src in hosts and f.dst in hosts and f.bytes > 0
     assert dag.meta["byte_scale"] == job.byte_scale
     assert len({f.flow_id for cf in dag.coflows for f in cf.flows}) == sum(
-        len(cf.flows) for cf in dag.coflows)
+        len(cf.flows) for cf in dag.coflows
+    )
 
 
 def test_pp_coflows_carry_the_formula_bytes():
@@ -58,15 +60,17 @@ def test_pp_coflows_carry_the_formula_bytes():
 
 
 def test_ep_all_to_all_sizes_mixtral():
-    job, dag = make("mixtral-8x7b", byte_scale=1.0, ep_skew={"skew": 0.0},
-                    **{"model.micro_batch": 1})
+    job, dag = make(
+        "mixtral-8x7b", byte_scale=1.0, ep_skew={"skew": 0.0}, **{"model.micro_batch": 1}
+    )
     ep = [cf for cf in dag.coflows if cf.ctype is CoflowType.EP]
     assert len(ep) == 2 * 4 * 4 * 2 * 2  # stages x layers/stage x mbs x (fwd, bwd) x (d, c)
     for cf in ep:
         assert len(cf.flows) == 8 * 7
         assert {f.bytes for f in cf.flows} == {8 * MiB}  # 64 MiB / 8 ranks, uniform gate
-        assert set(sent_per_host([cf]).values()) == {sizes.ring_wire_bytes("all_to_all", 8,
-                                                                           64 * MiB)}
+        assert set(sent_per_host([cf]).values()) == {
+            sizes.ring_wire_bytes("all_to_all", 8, 64 * MiB)
+        }
 
 
 def test_ep_skew_makes_imbalanced_but_conserving_matrix():
@@ -77,7 +81,7 @@ def test_ep_skew_makes_imbalanced_but_conserving_matrix():
         recv[f.dst] += f.bytes
     assert max(recv.values()) > 1.2 * min(recv.values())
     # every rank still dispatches 64 MiB, minus what its own experts keep
-    for h, b in sent_per_host([cf]).items():
+    for b in sent_per_host([cf]).values():
         assert b < 64 * MiB
 
 
@@ -92,8 +96,13 @@ def test_zero2_reduce_scatter_4p_and_all_gather_2p():
         p = _stage_params(job, stage)
         stage_hosts = dag.meta["stage_hosts"][stage]
         for coll, width in (("reduce_scatter", 4), ("all_gather", 2)):
-            cfs = [c for c in dag.coflows if c.ctype is CoflowType.DP
-                   and c.identity.stage == stage and c.identity.collective == coll]
+            cfs = [
+                c
+                for c in dag.coflows
+                if c.ctype is CoflowType.DP
+                and c.identity.stage == stage
+                and c.identity.collective == coll
+            ]
             assert len(cfs) == len(job.stage_layers(stage)) * (n - 1)
             sent = sent_per_host(cfs)
             assert set(sent) == set(stage_hosts)
@@ -103,8 +112,9 @@ def test_zero2_reduce_scatter_4p_and_all_gather_2p():
 
 
 def test_allreduce_ring_steps_and_wire_bytes():
-    job, dag = make("tiny-moe", byte_scale=1.0, dp_mode="allreduce",
-                    **{"model.moe": None, "parallelism.ep": 1})
+    job, dag = make(
+        "tiny-moe", byte_scale=1.0, dp_mode="allreduce", **{"model.moe": None, "parallelism.ep": 1}
+    )
     n = job.parallelism.dp
     layer0 = [c for c in dag.coflows if c.ctype is CoflowType.DP and c.identity.lid == 0]
     assert [c.identity.step for c in layer0] == list(range(2 * (n - 1)))
@@ -113,8 +123,7 @@ def test_allreduce_ring_steps_and_wire_bytes():
     size = 4 * sizes.rank_layer_params(job, 0).dense
     ring = dag.meta["stage_hosts"][0]
     for c in layer0:
-        assert {(f.src, f.dst) for f in c.flows} == {(ring[i], ring[(i + 1) % n])
-                                                     for i in range(n)}
+        assert {(f.src, f.dst) for f in c.flows} == {(ring[i], ring[(i + 1) % n]) for i in range(n)}
         assert {f.bytes for f in c.flows} == {round(size / n)}
     for b in sent_per_host(layer0).values():
         assert b == pytest.approx(sizes.ring_wire_bytes("all_reduce", n, size), abs=8)
@@ -152,7 +161,7 @@ def test_compute_chain_follows_1f1b(preset):
                 if not ops or ops[-1] != op:
                     ops.append(op)
         warm = min(p - stage - 1, job.microbatches)
-        assert ops[:warm + 1] == [f"F{k}" for k in range(warm + 1)] and ops[warm + 1] == "B0"
+        assert ops[: warm + 1] == [f"F{k}" for k in range(warm + 1)] and ops[warm + 1] == "B0"
         for k in range(job.microbatches):
             assert ops.index(f"F{k}") < ops.index(f"B{k}")
 
@@ -218,6 +227,7 @@ def test_explicit_placement_and_host_errors():
 
 def test_default_placement_fills_fabric_hosts_in_order():
     from topo.plan import FabricPlan
+
     hosts = FabricPlan(2, 4, 4, 50, 50).host_names()
     job = load_preset("qwen-moe-12l")
     dag = generate(job, hosts)
@@ -241,17 +251,18 @@ def test_combine_retraces_dispatch():
     by_id = {c.coflow_id: c for c in dag.coflows}
     for kind in ("F", "B"):
         d, c = by_id[f"i0.ep.s0g0.{kind}2.L1.d"], by_id[f"i0.ep.s0g0.{kind}2.L1.c"]
-        assert {(f.dst, f.src, f.bytes) for f in c.flows} == {(f.src, f.dst, f.bytes)
-                                                               for f in d.flows}
+        assert {(f.dst, f.src, f.bytes) for f in c.flows} == {
+            (f.src, f.dst, f.bytes) for f in d.flows
+        }
         assert len({f.bytes for f in d.flows}) > 1  # skewed preset
 
 
-INTERLEAVED = {"schedule": "interleaved-1f1b", "parallelism.virtual_stages": 2,
-               "model.layers": 8}
+INTERLEAVED = {"schedule": "interleaved-1f1b", "parallelism.virtual_stages": 2, "model.layers": 8}
 
 
 def test_interleaved_dag_wraps_pipeline_and_shrinks_bubble():
     from workload import critical_path
+
     job, dag = make("tiny-moe", **INTERLEAVED)
     dag.validate()
     assert job.stage_layers(0) == [0, 1, 4, 5] and job.stage_layers(1) == [2, 3, 6, 7]
@@ -266,12 +277,15 @@ def test_interleaved_dag_wraps_pipeline_and_shrinks_bubble():
     assert critical_path(dag, 1e12) < critical_path(plain, 1e12)  # smaller bubble
 
 
-@pytest.mark.parametrize("overrides,reason", [
-    ({"schedule": "interleaved-1f1b"}, "needs >= 2"),
-    ({"parallelism.virtual_stages": 2, "model.layers": 8}, "needs schedule interleaved"),
-    ({**INTERLEAVED, "microbatches": 3}, "multiple of pp=2"),
-    ({**INTERLEAVED, "model.layers": 6}, "do not split evenly"),
-])
+@pytest.mark.parametrize(
+    "overrides,reason",
+    [
+        ({"schedule": "interleaved-1f1b"}, "needs >= 2"),
+        ({"parallelism.virtual_stages": 2, "model.layers": 8}, "needs schedule interleaved"),
+        ({**INTERLEAVED, "microbatches": 3}, "multiple of pp=2"),
+        ({**INTERLEAVED, "model.layers": 6}, "do not split evenly"),
+    ],
+)
 def test_interleaved_spec_rules(overrides, reason):
     with pytest.raises(SpecError, match=reason):
         load_preset("tiny-moe", overrides)
@@ -283,8 +297,9 @@ def test_expert_buckets_ring_over_the_expert_dp_group():
     rs = [c for c in dag.coflows if c.coflow_id.startswith("i0.dp.s0.L0.rs.expert")]
     assert len(rs) == 1  # expert-DP group of dp/ep = 2 ranks: one step
     (cf,) = rs
-    assert {(f.src, f.dst) for f in cf.flows} == {
-        (row[g], row[g + 4]) for g in range(4)} | {(row[g + 4], row[g]) for g in range(4)}
+    assert {(f.src, f.dst) for f in cf.flows} == {(row[g], row[g + 4]) for g in range(4)} | {
+        (row[g + 4], row[g]) for g in range(4)
+    }
     expert = sizes.rank_layer_params(job, 0).expert  # 2 experts of 2 x h x ffn params
     assert expert == 2 * 2 * 512 * 2048
     assert {f.bytes for f in cf.flows} == {4 * expert // 2}

@@ -1,4 +1,5 @@
 """Job spec validation: strict keys, bad values and cross-field rules, one-line errors."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,31 +36,37 @@ def test_tiny_preset_parses(tmp_path):
     assert job.hosts_needed == 8 and job.compute.fwd_layer_s == (0.01,) * 4
 
 
-@pytest.mark.parametrize("overrides,key,reason", [
-    ({"model.heads": 8}, "model.heads", "unknown key"),
-    ({"colectives": {}}, "colectives", "unknown key"),
-    ({"model.layers": 0}, "model.layers", "must be in"),
-    ({"model.hidden": "big"}, "model.hidden", "must be an integer"),
-    ({"model.layers": 5}, "model.layers", "do not split evenly"),
-    ({"byte_scale": 2}, "byte_scale", "must be in"),
-    ({"byte_scale": 0}, "byte_scale", "must be in"),
-    ({"schedule": "zigzag"}, "schedule", "must be one of"),
-    ({"dp_mode": "zero3"}, "dp_mode", "must be one of"),
-    ({"parallelism.ep": 3}, "parallelism.ep", "must divide dp"),
-    ({"model.moe.top_k": 9}, "model.moe.top_k", "must be in"),
-    ({"model.moe.layers": [0, 7]}, "model.moe.layers[1]", "must be in"),
-    ({"model.moe.layers": "some"}, "model.moe.layers", "all, odd, even"),
-    ({"placement.gpus_per_host": 3}, "placement.gpus_per_host", "must divide dp"),
-    ({"parallelism.tp": 2}, "placement.gpus_per_host", "TP stays inside a host"),
-    ({"compute.gpu_tflops": 100}, "compute.gpu_tflops", "exactly one of"),
-    ({"compute.fwd_layer_s": [0.1, 0.1]}, "compute.fwd_layer_s", "one value per layer"),
-    ({"ep_skew.skew": -1}, "ep_skew.skew", "must be in"),
-    ({"ep_skew.sed": 3}, "ep_skew.sed", "unknown key"),
-    ({"placement.stage_hosts": [["a", "b", "c", "d"]]}, "placement.stage_hosts", "2 rows"),
-    ({"placement.stage_hosts": [["a", "b", "c", "d"], ["a", "e", "f", "g"]]},
-     "placement.stage_hosts[1]", "appears twice"),
-    ({"microbatches": True}, "microbatches", "must be an integer"),
-])
+@pytest.mark.parametrize(
+    "overrides,key,reason",
+    [
+        ({"model.heads": 8}, "model.heads", "unknown key"),
+        ({"colectives": {}}, "colectives", "unknown key"),
+        ({"model.layers": 0}, "model.layers", "must be in"),
+        ({"model.hidden": "big"}, "model.hidden", "must be an integer"),
+        ({"model.layers": 5}, "model.layers", "do not split evenly"),
+        ({"byte_scale": 2}, "byte_scale", "must be in"),
+        ({"byte_scale": 0}, "byte_scale", "must be in"),
+        ({"schedule": "zigzag"}, "schedule", "must be one of"),
+        ({"dp_mode": "zero3"}, "dp_mode", "must be one of"),
+        ({"parallelism.ep": 3}, "parallelism.ep", "must divide dp"),
+        ({"model.moe.top_k": 9}, "model.moe.top_k", "must be in"),
+        ({"model.moe.layers": [0, 7]}, "model.moe.layers[1]", "must be in"),
+        ({"model.moe.layers": "some"}, "model.moe.layers", "all, odd, even"),
+        ({"placement.gpus_per_host": 3}, "placement.gpus_per_host", "must divide dp"),
+        ({"parallelism.tp": 2}, "placement.gpus_per_host", "TP stays inside a host"),
+        ({"compute.gpu_tflops": 100}, "compute.gpu_tflops", "exactly one of"),
+        ({"compute.fwd_layer_s": [0.1, 0.1]}, "compute.fwd_layer_s", "one value per layer"),
+        ({"ep_skew.skew": -1}, "ep_skew.skew", "must be in"),
+        ({"ep_skew.sed": 3}, "ep_skew.sed", "unknown key"),
+        ({"placement.stage_hosts": [["a", "b", "c", "d"]]}, "placement.stage_hosts", "2 rows"),
+        (
+            {"placement.stage_hosts": [["a", "b", "c", "d"], ["a", "e", "f", "g"]]},
+            "placement.stage_hosts[1]",
+            "appears twice",
+        ),
+        ({"microbatches": True}, "microbatches", "must be an integer"),
+    ],
+)
 def test_bad_values_name_file_key_and_reason(tmp_path, overrides, key, reason):
     msg = error_of(tmp_path, overrides)
     assert f": {key}: " in msg and reason in msg
@@ -97,7 +104,8 @@ def test_missing_file():
 def test_preset_path_and_nested_overrides():
     assert preset_path("tiny-moe").name == "tiny-moe.yaml"
     assert preset_path("no-such") is None and preset_path("../jobspec") is None
-    job = load_job(preset_path("tiny-moe"), {"parallelism": {"dp": 8, "ep": 8},
-                                             "model.moe.experts": 16})
+    job = load_job(
+        preset_path("tiny-moe"), {"parallelism": {"dp": 8, "ep": 8}, "model.moe.experts": 16}
+    )
     assert (job.parallelism.pp, job.parallelism.dp, job.parallelism.ep) == (2, 8, 8)
     assert job.model.moe.top_k == 2 and job.model.moe.experts == 16

@@ -1,4 +1,5 @@
 """Pipeline schedules: 1F1B warm-up counts and forward-before-backward."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,7 @@ def test_one_f_one_b(p, m):
         for k in range(m):
             assert ops.index(("F", k)) < ops.index(("B", k))
         # steady state alternates F and B after the warm-up
-        steady = ops[min(p - i - 1, m):min(p - i - 1, m) + 2 * (m - min(p - i - 1, m))]
+        steady = ops[min(p - i - 1, m) : min(p - i - 1, m) + 2 * (m - min(p - i - 1, m))]
         assert [k for k, _ in steady] == ["F", "B"] * (len(steady) // 2)
 
 
@@ -33,6 +34,7 @@ def test_unknown_schedule():
 @pytest.mark.parametrize("p,m,v", [(2, 4, 2), (4, 8, 2), (4, 4, 3), (3, 6, 2)])
 def test_interleaved_1f1b(p, m, v):
     from workload.pipeline import interleaved_1f1b
+
     for i in range(p):
         ops = interleaved_1f1b(p, m, i, v)
         want = [(k, mb, c) for k in "FB" for mb in range(m) for c in range(v)]
@@ -46,11 +48,12 @@ def test_interleaved_1f1b(p, m, v):
         # forwards visit chunks in groups of p microbatches: chunk 0 first, then 1, ...
         fwd = [(mb, c) for k, mb, c in ops if k == "F"]
         assert fwd[:p] == [(mb, 0) for mb in range(p)]
-        assert fwd[p:2 * p] == [(mb, 1) for mb in range(p)]
+        assert fwd[p : 2 * p] == [(mb, 1) for mb in range(p)]
 
 
 def test_interleaved_needs_multiple_of_p():
     from workload.pipeline import interleaved_1f1b
+
     with pytest.raises(ValueError, match="multiple of p"):
         interleaved_1f1b(4, 6, 0, 2)
 

@@ -1,4 +1,5 @@
 """Message sizes, parameter shards and ring formulas against WORKLOADS.md."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 ``coflowbed.agents.AgentSet`` is tested in tests/unit/coflowbed/test_agents.py; here the
 agent's own contract: READY line, replies to bad requests, exit paths, stall timeout.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from workload import marking
-
 from workload.agent import daemon as agent_mod
 
 REPO = Path(__file__).resolve().parents[3]
@@ -30,9 +31,24 @@ class RawAgent:
     def __init__(self, tmp: Path, name: str, *extra: str) -> None:
         self.control = tmp / f"{name}.sock"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workload.agent", "--host", name, "--control", str(self.control),
-             "--data-port", "0", "--ip", "127.0.0.1", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+            [
+                sys.executable,
+                "-m",
+                "workload.agent",
+                "--host",
+                name,
+                "--control",
+                str(self.control),
+                "--data-port",
+                "0",
+                "--ip",
+                "127.0.0.1",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+        )
         self.sock: socket.socket | None = None
         self.buf = b""
 
@@ -96,6 +112,8 @@ def spawn(tmp_path: Path) -> Iterator:
         a.end()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_ready_hello_and_shutdown_leaves_nothing(spawn):
     a = spawn("h11")
     hello, _ = a.request({"id": 1, "op": "hello"})
@@ -107,15 +125,19 @@ def test_ready_hello_and_shutdown_leaves_nothing(spawn):
     assert not a.control.exists()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_bad_requests_get_errors_and_agent_lives_on(spawn):
     a = spawn()
     a.write(b"this is not json\n")
     reply = a.read()
     assert reply["id"] is None and reply["ok"] is False and "not JSON" in reply["error"]
-    bad = [{"id": 2, "op": "send", "flow_id": "f"},
-           {"id": 3, "op": "set_level", "tag": 99, "level": 0},
-           {"id": 4, "op": "teleport"},
-           {"id": 5, "op": "stats", "extra": 1}]
+    bad = [
+        {"id": 2, "op": "send", "flow_id": "f"},
+        {"id": 3, "op": "set_level", "tag": 99, "level": 0},
+        {"id": 4, "op": "teleport"},
+        {"id": 5, "op": "stats", "extra": 1},
+    ]
     for msg in bad:
         reply, _ = a.request(msg)
         assert reply["id"] == msg["id"] and reply["ok"] is False and reply["error"]
@@ -123,11 +145,21 @@ def test_bad_requests_get_errors_and_agent_lives_on(spawn):
     assert reply["ok"] and reply["sent"] == {} and a.proc.poll() is None
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flow_between_two_agents_and_duplicate_flow_id(spawn):
     a, b = spawn("ha"), spawn("hb")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
-    send = {"id": 2, "op": "send", "flow_id": "f1", "dst_ip": "127.0.0.1", "dst_port": port,
-            "bytes": 3_000_000, "tag": 5, "level": 1}
+    send = {
+        "id": 2,
+        "op": "send",
+        "flow_id": "f1",
+        "dst_ip": "127.0.0.1",
+        "dst_port": port,
+        "bytes": 3_000_000,
+        "tag": 5,
+        "level": 1,
+    }
     assert a.request(send)[0] == {"id": 2, "ok": True}
     got = b.until("flow_received", "f1")
     assert got["bytes"] == 3_000_000 and got["first_ns"] <= got["last_ns"]
@@ -140,29 +172,55 @@ def test_flow_between_two_agents_and_duplicate_flow_id(spawn):
     assert stats_b["received"] == {"f1": 3_000_000} and sent["t_ns"] > 0
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flow_to_closed_port_fails_without_hanging(spawn):
     a = spawn()
     with socket.socket() as s:  # a port that was just free and is closed now
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    a.request({"id": 1, "op": "send", "flow_id": "lost", "dst_ip": "127.0.0.1", "dst_port": port,
-               "bytes": 10, "tag": 1, "level": 0})
+    a.request(
+        {
+            "id": 1,
+            "op": "send",
+            "flow_id": "lost",
+            "dst_ip": "127.0.0.1",
+            "dst_port": port,
+            "bytes": 10,
+            "tag": 1,
+            "level": 0,
+        }
+    )
     failed = a.until("flow_failed", "lost")
     assert failed["side"] == "sender" and "refused" in failed["error"].lower()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_stalled_receiver_fails_flow_after_stall_timeout(spawn):
     a = spawn("ha", "--stall-timeout", "1")
     with socket.socket() as lst:  # accepts but never reads: the sender's buffers fill
         lst.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         lst.bind(("127.0.0.1", 0))
         lst.listen()
-        a.request({"id": 1, "op": "send", "flow_id": "stuck", "dst_ip": "127.0.0.1",
-                   "dst_port": lst.getsockname()[1], "bytes": 200_000_000, "tag": 1, "level": 0})
+        a.request(
+            {
+                "id": 1,
+                "op": "send",
+                "flow_id": "stuck",
+                "dst_ip": "127.0.0.1",
+                "dst_port": lst.getsockname()[1],
+                "bytes": 200_000_000,
+                "tag": 1,
+                "level": 0,
+            }
+        )
         failed = a.until("flow_failed", "stuck")
     assert "no progress for 1 s" in failed["error"]
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_agent_exits_when_orchestrator_connection_closes(spawn):
     a = spawn()
     a.sock.close()
@@ -171,6 +229,8 @@ def test_agent_exits_when_orchestrator_connection_closes(spawn):
     assert b"control connection closed" in a.proc.stderr.read()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_agent_exits_when_nobody_attaches(spawn):
     a = spawn("ha", "--attach-timeout", "0.5", attach=False)
     assert a.ready_line() == b"READY ha\n"
@@ -178,6 +238,8 @@ def test_agent_exits_when_nobody_attaches(spawn):
     assert not a.control.exists()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_sigterm_ends_agent_cleanly(spawn):
     a = spawn()
     os.kill(a.proc.pid, signal.SIGTERM)
@@ -185,6 +247,8 @@ def test_sigterm_ends_agent_cleanly(spawn):
     assert not a.control.exists()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_second_orchestrator_is_refused(spawn):
     a = spawn()
     with socket.socket(socket.AF_UNIX) as other:
@@ -194,18 +258,23 @@ def test_second_orchestrator_is_refused(spawn):
     assert a.request({"id": 1, "op": "hello"})[0]["ok"]
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--host", "h1", "--control", "rel.sock"], "absolute"),
-    (["--host", "h1", "--control", "/" + "x" * 120], "107 bytes"),
-    (["--host", "h1", "--control", "/nonexistent-dir-cfb/h1.sock"], "does not exist"),
-    (["--host", "h1", "--control", "/tmp/h1.sock", "--data-port", "70000"], "0..65535"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--host", "h1", "--control", "rel.sock"], "absolute"),
+        (["--host", "h1", "--control", "/" + "x" * 120], "107 bytes"),
+        (["--host", "h1", "--control", "/nonexistent-dir-cfb/h1.sock"], "does not exist"),
+        (["--host", "h1", "--control", "/tmp/h1.sock", "--data-port", "70000"], "0..65535"),
+    ],
+)
 def test_bad_command_line_is_one_clear_error(argv, words, capsys):
     with pytest.raises(SystemExit) as info:
         agent_mod.parse_args(argv)
     assert info.value.code == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_data_port_in_use_is_reported(spawn, tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -218,27 +287,45 @@ def test_data_port_in_use_is_reported(spawn, tmp_path):
             a.end()
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_connect_timeout_when_listener_backlog_is_full(spawn):
     a = spawn("ha", "--connect-timeout", "0.5")
     with socket.socket() as lst:
         lst.bind(("127.0.0.1", 0))
         lst.listen(0)  # the filler fills the accept queue; further SYNs are dropped
         with socket.create_connection(lst.getsockname(), timeout=TIMEOUT):
-            a.request({"id": 1, "op": "send", "flow_id": "slow", "dst_ip": "127.0.0.1",
-                       "dst_port": lst.getsockname()[1], "bytes": 10, "tag": 1, "level": 0})
+            a.request(
+                {
+                    "id": 1,
+                    "op": "send",
+                    "flow_id": "slow",
+                    "dst_ip": "127.0.0.1",
+                    "dst_port": lst.getsockname()[1],
+                    "bytes": 10,
+                    "tag": 1,
+                    "level": 0,
+                }
+            )
             failed = a.until("flow_failed", "slow")
     assert failed["error"] == "connect timed out after 0.5 s"
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_flow_started_reports_pacing_and_set_rate_reaches_flows_not_started_yet(spawn):
     a, b = spawn("ha"), spawn("hb")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
     base = {"op": "send", "dst_ip": "127.0.0.1", "dst_port": port, "bytes": 1000, "level": 0}
-    lines = [{**base, "id": 2, "flow_id": "paced", "tag": 2, "rate_mbps": 16},
-             {**base, "id": 3, "flow_id": "later", "tag": 3},
-             {**base, "id": 4, "flow_id": "plain", "tag": 4, "rate_mbps": None},
-             {"id": 5, "op": "set_rate", "tag": 3, "dst_ip": "127.0.0.1", "rate_mbps": 40.0}]
-    a.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))  # one write: no flow started yet
+    lines = [
+        {**base, "id": 2, "flow_id": "paced", "tag": 2, "rate_mbps": 16},
+        {**base, "id": 3, "flow_id": "later", "tag": 3},
+        {**base, "id": 4, "flow_id": "plain", "tag": 4, "rate_mbps": None},
+        {"id": 5, "op": "set_rate", "tag": 3, "dst_ip": "127.0.0.1", "rate_mbps": 40.0},
+    ]
+    a.write(
+        b"".join(json.dumps(m).encode() + b"\n" for m in lines)
+    )  # one write: no flow started yet
     replies = {}
     while len(replies) < 4:
         m = a.read()
@@ -249,26 +336,52 @@ def test_flow_started_reports_pacing_and_set_rate_reaches_flows_not_started_yet(
     assert pacing == {"paced": 2_000_000, "later": 5_000_000, "plain": None}
 
 
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_set_level_reaches_flows_not_started_yet(spawn):
     a, b = spawn("ha"), spawn("hb")
     if not a.request({"id": 1, "op": "hello"})[0]["priority"]:
         pytest.skip("SO_PRIORITY above 6 needs CAP_NET_ADMIN")
     port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
-    lines = [{"id": 2, "op": "send", "dst_ip": "127.0.0.1", "dst_port": port, "bytes": 1000,
-              "level": 0, "flow_id": "moved", "tag": 3},
-             {"id": 3, "op": "set_level", "tag": 3, "level": 5}]
+    lines = [
+        {
+            "id": 2,
+            "op": "send",
+            "dst_ip": "127.0.0.1",
+            "dst_port": port,
+            "bytes": 1000,
+            "level": 0,
+            "flow_id": "moved",
+            "tag": 3,
+        },
+        {"id": 3, "op": "set_level", "tag": 3, "level": 5},
+    ]
     a.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))  # one write: not started yet
     assert a.until("flow_started", "moved")["priority"] == marking.skb_priority(5)
 
 
 @pytest.mark.parametrize("rate", [0, -1, "fast"])
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_bad_rates_are_refused_by_the_agent(spawn, rate):
     a = spawn()
-    send = {"id": 1, "op": "send", "flow_id": "f", "dst_ip": "127.0.0.1", "dst_port": 9, "bytes": 10,
-            "tag": 1, "level": 0, "rate_mbps": rate}
+    send = {
+        "id": 1,
+        "op": "send",
+        "flow_id": "f",
+        "dst_ip": "127.0.0.1",
+        "dst_port": 9,
+        "bytes": 10,
+        "tag": 1,
+        "level": 0,
+        "rate_mbps": rate,
+    }
     set_rate = {"id": 2, "op": "set_rate", "tag": 1, "dst_ip": "127.0.0.1", "rate_mbps": rate}
     for msg in (send, set_rate):
         reply, _ = a.request(msg)
-        assert reply["ok"] is False and f"rate_mbps: must be null or a finite number of Mbit/s >= 8e-06, " \
-            f"got {rate!r}" in reply["error"]
+        assert (
+            reply["ok"] is False
+            and f"rate_mbps: must be null or a finite number of Mbit/s >= 8e-06, got {rate!r}"
+            in reply["error"]
+        )
     assert a.request({"id": 3, "op": "stats"})[0]["sent"] == {}

@@ -1,5 +1,6 @@
 """Wire formats of the traffic agent: data header, control requests, socket marking,
 and the receiving end of a flow (driven here by hand, without a network)."""
+
 from __future__ import annotations
 
 import json
@@ -9,14 +10,39 @@ from typing import Any
 import pytest
 
 from workload import marking
-from workload.agent.proto import (HEADER, MESSAGE_ACK, PACING_UNLIMITED, SO_MAX_PACING_RATE, FlowReceiver,
-                                  ProtocolError, RequestError, SendRequest, SetLevelRequest,
-                                  SetRateRequest, StatsRequest, can_set_priority, decode_header,
-                                  encode_header, mark_flow_socket, open_flow_socket, pacing_rate,
-                                  parse_request, request_dict, set_pacing)
+from workload.agent.proto import (
+    HEADER,
+    MESSAGE_ACK,
+    PACING_UNLIMITED,
+    SO_MAX_PACING_RATE,
+    FlowReceiver,
+    ProtocolError,
+    RequestError,
+    SendRequest,
+    SetLevelRequest,
+    SetRateRequest,
+    StatsRequest,
+    can_set_priority,
+    decode_header,
+    encode_header,
+    mark_flow_socket,
+    open_flow_socket,
+    pacing_rate,
+    parse_request,
+    request_dict,
+    set_pacing,
+)
 
-SEND = {"id": 7, "op": "send", "flow_id": "c1/f0", "dst_ip": "10.0.1.2", "dst_port": 5001,
-        "bytes": 1000, "tag": 3, "level": 2}
+SEND = {
+    "id": 7,
+    "op": "send",
+    "flow_id": "c1/f0",
+    "dst_ip": "10.0.1.2",
+    "dst_port": 5001,
+    "bytes": 1000,
+    "tag": 3,
+    "level": 2,
+}
 
 
 def line(**overrides: Any) -> bytes:
@@ -50,21 +76,27 @@ def test_parse_send_request():
 def test_request_dict_round_trips_through_parse():
     req = SetLevelRequest(tag=9, level=0)
     assert parse_request(json.dumps(request_dict("a", req)).encode()) == ("a", req)
-    assert parse_request(json.dumps(request_dict(1, StatsRequest())).encode()) == (1, StatsRequest())
+    assert parse_request(json.dumps(request_dict(1, StatsRequest())).encode()) == (
+        1,
+        StatsRequest(),
+    )
 
 
-@pytest.mark.parametrize("overrides, words", [
-    ({"colour": "red"}, "unknown key 'colour'"),
-    ({"bytes": None}, "missing key 'bytes'"),
-    ({"tag": 56}, "tag"),
-    ({"tag": True}, "tag"),
-    ({"level": 8}, "level"),
-    ({"dst_ip": "h12"}, "dst_ip"),
-    ({"dst_port": 0}, "dst_port"),
-    ({"bytes": 0}, "bytes"),
-    ({"bytes": 1.5}, "bytes"),
-    ({"op": "fly"}, "unknown operation"),
-])
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        ({"colour": "red"}, "unknown key 'colour'"),
+        ({"bytes": None}, "missing key 'bytes'"),
+        ({"tag": 56}, "tag"),
+        ({"tag": True}, "tag"),
+        ({"level": 8}, "level"),
+        ({"dst_ip": "h12"}, "dst_ip"),
+        ({"dst_port": 0}, "dst_port"),
+        ({"bytes": 0}, "bytes"),
+        ({"bytes": 1.5}, "bytes"),
+        ({"op": "fly"}, "unknown operation"),
+    ],
+)
 def test_bad_requests_name_key_and_keep_the_id(overrides, words):
     with pytest.raises(RequestError, match=words) as info:
         parse_request(line(**overrides))
@@ -85,16 +117,19 @@ def test_tag_zero_is_untagged_traffic():
 
 
 @pytest.mark.parametrize("tag, level", [(1, 0), (3, 2), (55, 7), (0, 5)])
+@pytest.mark.sockets
 def test_flow_socket_carries_tag_and_level(tag, level):
     with open_flow_socket(tag, level, set_priority=can_set_priority()) as sock:
         assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == marking.tos_byte(tag)
         assert sock.getblocking() is False
         if can_set_priority():
             # would be rt_tos2priority(tos) if SO_PRIORITY were set before IP_TOS
-            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) == marking.skb_priority(level)
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) == marking.skb_priority(
+                level
+            )
 
 
-
+@pytest.mark.sockets
 def test_flow_socket_can_be_marked_after_connect():
     """The agent connects unmarked (the handshake at level 0, never starved by strict
     priority) and marks the socket once connected."""
@@ -111,21 +146,28 @@ SET_RATE = {"id": 8, "op": "set_rate", "tag": 4, "dst_ip": "10.0.2.1", "rate_mbp
 
 def test_send_rate_is_optional_and_null_means_unpaced():
     assert parse_request(line(rate_mbps=16))[1].rate_mbps == 16
-    assert parse_request(line(rate_mbps=2.5))[1] == SendRequest("c1/f0", "10.0.1.2", 5001, 1000, 3, 2, 2.5)
+    assert parse_request(line(rate_mbps=2.5))[1] == SendRequest(
+        "c1/f0", "10.0.1.2", 5001, 1000, 3, 2, 2.5
+    )
     assert parse_request(line())[1].rate_mbps is None  # key absent: unpaced
     raw = json.dumps({**SEND, "rate_mbps": None}).encode()
     assert parse_request(raw)[1].rate_mbps is None
 
 
 def test_rate_requests_round_trip_through_the_wire():
-    for req in (SendRequest("f", "10.0.0.1", 1, 1, 1, 0, 12.5), SetRateRequest(9, "10.0.1.1", 100.0),
-                SetRateRequest(9, "10.0.1.1", None)):
+    for req in (
+        SendRequest("f", "10.0.0.1", 1, 1, 1, 0, 12.5),
+        SetRateRequest(9, "10.0.1.1", 100.0),
+        SetRateRequest(9, "10.0.1.1", None),
+    ):
         assert parse_request(json.dumps(request_dict(3, req)).encode()) == (3, req)
 
 
 @pytest.mark.parametrize("rate", [0, -5, "16", True, 1e-9, 1e300, [16]])
 def test_bad_rates_are_refused_in_send_and_set_rate(rate):
-    with pytest.raises(RequestError, match=r"send: rate_mbps: must be null or a finite number") as info:
+    with pytest.raises(
+        RequestError, match=r"send: rate_mbps: must be null or a finite number"
+    ) as info:
         parse_request(line(rate_mbps=rate))
     assert info.value.req_id == 7
     with pytest.raises(RequestError, match=r"set_rate: rate_mbps: must be") as info:
@@ -139,12 +181,15 @@ def test_json_non_numbers_are_refused_as_rates(raw):
         parse_request(line()[:-1] + b', "rate_mbps": ' + raw + b"}")
 
 
-@pytest.mark.parametrize("overrides, words", [
-    ({"rate_mbps": None}, None),
-    ({"dst_ip": "h21"}, "dst_ip"),
-    ({"tag": 56}, "tag"),
-    ({"level": 1}, "unknown key 'level'"),
-])
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        ({"rate_mbps": None}, None),
+        ({"dst_ip": "h21"}, "dst_ip"),
+        ({"tag": 56}, "tag"),
+        ({"level": 1}, "unknown key 'level'"),
+    ],
+)
 def test_set_rate_request_is_strict(overrides, words):
     msg = {**SET_RATE, **overrides}
     if words is None:  # rate_mbps may be null, but the key must be there
@@ -155,6 +200,7 @@ def test_set_rate_request_is_strict(overrides, words):
         parse_request(json.dumps(msg).encode())
 
 
+@pytest.mark.sockets
 def test_flow_socket_is_paced_before_connect_and_unpaced_by_default():
     with open_flow_socket(1, 0, set_priority=False, rate_mbps=16.0) as sock:
         assert pacing_rate(sock) == 2_000_000  # bytes/s
@@ -164,6 +210,7 @@ def test_flow_socket_is_paced_before_connect_and_unpaced_by_default():
         assert pacing_rate(sock) is None
 
 
+@pytest.mark.sockets
 def test_lifting_the_cap_restores_the_kernel_default():
     with socket.socket() as fresh, socket.socket() as sock:
         default = fresh.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8)
@@ -216,9 +263,9 @@ class Transport:
 def feed(rx: FlowReceiver, sink: Sink, data: bytes, step: int) -> None:
     """Deliver ``data`` in reads of at most ``step`` bytes, as the event loop would."""
     for i in range(0, len(data), step):
-        part = data[i:i + step]
+        part = data[i : i + step]
         buf = rx.get_buffer(-1)
-        buf[:len(part)] = part
+        buf[: len(part)] = part
         rx.buffer_updated(len(part))
 
 
@@ -262,7 +309,9 @@ def test_receiver_fails_when_closed_inside_a_header():
     feed(rx, sink, encode_header("m2", 5)[:4], 64)  # the sender waits for the ack first
     assert rx.busy
     rx.eof_received()
-    assert sink.events[-1]["event"] == "flow_failed" and "inside a header" in sink.events[-1]["error"]
+    assert (
+        sink.events[-1]["event"] == "flow_failed" and "inside a header" in sink.events[-1]["error"]
+    )
 
 
 def test_receiver_fails_short_flow_on_eof():
