@@ -157,6 +157,7 @@ class RunSummary:
     release: Block | None = None  # coflowbed.emulation.ReleaseTimes.summary
     level_change_s: Block | None = None  # the controller's write times (JobReport)
     fidelity: Block | None = None  # coflowbed.fidelity: a Fidelity/-Skipped/-Error block
+    faults: Sequence[Block] | None = None  # coflowbed.faults.FaultRecord per scenario fault
     # simulated runs (coflowbed.sim.result)
     mode: str | None = None
     simulated: bool | None = None  # a compare --sim run

@@ -13,6 +13,7 @@ from typing import Any
 
 from coflowbed.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.errors import UserError
+from coflowbed.faults import Fault, parse_faults
 from topo.plan import (
     DEFAULT_MTU,
     MAX_HOSTS_PER_LEAF,
@@ -56,6 +57,7 @@ class Scenario:
     raw: dict = field(default_factory=dict)
     plugins: list[str] = field(default_factory=list)
     policy_rates: str = "meters"
+    faults: tuple[Fault, ...] = ()
 
     @property
     def byte_scale(self) -> float:
@@ -89,6 +91,7 @@ def _parse(top: Section, path: Path) -> Scenario:
     dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path)
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
+    faults = parse_faults(top, plan, (cf.coflow_id for cf in dag.coflows), timeout_s)
     return Scenario(
         str(path),
         name,
@@ -106,6 +109,7 @@ def _parse(top: Section, path: Path) -> Scenario:
         dict(top.data),
         plugins,
         policy_rates,
+        faults,
     )
 
 
