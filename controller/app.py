@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,21 @@ def load_plan(path: Path) -> FabricPlan:
         raise ValueError(f"{path}: not a fabric plan: {e}") from None
 
 
+def port_is_down(ofp, desc) -> bool:
+    """A port (OFPPort) without carrier or administratively down."""
+    return bool(desc.state & ofp.OFPPS_LINK_DOWN or desc.config & ofp.OFPPC_PORT_DOWN)
+
+
+def port_downs(dp) -> dict[int, bool]:
+    """{port: down} of the ports a datapath reported at its handshake (LOCAL left out)."""
+    ofp = dp.ofproto
+    return {
+        no: port_is_down(ofp, desc)
+        for no, desc in (getattr(dp, "ports", None) or {}).items()
+        if no < ofp.OFPP_MAX
+    }
+
+
 class CoflowApp(app_manager.OSKenApp):
     """Installs routing and the coflow table; serves the control API."""
 
@@ -87,6 +103,7 @@ class CoflowApp(app_manager.OSKenApp):
         if ev.state == MAIN_DISPATCHER:
             name = self.driver.attach(ev.datapath)
             if name:
+                self.plane.port_states(name, port_downs(ev.datapath))
                 self.plane.switch_connected(name)
         elif ev.state == DEAD_DISPATCHER:
             name = self.driver.detach(ev.datapath)
@@ -112,6 +129,16 @@ class CoflowApp(app_manager.OSKenApp):
     def _error(self, ev) -> None:
         """Errors are matched to the write or request that caused them."""
         self.driver.on_error(ev.msg)
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    def _port_status(self, ev) -> None:
+        """A port went down or up: the control plane reroutes around a dead link."""
+        msg, t = ev.msg, time.monotonic()
+        name = self.driver.name_of(msg.datapath)
+        if name is not None:
+            ofp = msg.datapath.ofproto
+            down = msg.reason == ofp.OFPPR_DELETE or port_is_down(ofp, msg.desc)
+            self.plane.port_status(name, msg.desc.port_no, down, t)
 
     @set_ev_cls(ofp_event.EventOFPFlowRemoved, MAIN_DISPATCHER)
     def _flow_removed(self, ev) -> None:

@@ -30,6 +30,15 @@ from controller.coflow_table import (
     parse_tags,
 )
 from controller.messages import REQUESTS
+from controller.routing import (
+    Groups,
+    Link,
+    LinkEvent,
+    changed_groups,
+    leaf_groups,
+    link_name,
+    link_of_port,
+)
 from controller.scheduler import PolicyError
 from controller.scheduler_service import EventLog, SchedulerService
 from controller.southbound.base import SouthboundError, SwitchDriver
@@ -37,7 +46,16 @@ from topo.plan import FabricPlan
 from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("controller.control")
-OPS = ("status", "wait_ready", "set", "clear", "tag_stats", "port_stats", "meter_stats")
+OPS = (
+    "status",
+    "wait_ready",
+    "set",
+    "clear",
+    "tag_stats",
+    "port_stats",
+    "meter_stats",
+    "link_events",
+)
 SCHEDULER_OPS = tuple(REQUESTS)  # open_job, register, unregister, progress, close_job
 
 
@@ -79,6 +97,12 @@ class ControlPlane:
         self._write = threading.Lock()
         self._stats = threading.Lock()
         self._ready_changed = threading.Condition()
+        # leaf-spine links: which ends report them down, the installed ECMP groups
+        self._links = threading.Lock()
+        self._ends_down: dict[Link, set[str]] = {}
+        self.down_links: set[Link] = set()
+        self.groups: dict[str, Groups] = {}  # leaf -> groups installed on it
+        self.link_events: list[LinkEvent] = []
         record = None if config.events_path is None else EventLog(config.events_path)
         self.scheduler = SchedulerService(plan, config.levels, self, record)
 
@@ -110,12 +134,91 @@ class ControlPlane:
                 self.driver.install_base(name, self.cfg.op_timeout_s)
                 if name in self.tables:
                     self.tables[name] = LeafTable()  # the wipe emptied it
+                    self._install_groups(name)
                     self._apply_leaves([name], resync=False)
             except SouthboundError as e:
                 log.error("%s: install failed: %s", name, e)
                 return
             self._set_ready(name, True)
         log.info("%s: ready after %.3f s", name, time.monotonic() - t0)
+
+    def _install_groups(self, name: str) -> None:
+        """After a base install (every group over every spine): the groups of leaf
+        ``name`` around the links down now.  The caller holds the write lock."""
+        leaf = self.plan.switch(name).index
+        self.groups[name] = leaf_groups(self.plan, leaf)
+        with self._links:
+            down = set(self.down_links)
+        diff = changed_groups(self.plan, {leaf: self.groups[name]}, down).get(leaf)
+        if diff:
+            self.driver.set_groups({name: diff}, self.cfg.op_timeout_s)
+            self.groups[name].update(diff)
+
+    # --- leaf-spine links ----------------------------------------------------------------
+    def port_status(self, switch: str, port: int, down: bool, t: float | None = None) -> None:
+        """Event thread: ``port`` of ``switch`` went down or up (OpenFlow port status);
+        a link whose state changes is rerouted around in a thread of its own."""
+        link = link_of_port(self.plan, switch, port)
+        if link is None:
+            return
+        t = time.monotonic() if t is None else t
+        with self._links:
+            ends = self._ends_down.setdefault(link, set())
+            (ends.add if down else ends.discard)(switch)
+            was, now = link in self.down_links, bool(ends)
+            if was == now:
+                return
+            (self.down_links.add if now else self.down_links.discard)(link)
+        log.warning(
+            "link %s %s (%s port %d)", link_name(link), "down" if now else "up", switch, port
+        )
+        self.spawn(self._reroute, link, now, t, f"{switch} port {port}")
+
+    def port_states(self, switch: str, down_ports: dict[int, bool]) -> None:
+        """The ports of a (re)connecting switch as it reports them (``port_status`` each)."""
+        for port, down in sorted(down_ports.items()):
+            self.port_status(switch, port, down)
+
+    def _reroute(self, link: Link, down: bool, detected: float, by: str) -> None:
+        """Rewrite the ECMP groups of every installed leaf that the link change concerns;
+        record the event with the time every one of them confirmed."""
+        with self._write:
+            with self._links:
+                dead = set(self.down_links)
+            installed = {
+                self.plan.switch(n).index: g for n, g in self.groups.items() if n in self.ready
+            }
+            diff = changed_groups(self.plan, installed, dead)
+            by_name = {f"l{leaf}": g for leaf, g in diff.items()}
+            error, writes = None, 0
+            try:
+                if by_name:
+                    writes = self.driver.set_groups(by_name, self.cfg.op_timeout_s)
+                for name, g in by_name.items():
+                    self.groups[name].update(g)
+            except SouthboundError as e:
+                error = str(e)
+                log.error("reroute around %s failed: %s", link_name(link), e)
+            done = time.monotonic()
+            event = LinkEvent(
+                link_name(link), down, detected, by, done, tuple(sorted(by_name)), writes, error
+            )
+            with self._links:
+                self.link_events.append(event)
+        log.info(
+            "link %s %s: %d leaves rerouted in %.1f ms (%d writes)",
+            event.link,
+            "down" if down else "up",
+            len(event.leaves),
+            (done - detected) * 1e3,
+            writes,
+        )
+
+    def op_link_events(self, _req: dict, _received: float) -> dict:
+        """Every link change seen and its reroute (``LinkEvent``s, oldest first)."""
+        with self._links:
+            events = list(self.link_events)
+        return {"events": [e.to_wire() for e in events]}
 
     def _apply_leaves(self, leaves: list[str], resync: bool = True) -> int:
         """Bring ``leaves`` to the desired state of ``self.entries``; writes done.  On a

@@ -21,6 +21,7 @@ class FakeDriver(SwitchDriver):
     def __init__(self, plan: FabricPlan = PLAN):
         self.plan = plan
         self.base, self.applied, self.counters, self.fail = [], [], {}, None
+        self.groups_set: list[dict] = []  # every set_groups call
         self.gate: threading.Event | None = None  # set: apply waits for it
         self.entered = threading.Event()
 
@@ -38,6 +39,12 @@ class FakeDriver(SwitchDriver):
             raise SouthboundError(self.fail)
         self.applied.append({k: d for k, d in diffs.items() if d.count()})
         return sum(d.count() for d in diffs.values())
+
+    def set_groups(self, groups, timeout):
+        if self.fail:
+            raise SouthboundError(self.fail)
+        self.groups_set.append({k: dict(v) for k, v in groups.items()})
+        return sum(len(g) for g in groups.values())
 
     def rule_counters(self, switch, timeout):
         return [RuleCounter(c, b, p) for c, (b, p) in self.counters.get(switch, {}).items()]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from controller.coflow_table import LeafDiff
+from controller.routing import Groups
 
 
 class SouthboundError(RuntimeError):
@@ -81,3 +82,9 @@ class SwitchDriver(ABC):
     @abstractmethod
     def meter_counters(self, switch: str, timeout: float) -> list[MeterCounter]:
         """Counters of every meter of ``switch``."""
+
+    def set_groups(self, groups: Mapping[str, Groups], timeout: float) -> int:
+        """Rewrite ECMP groups (leaf -> {destination leaf: spines}) in place, the leaves
+        in parallel; return after all are confirmed; the number of writes.  Drivers
+        that cannot reroute raise SouthboundError."""
+        raise SouthboundError(f"{type(self).__name__}: rerouting around a link is not supported")

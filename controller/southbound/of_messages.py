@@ -8,17 +8,17 @@ Pipeline (docs/fabric.md):
   goto 1.  Everything else (level codes, DSCP 0, unmapped tags, non-IP, spines) ->
   goto 1 unchanged (priority 0).
 - table 1, routing.  Leaf l: own host /32 -> its port; the rest of its own /24 -> drop
-  (no loop through the spines); any other 10.0/16 -> select group 1 over the uplinks
-  (OVS hashes per 5-tuple).  Spine: 10.0.l.0/24 -> port l.  ARP is routed the same way
-  on the target address (hosts use static ARP; this is a safety net).
+  (no loop through the spines); another leaf d's /24 -> select group d over the uplinks
+  to the spines both can use (OVS hashes per 5-tuple; ``controller.routing``).
+  Spine: 10.0.l.0/24 -> port l.  ARP is routed the same way on the target address
+  (hosts use static ARP; this is a safety net).
 """
 
 from __future__ import annotations
 
 from controller.coflow_table import MeterSpec, TagRule
+from controller.routing import Groups, leaf_groups
 from topo.plan import (
-    FABRIC_NET,
-    FABRIC_PREFIX_LEN,
     LEAF_PREFIX_LEN,
     FabricPlan,
     SwitchPlan,
@@ -31,14 +31,12 @@ ETH_IP = 0x0800
 ETH_ARP = 0x0806
 TAG_TABLE = 0
 ROUTE_TABLE = 1
-ECMP_GROUP = 1
 PRIO_DEFAULT = 0
 PRIO_TAG = 100
 PRIO_PAIR = 200  # pair rules are more specific than per-host rules of the same tag
 PRIO_HOST = 100
 PRIO_OWN_SUBNET = 50
 PRIO_FABRIC = 10
-FABRIC_MATCH = (FABRIC_NET, prefix_mask(FABRIC_PREFIX_LEN))
 LEAF_NET_MASK = prefix_mask(LEAF_PREFIX_LEN)
 
 
@@ -103,8 +101,9 @@ def _output(dp, port: int) -> list:
     return [_apply(dp, [dp.ofproto_parser.OFPActionOutput(port)])]
 
 
-def ecmp_group(dp, plan: FabricPlan):
-    """Select group over all uplinks of a leaf (equal weights)."""
+def group_mod(dp, plan: FabricPlan, group_id: int, spines: tuple[int, ...], add: bool = False):
+    """Select group ``group_id`` over the uplinks to ``spines`` (equal weights; no
+    bucket drops); ``add`` creates it, else it is modified in place."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     buckets = [
         parser.OFPBucket(
@@ -113,21 +112,29 @@ def ecmp_group(dp, plan: FabricPlan):
             watch_group=ofp.OFPG_ANY,
             actions=[parser.OFPActionOutput(plan.uplink_port(s))],
         )
-        for s in range(1, plan.spines + 1)
+        for s in spines
     ]
-    return parser.OFPGroupMod(dp, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, ECMP_GROUP, buckets)
+    cmd = ofp.OFPGC_ADD if add else ofp.OFPGC_MODIFY
+    return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_SELECT, group_id, buckets)
+
+
+def groups_msgs(dp, plan: FabricPlan, groups: Groups) -> list:
+    """Modify the given groups (destination leaf -> spines) of a leaf."""
+    return [group_mod(dp, plan, d, spines) for d, spines in sorted(groups.items())]
 
 
 def leaf_route_msgs(dp, plan: FabricPlan, leaf: int) -> list:
-    """Group and routing table of leaf ``leaf``."""
+    """Groups (one per other leaf, over every spine) and routing table of leaf ``leaf``."""
     parser = dp.ofproto_parser
-    msgs = [ecmp_group(dp, plan)]
+    msgs = [group_mod(dp, plan, d, sp, add=True) for d, sp in leaf_groups(plan, leaf).items()]
     for h in plan.hosts:
         if h.leaf == leaf:
             msgs += _route_pair(dp, PRIO_HOST, h.ip, _output(dp, h.leaf_port))
     msgs += _route_pair(dp, PRIO_OWN_SUBNET, (leaf_subnet(leaf), LEAF_NET_MASK), [])
-    to_group = [_apply(dp, [parser.OFPActionGroup(ECMP_GROUP)])]
-    msgs += _route_pair(dp, PRIO_FABRIC, FABRIC_MATCH, to_group)
+    for d in range(1, plan.leaves + 1):
+        if d != leaf:
+            to_group = [_apply(dp, [parser.OFPActionGroup(d)])]
+            msgs += _route_pair(dp, PRIO_FABRIC, (leaf_subnet(d), LEAF_NET_MASK), to_group)
     return msgs
 
 

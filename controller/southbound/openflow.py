@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 
 from controller.coflow_table import LeafDiff
+from controller.routing import Groups
 from controller.southbound import of_messages as ofm
 from controller.southbound.base import (
     MeterCounter,
@@ -61,6 +62,11 @@ class OpenFlowDriver(SwitchDriver):
         sess.close()
         log.warning("%s disconnected", sess.name)
         return sess.name
+
+    def name_of(self, dp) -> str | None:
+        """The switch name of a live datapath (None if it has no session)."""
+        sess = self._session_of(dp)
+        return None if sess is None else sess.name
 
     def connected(self) -> list[str]:
         """Names of the switches with a live session."""
@@ -132,6 +138,19 @@ class OpenFlowDriver(SwitchDriver):
             msgs = ofm.diff_msgs(sess.dp, diff)
             written[name] = sess.send_writes(msgs)
             total += len(msgs)
+        self._confirm(written, timeout)
+        return total
+
+    def set_groups(self, groups: Mapping[str, Groups], timeout: float) -> int:
+        """Modify the given select groups of each leaf, then barriers on all of them."""
+        written, total = {}, 0
+        for name, leaf_groups in groups.items():
+            sess = self.session(name)
+            msgs = ofm.groups_msgs(sess.dp, self.plan, leaf_groups)
+            written[name] = sess.send_writes(msgs)
+            total += len(msgs)
+            for d, spines in sorted(leaf_groups.items()):
+                log.info("%s: group %d (to l%d) over spines %s", name, d, d, list(spines))
         self._confirm(written, timeout)
         return total
 

@@ -39,16 +39,16 @@ def test_leaf_base_pipeline_routes_local_hosts_and_hashes_the_rest():
     msgs = ofm.base_msgs(DP, PLAN, PLAN.switch("l2"))
     for m in msgs:
         _roundtrip(m)  # every message serialises and parses
-    group = next(
-        m for m in msgs if isinstance(m, parser.OFPGroupMod) and m.command == ofp.OFPGC_ADD
-    )
-    assert group.type == ofp.OFPGT_SELECT
-    assert [b.actions[0].port for b in group.buckets] == [3, 4, 5]
+    groups = [m for m in msgs if isinstance(m, parser.OFPGroupMod) and m.command == ofp.OFPGC_ADD]
+    assert [g.group_id for g in groups] == [1]  # one per other leaf: l1
+    assert groups[0].type == ofp.OFPGT_SELECT
+    assert [b.actions[0].port for b in groups[0].buckets] == [3, 4, 5]
     routes = _routes(msgs)
     assert routes[(0x0800, "10.0.2.1")][0].actions[0].port == 1
     assert routes[(0x0806, "10.0.2.2")][0].actions[0].port == 2
     assert routes[(0x0800, ("10.0.2.0", "255.255.255.0"))] == []  # no loop via spines
-    assert routes[(0x0800, ("10.0.0.0", "255.255.0.0"))][0].actions[0].group_id == 1
+    assert routes[(0x0800, ("10.0.1.0", "255.255.255.0"))][0].actions[0].group_id == 1
+    assert (0x0800, ("10.0.0.0", "255.255.0.0")) not in routes
     assert msgs[0].command == ofp.OFPFC_DELETE and msgs[0].table_id == ofp.OFPTT_ALL
 
 
@@ -97,3 +97,10 @@ def test_diff_messages_come_in_safe_order():
         ("OFPFlowMod", ofp.OFPFC_DELETE_STRICT),
         ("OFPMeterMod", ofp.OFPMC_DELETE),
     ]
+
+
+def test_reroute_modifies_groups_in_place_over_the_remaining_uplinks():
+    msgs = ofm.groups_msgs(DP, PLAN, {1: (1, 3)})
+    assert len(msgs) == 1 and msgs[0].command == ofp.OFPGC_MODIFY and msgs[0].group_id == 1
+    assert [b.actions[0].port for b in msgs[0].buckets] == [3, 5]  # spine 2's uplink gone
+    _roundtrip(msgs[0])
