@@ -65,6 +65,20 @@ class Backend(Protocol):
         """Periodic work (e.g. counter polling); returns the next time it wants a tick."""
 
 
+class Timeline(Protocol):
+    """Actions at times of the executor's clock (scenario faults): ``fire`` is called
+    with the run's time whenever the loop turns, and the loop wakes up for ``next_s``."""
+
+    def next_s(self) -> float | None:
+        """Run time of the next action (None: nothing scheduled)."""
+
+    def fire(self, now: float) -> None:
+        """Start every action due at run time ``now`` (without blocking the loop)."""
+
+    def coflow_done(self, coflow_id: str, t: float) -> None:
+        """Coflow ``coflow_id`` finished at run time ``t`` (actions placed after it)."""
+
+
 class RunFailed(Exception):
     """The run cannot go on (a flow failed, a deadline passed)."""
 
@@ -78,10 +92,11 @@ class DagExecutor:
         backend: Backend,
         clock: Callable[[], float] = time.monotonic,
         on_coflow_done: Callable[[CoflowRecord, int, int], None] | None = None,
+        timeline: Timeline | None = None,
     ) -> None:
         dag.validate()
         self.dag, self.backend, self.clock = dag, backend, clock
-        self.on_coflow_done = on_coflow_done
+        self.on_coflow_done, self.timeline = on_coflow_done, timeline
         self.t0: float | None = None
         self.coflow_records = {cf.coflow_id: CoflowRecord.of(cf) for cf in dag.coflows}
         self.flow_records = {
@@ -120,6 +135,8 @@ class DagExecutor:
             if next_tick is not None and now >= next_tick:
                 next_tick = self._rel(self.backend.tick(self._abs(now)))
             self._fire_timers(now)
+            if self.timeline is not None:
+                self.timeline.fire(now)
             self._handle(self.backend.wait_events(self._wait_time(next_tick, deadline_s)))
 
     def now(self) -> float:
@@ -153,10 +170,12 @@ class DagExecutor:
 
     def _wait_time(self, next_tick: float | None, deadline_s: float) -> float:
         """How long to wait for events: until the next timer, tick or deadline."""
+        action = None if self.timeline is None else self.timeline.next_s()
         horizon = min(
             deadline_s,
             self._timers[0][0] if self._timers else deadline_s,
             next_tick if next_tick is not None else deadline_s,
+            action if action is not None else deadline_s,
         )
         return max(0.0, min(horizon - self.now(), 1.0))
 
@@ -234,6 +253,8 @@ class DagExecutor:
         crec.finish_s = finish
         self.backend.finished(cf, ev.t)
         self._complete(cid, finish)
+        if self.timeline is not None:
+            self.timeline.coflow_done(cid, finish)
         if self.on_coflow_done:
             done = sum(1 for r in self.coflow_records.values() if r.finish_s is not None)
             self.on_coflow_done(crec, done, len(self.coflow_records))

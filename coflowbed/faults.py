@@ -203,9 +203,9 @@ def _overlap(a: Fault, b: Fault) -> bool:
 
 @dataclass
 class FaultRecord:
-    """What happened to one fault (seconds since the first release; None: did not
-    happen).  ``detected_s``: the controller saw it (port status, disconnection);
-    ``rerouted_s``: every leaf concerned confirmed its new ECMP groups (barrier), or
+    """What happened to one fault (seconds since the first release, the executor's time
+    zero; None: did not happen).  ``detected_s``: the controller saw it (port status,
+    disconnection); ``rerouted_s``: every leaf concerned confirmed its new ECMP groups (barrier), or
     for a restart, the element was back with its whole state; ``restored_*``: the
     same when it came back."""
 
@@ -215,8 +215,9 @@ class FaultRecord:
     at_s: float
     after: str | None
     down_s: float | None
-    injected_s: float | None = None
+    injected_s: float | None = None  # the orchestrator issued it
     detected_s: float | None = None
+    detect_ms: float | None = None  # injected -> detected
     rerouted_s: float | None = None
     reroute_ms: float | None = None  # detected -> every leaf concerned rerouted
     leaves_rerouted: str = ""  # leaves whose groups were rewritten, e.g. "l1 l2 l3 l4"

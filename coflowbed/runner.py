@@ -74,6 +74,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
     """Start everything, execute, write results (partial on any failure), then (the
     fabric down) the fidelity figure."""
     executor, backend, controller, error, info = None, None, None, None, {}
+    injector = _injector(scen)
     ports_before: dict = {}
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -83,7 +84,9 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             info["connections"] = _prepare_iteration(scen, agents, backend)
             info["calibration"] = _calibrate(scen, agents)
             ports_before = _ports_now(controller)  # bring-up and calibration traffic
-            executor = DagExecutor(scen.dag, backend, on_coflow_done=_progress(backend))
+            executor = DagExecutor(
+                scen.dag, backend, on_coflow_done=_progress(backend), timeline=injector
+            )
             executor.run(deadline_s=scen.timeout_s)
         except (
             RunFailed,
@@ -100,12 +103,59 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             log.exception("run stopped by an unexpected error")
         if backend is not None:
             backend.close()
+        if injector is not None:
+            info["faults"], error = _fault_records(injector, controller, executor, out_dir, error)
         if controller is not None:
             _save_counters(controller, out_dir, ports_before)
         info["wall_s"] = round(time.monotonic() - t_start, 3)
         summary = _write(scen, out_dir, executor, backend, error, info)
     summary = _check(out_dir, summary, check)
     return RunOutcome(out_dir, summary, error)
+
+
+def _injector(scen: Scenario):
+    """The executor's timeline of the scenario's faults (None without faults)."""
+    if not scen.faults:
+        return None
+    from coflowbed.fault_inject import FaultInjector
+
+    return FaultInjector(scen.faults, scen.plan)
+
+
+def _fault_records(injector, controller, executor, out_dir: Path, error: str | None):
+    """Faults as they happened (``faults.csv``; the ``faults`` block of summary.json)
+    and the run's error (a fault that could not be injected fails the run)."""
+    from coflowbed import faults
+
+    injector.close()
+    events = []
+    if controller is not None:
+        try:
+            events = controller.link_events()
+        except (OSError, RuntimeError) as exc:
+            log.warning("could not read the controller's link events: %s", exc)
+    t0 = executor.t0 if executor is not None and executor.t0 is not None else 0.0
+    records = injector.records(events, t0)
+    faults.write_csv(out_dir, records)
+    for r in records:
+        log.info(
+            "fault %d %s %s: injected %s s, detected +%s ms, rerouted in %s ms (%s), up %s s, "
+            "restored in %s ms %s",
+            r.index,
+            r.kind,
+            r.target,
+            r.injected_s,
+            r.detect_ms,
+            r.reroute_ms,
+            r.leaves_rerouted,
+            r.up_s,
+            r.restore_ms,
+            r.detail,
+        )
+    failed = injector.error()
+    return faults.summary_block(records), error or (
+        f"fault injection: {failed}" if failed else None
+    )
 
 
 def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.ExitStack):

@@ -3,14 +3,17 @@ plane, its coflow scheduler and the orchestrator's backend (shared test helper).
 
 from __future__ import annotations
 
+import heapq
 import json
 import threading
 from concurrent.futures import Future
 
+from coflowbed.executor import FlowDone, FlowFailed, FlowStarted
 from controller.client import ControllerClient, ControllerError
 from controller.control_plane import ControlConfig, ControlPlane
 from controller.southbound.base import MeterCounter, RuleCounter, SouthboundError, SwitchDriver
 from topo.plan import FabricPlan
+from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
 
 PLAN = FabricPlan(spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
 
@@ -92,3 +95,53 @@ class LoopbackClient(ControllerClient):
         except ControllerError as exc:
             done.set_exception(exc)
         return done
+
+
+class FakeBackend:
+    """The DAG executor's backend with a simulated clock (``clock``).  Every flow takes
+    bytes / rate seconds, independently; time advances only when the executor waits for
+    events."""
+
+    def __init__(self, rate_bps: float = 8e6, fail: str | None = None) -> None:
+        self.t = 1000.0
+        self.rate = rate_bps
+        self.fail = fail
+        self.pending: list[tuple[float, str, int]] = []
+        self.released: list[tuple[str, float]] = []
+        self.finished_ids: list[str] = []
+
+    def clock(self) -> float:
+        return self.t
+
+    def release(self, coflow, now):
+        self.released.append((coflow.coflow_id, now - 1000.0))
+        for f in coflow.flows:
+            heapq.heappush(self.pending, (now + f.bytes * 8 / self.rate, f.flow_id, f.bytes))
+        self.started = [FlowStarted(f.flow_id, now) for f in coflow.flows]
+
+    def finished(self, coflow, now):
+        self.finished_ids.append(coflow.coflow_id)
+
+    def tick(self, now):
+        return None
+
+    def wait_events(self, timeout):
+        horizon = self.t + timeout
+        if not self.pending or self.pending[0][0] > horizon:
+            self.t = horizon
+            return []
+        t, fid, nbytes = heapq.heappop(self.pending)
+        self.t = t
+        if fid == self.fail:
+            return [FlowFailed(fid, "connection reset")]
+        return [FlowDone(fid, t, nbytes)]
+
+
+def cf(cid, flows, deps=(), release=0.0, it=0):
+    return Coflow(
+        cid,
+        tuple(Flow(f"{cid}.{i}", s, d, b) for i, (s, d, b) in enumerate(flows)),
+        CoflowIdentity(CoflowType.PP, iteration=it),
+        tuple(deps),
+        release,
+    )

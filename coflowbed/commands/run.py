@@ -43,6 +43,9 @@ def add_no_check(p: argparse.ArgumentParser) -> None:
 
 def check_can_run(scen: Scenario) -> None:
     """UserError before anything starts if this machine cannot run ``scen``."""
+    from coflowbed.fault_inject import check_supported
+
+    check_supported(scen.faults, scen.switch, scen.source)
     if os.geteuid() != 0:
         raise UserError(scen.source, None, "an emulated run needs root (Mininet, OVS, tc)")
     if scen.switch == "bmv2" and shutil.which("simple_switch_grpc") is None:

@@ -3,61 +3,11 @@ delays, release times, iteration spans, failures and deadlines."""
 
 from __future__ import annotations
 
-import heapq
-
 import pytest
 
-from coflowbed.executor import DagExecutor, FlowDone, FlowFailed, FlowStarted, RunFailed
-from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Dag, Flow
-
-
-class FakeBackend:
-    """Every flow takes bytes / rate seconds, independently; time advances only when
-    the executor waits for events."""
-
-    def __init__(self, rate_bps: float = 8e6, fail: str | None = None) -> None:
-        self.t = 1000.0
-        self.rate = rate_bps
-        self.fail = fail
-        self.pending: list[tuple[float, str, int]] = []
-        self.released: list[tuple[str, float]] = []
-        self.finished_ids: list[str] = []
-
-    def clock(self) -> float:
-        return self.t
-
-    def release(self, coflow, now):
-        self.released.append((coflow.coflow_id, now - 1000.0))
-        for f in coflow.flows:
-            heapq.heappush(self.pending, (now + f.bytes * 8 / self.rate, f.flow_id, f.bytes))
-        self.started = [FlowStarted(f.flow_id, now) for f in coflow.flows]
-
-    def finished(self, coflow, now):
-        self.finished_ids.append(coflow.coflow_id)
-
-    def tick(self, now):
-        return None
-
-    def wait_events(self, timeout):
-        horizon = self.t + timeout
-        if not self.pending or self.pending[0][0] > horizon:
-            self.t = horizon
-            return []
-        t, fid, nbytes = heapq.heappop(self.pending)
-        self.t = t
-        if fid == self.fail:
-            return [FlowFailed(fid, "connection reset")]
-        return [FlowDone(fid, t, nbytes)]
-
-
-def cf(cid, flows, deps=(), release=0.0, it=0):
-    return Coflow(
-        cid,
-        tuple(Flow(f"{cid}.{i}", s, d, b) for i, (s, d, b) in enumerate(flows)),
-        CoflowIdentity(CoflowType.PP, iteration=it),
-        tuple(deps),
-        release,
-    )
+from coflowbed.executor import DagExecutor, RunFailed
+from tests.fakes import FakeBackend, cf
+from workload.dag import Coflow, CoflowIdentity, Compute, Dag
 
 
 def test_chain_of_compute_and_coflows_respects_dependencies():

@@ -1,0 +1,99 @@
+"""Faults on the executor's clock (simulated here): when each fault is applied, faults
+placed after a coflow, and the records merged with the controller's link events."""
+
+from __future__ import annotations
+
+import threading
+
+from coflowbed.executor import DagExecutor
+from coflowbed.fault_inject import FaultInjector, check_supported, link_devices
+from coflowbed.faults import Fault
+from controller.routing import LinkEvent
+from tests.fakes import FakeBackend, cf
+from topo.plan import FabricPlan
+from workload.dag import Dag
+
+PLAN = FabricPlan(spines=2, leaves=4, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
+
+
+class Recorder:
+    """Stands for ``set_links``: notes (target, up) in the order applied."""
+
+    def __init__(self) -> None:
+        self.calls, self.lock = [], threading.Lock()
+
+    def __call__(self, plan, fault, up):
+        with self.lock:
+            self.calls.append((fault.target, up))
+
+
+def test_faults_fire_on_the_executors_clock_and_after_coflows():
+    backend = FakeBackend(rate_bps=8e6)  # 1 MB per second
+    faults = [
+        Fault(0, "link", "l1-s1", 0.5, None, 1.0),
+        Fault(1, "link", "l2-s2", 0.25, "a", None),  # 0.25 s after a ends (at 2 s)
+        Fault(2, "link", "l3-s1", 9.0, None, 1.0),  # after the run: never applied
+    ]
+    rec = Recorder()
+    inj = FaultInjector(faults, PLAN, apply=rec, clock=backend.clock)
+    dag = Dag([cf("a", [("h11", "h21", 2_000_000)]), cf("b", [("h12", "h22", 3_000_000)])])
+    ex = DagExecutor(dag, backend, clock=backend.clock, timeline=inj)
+    ex.run(deadline_s=60)
+    inj.close()
+    # handed to the lane at the executor's times (the fake clock jumps from event to event)
+    assert inj.fired == [(0.5, 0, False), (1.5, 0, True), (2.25, 1, False)]
+    assert rec.calls == [("l1-s1", False), ("l1-s1", True), ("l2-s2", False)]
+    assert set(inj.injected) == {0, 1} and set(inj.restored) == {0}
+
+
+def test_records_merge_the_controllers_link_events():
+    faults = [
+        Fault(0, "link", "l1-s1", 0.5, None, 1.0),
+        Fault(1, "link", "l2-s2", 0.25, "a", None),
+        Fault(2, "link", "l3-s1", 9.0, None, 1.0),
+    ]
+    inj = FaultInjector(faults, PLAN, apply=Recorder())
+    inj.close()
+    inj.injected.update({0: 1000.5, 1: 1002.25})
+    inj.restored.update({0: 1001.5})
+    events = [
+        LinkEvent("l1-s1", True, 1000.502, "l1 port 3", 1000.509, ("l1", "l2", "l3", "l4"), 6),
+        LinkEvent("l2-s2", True, 1000.1, "s2 port 2", 1000.2),  # before its fault: not its own
+        LinkEvent("l1-s1", False, 1001.503, "s1 port 1", 1001.510, ("l1", "l2"), 4),
+        LinkEvent("l2-s2", True, 1002.252, "s2 port 2", 1002.26, ("l1",), 1, "l1: timeout"),
+    ]
+    r = {x.index: x for x in inj.records(events, t0=1000.0)}
+    assert (r[0].injected_s, r[0].detected_s, r[0].detect_ms) == (0.5, 0.502, 2.0)
+    assert (r[0].rerouted_s, r[0].reroute_ms, r[0].leaves_rerouted) == (0.509, 7.0, "l1 l2 l3 l4")
+    assert (r[0].up_s, r[0].restored_s, r[0].restore_ms) == (1.5, 1.51, 7.0)
+    assert (r[1].injected_s, r[1].detected_s, r[1].up_s) == (2.25, 2.252, None)
+    assert "reroute failed: l1: timeout" in r[1].detail
+    assert r[2].injected_s is None and "not injected" in r[2].detail
+    assert inj.error() is None
+
+
+def test_a_failed_injection_is_the_runs_error():
+    def broken(plan, fault, up):
+        raise RuntimeError("ip -batch failed")
+
+    inj = FaultInjector([Fault(0, "link", "l1-s1", 0.0, None, None)], PLAN, apply=broken)
+    inj.fire(0.0)
+    inj.close()
+    assert "down failed: ip -batch failed" in (inj.error() or "")
+    assert inj.records([], 0.0)[0].injected_s is None
+
+
+def test_link_devices_are_both_veth_ends():
+    assert link_devices(PLAN, Fault(0, "link", "l3-s2", 1.0)) == ["l3-eth4", "s2-eth3"]
+
+
+def test_kinds_not_supported_yet_are_refused_before_anything_starts():
+    import pytest
+
+    from coflowbed.errors import UserError
+
+    check_supported([Fault(0, "link", "l1-s1", 1.0)], "ovs", "s.yaml")
+    with pytest.raises(
+        UserError, match=r"s.yaml: faults\[0\]: a link fault is not supported on bmv2"
+    ):
+        check_supported([Fault(0, "link", "l1-s1", 1.0)], "bmv2", "s.yaml")
