@@ -20,10 +20,13 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coflowbed.config import Section, number, string
 from topo.plan import FabricPlan
+
+if TYPE_CHECKING:
+    from coflowbed.sim.fabric import LinkFault
 
 KINDS = ("link", "switch", "controller")
 CONTROLLER_ACTIONS = ("restart",)
@@ -196,6 +199,43 @@ def _end(f: Fault) -> float:
 
 def _overlap(a: Fault, b: Fault) -> bool:
     return a.at_s < _end(b) and b.at_s < _end(a)
+
+
+def sim_faults(faults: Sequence[Fault], plan: FabricPlan) -> list[LinkFault]:
+    """The faults the flow-level simulator models: every link a link or switch fault
+    takes down (capacity 0, ECMP over the spines left).  A controller restart changes
+    no capacity (switches keep forwarding in secure mode) and is left out."""
+    from coflowbed.sim.fabric import LinkFault
+
+    return [
+        LinkFault(_zero_based(f.links(plan)), f.at_s, f.down_s, f.after)
+        for f in faults
+        if f.links(plan)
+    ]
+
+
+def recorded_sim_faults(run_dir: Path, plan: FabricPlan) -> list[LinkFault]:
+    """The link faults of an emulated run as they happened (``faults.csv``: the times
+    they were injected and brought back), for the simulation of that run."""
+    from coflowbed.sim.fabric import LinkFault
+
+    path = Path(run_dir) / CSV_NAME
+    if not path.exists():
+        return []
+    out = []
+    with path.open() as fh:
+        for row in csv.DictReader(fh):
+            if row["kind"] == "controller" or not row["injected_s"]:
+                continue
+            f = Fault(int(row["index"]), row["kind"], row["target"], float(row["injected_s"]))
+            at = float(row["injected_s"])
+            down = float(row["up_s"]) - at if row["up_s"] else None
+            out.append(LinkFault(_zero_based(f.links(plan)), at, down))
+    return out
+
+
+def _zero_based(links: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    return tuple((lf - 1, s - 1) for lf, s in links)
 
 
 # --- records -------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from controller.policies.static import StaticPolicy
 from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:
-    from coflowbed.sim import SimResult
+    from coflowbed.sim import LinkFault, SimResult
     from topo.plan import FabricPlan
 
 log = logging.getLogger("fidelity")
@@ -60,6 +60,7 @@ class RunInputs:
     params: dict
     policy_rates: str = "meters"
     meters_bps: Mapping[str, float] | None = None  # scenario rate_mbps per coflow (static)
+    faults: Sequence[LinkFault] = ()  # links down as the run's faults.csv recorded them
 
 
 @dataclass(frozen=True)
@@ -191,14 +192,18 @@ def read_inputs(run_dir: Path) -> RunInputs:
     scen = load_yaml(need(run_dir / "scenario.yaml"))
     if not isinstance(scen, dict):
         raise UserError(str(run_dir / "scenario.yaml"), None, "must be a mapping")
+    from coflowbed.faults import recorded_sim_faults
+
     name, params = _policy_spec(scen.get("policy", "static"))
+    plan = _read_plan(run_dir, scen)
     return RunInputs(
-        _read_plan(run_dir, scen),
+        plan,
         int(scen.get("levels", MAX_LEVELS)),
         name,
         params,
         scen.get("policy_rates", "meters"),
         _meters_bps(scen),
+        tuple(recorded_sim_faults(run_dir, plan)),
     )
 
 
@@ -304,12 +309,13 @@ def replay(
 ) -> Replay:
     """Simulate ``dag`` on the run's fabric and K levels with the reference policy."""
     from coflowbed.commands.simulate import scenario_fabric
-    from coflowbed.sim import simulate
+    from coflowbed.sim import LeafSpine, simulate
 
     kind, policy = reference_policy(inputs, used, reference)
     fabric = scenario_fabric(inputs.plan, fabric_kind)
     t0 = time.perf_counter()
-    result = simulate(dag, fabric, policy, inputs.levels, wall_limit_s=wall_limit_s)
+    faults = inputs.faults if isinstance(fabric, LeafSpine) else ()  # a big switch: no spines
+    result = simulate(dag, fabric, policy, inputs.levels, wall_limit_s=wall_limit_s, faults=faults)
     return Replay(kind, policy, result, time.perf_counter() - t0)
 
 

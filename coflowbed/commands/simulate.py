@@ -50,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
     job = _trace_job(args) if args.trace else _scenario_job(args)
     from coflowbed.sim import simulate
 
-    dag, fabric, policy, levels, name = job
+    dag, fabric, policy, levels, name, faults = job
     t0 = time.perf_counter()
-    result = simulate(dag, fabric, policy, levels)
+    result = simulate(dag, fabric, policy, levels, faults=faults)
     out = args.out or args.results / _folder(name, policy.name)
     summary = result.write(
         out,
@@ -117,7 +117,7 @@ def _trace_job(args: argparse.Namespace):
     except ValueError as exc:
         raise UserError("--fabric/--trace options", None, str(exc)) from None
     policy = make_policy(args.policy or "fair", {}, "--policy")
-    return dag, fabric, policy, _levels(args, None), args.trace.stem
+    return dag, fabric, policy, _levels(args, None), args.trace.stem, []
 
 
 def _scenario_job(args: argparse.Namespace):
@@ -128,7 +128,19 @@ def _scenario_job(args: argparse.Namespace):
     scen = load_scenario(args.scenario, overrides)
     fabric = scenario_fabric(scen.plan, args.fabric)
     levels = _levels(args, scen.levels)
-    return scen.dag, fabric, scenario_policy(scen), levels, scen.name
+    return scen.dag, fabric, scenario_policy(scen), levels, scen.name, scenario_faults(scen, fabric)
+
+
+def scenario_faults(scen, fabric) -> list:
+    """The scenario's faults as the simulator models them (links down); UserError on a
+    fabric model without leaf-spine links."""
+    from coflowbed.faults import sim_faults
+    from coflowbed.sim import LeafSpine
+
+    faults = sim_faults(scen.faults, scen.plan)
+    if faults and not isinstance(fabric, LeafSpine):
+        raise UserError(scen.source, "faults", "link faults need the leafspine fabric model")
+    return faults
 
 
 def scenario_policy(scen):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 
 from coflowbed.sim.engine import Simulator
-from coflowbed.sim.fabric import BigSwitch, FabricModel, LeafSpine, parse_fabric_spec
+from coflowbed.sim.fabric import BigSwitch, FabricModel, LeafSpine, LinkFault, parse_fabric_spec
 from coflowbed.sim.levels import StaticPolicy, assign_levels, parse_levels
 from coflowbed.sim.result import SimResult
 from controller.policies.base import Policy
@@ -29,21 +30,26 @@ def simulate(
     levels: int | None = None,
     horizon_s: float = math.inf,
     wall_limit_s: float = math.inf,
+    faults: Sequence[LinkFault] = (),
 ) -> SimResult:
     """Run ``dag`` on ``fabric`` under ``policy``; ``levels`` = K queues or None (exact
     total order).  Stops (partial result) once simulated time passes ``horizon_s`` or
-    the run has taken ``wall_limit_s`` seconds of wall time."""
+    the run has taken ``wall_limit_s`` seconds of wall time.  ``faults``: leaf-spine links
+    down for a while (capacity 0, ECMP over the spines left)."""
     from coflowbed.sim.warmup import kernels_cached  # late: warmup imports this package
 
     if not kernels_cached():
         log.info("compiling the simulator's kernels (once after install or 'make clean', ~25 s)")
-    return SimResult(Simulator(dag, fabric, policy, levels, horizon_s, wall_limit_s).run())
+    return SimResult(
+        Simulator(dag, fabric, policy, levels, horizon_s, wall_limit_s, faults=faults).run()
+    )
 
 
 __all__ = [
     "BigSwitch",
     "FabricModel",
     "LeafSpine",
+    "LinkFault",
     "SimResult",
     "Simulator",
     "StaticPolicy",

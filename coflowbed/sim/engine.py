@@ -20,9 +20,12 @@ flow that ended on the way at its own instant.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +33,7 @@ import numpy as np
 from coflowbed.sim import stepkernel
 from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
-from coflowbed.sim.fabric import FabricModel
+from coflowbed.sim.fabric import FabricModel, LinkFault
 from coflowbed.sim.flowtable import FlowTable
 from coflowbed.sim.levels import assign_levels
 from controller.policies.base import CoflowState, Decision, Policy
@@ -80,6 +83,7 @@ class Simulator:
     horizon_s: float = math.inf  # stop (partial) when simulated time passes this
     wall_limit_s: float = math.inf  # stop (partial) after this much wall time (benchmarks)
     stats: SimStats = field(default_factory=SimStats)
+    faults: Sequence[LinkFault] = ()  # leaf-spine links down for a while (scenario faults)
 
     def __post_init__(self) -> None:
         self.flows = FlowTable.build(self.dag.coflows, self.fabric)
@@ -112,6 +116,16 @@ class Simulator:
         self.port_bps = port_capacity(self.view)
         # Rates held until the next decision: flow completions in between change no rate.
         self.hold = bool(self.policy.hold_rates) and not self.thresholds.size
+        # Link faults: (time, seq, +1 down / -1 up, links) due; faults waiting for a coflow.
+        self.capacity = self.fabric.capacity_bps
+        self._down: Counter[tuple[int, int]] = Counter()
+        self._fault_heap: list[tuple[float, int, int, tuple[tuple[int, int], ...]]] = []
+        self._after: dict[str, list[LinkFault]] = {}
+        for lf in self.faults:
+            if lf.after is None:
+                self._push_fault(lf.at_s, lf)
+            else:
+                self._after.setdefault(lf.after, []).append(lf)
 
     def run(self) -> Simulator:
         """Simulate until every node is done (or the horizon); returns self."""
@@ -154,6 +168,37 @@ class Simulator:
             self.stats.wall_s,
         )
         return self
+
+    # --- link faults ---------------------------------------------------------------
+
+    def _push_fault(self, t: float, lf: LinkFault) -> None:
+        """Schedule ``lf`` down at ``t`` (and up ``down_s`` later)."""
+        self._seq += 1
+        heapq.heappush(self._fault_heap, (t, self._seq, 1, lf.links))
+        if lf.down_s is not None:
+            self._seq += 1
+            heapq.heappush(self._fault_heap, (t + lf.down_s, self._seq, -1, lf.links))
+
+    def _next_fault(self) -> float:
+        return self._fault_heap[0][0] if self._fault_heap else math.inf
+
+    def _apply_faults(self) -> None:
+        """Links due to change state now: capacities, and every flow's path over the
+        spines left (flows in flight move too, as OVS rehashes over the new buckets)."""
+        changed = False
+        while self._fault_heap and self._fault_heap[0][0] <= self.now + 1e-12:
+            _t, _seq, step, links = heapq.heappop(self._fault_heap)
+            for link in links:
+                self._down[link] += step
+            changed = True
+        if not changed:
+            return
+        down = frozenset(k for k, n in self._down.items() if n > 0)
+        self.capacity = self.fabric.capacity_with(down)
+        self.flows.repath(self.fabric, down)
+        self.act_paths = self.flows.paths[self.active]
+        self.act_pid = self.flows.path_id[self.active]
+        log.info("simulated %.3f s: %d leaf-spine links down", self.now, len(down))
 
     def _report_progress(self, wall_s: float) -> None:
         """One progress line of a long run (simulated time, coflows done, load)."""
@@ -207,7 +252,10 @@ class Simulator:
         self.done += 1
         self.version += 1
         self.states.pop(c, None)
-        self.dagstate.node_done(self.dag.coflows[c].coflow_id, self.now)
+        cid = self.dag.coflows[c].coflow_id
+        for lf in self._after.pop(cid, ()):
+            self._push_fault(self.now + lf.at_s, lf)
+        self.dagstate.node_done(cid, self.now)
 
     # --- deciding and allocating -----------------------------------------------------
 
@@ -235,7 +283,7 @@ class Simulator:
         self.rates = allocate(
             self.act_paths,
             self.act_level,
-            self.fabric.capacity_bps,
+            self.capacity,
             caps,
             self.policy.rates_are_limits,
             self.act_pid,
@@ -352,6 +400,9 @@ class Simulator:
             dt = stepkernel.next_finish(self.active, self.rates, fl.remaining)
         if dt < best:
             best, why = dt, "flow"
+        dt = self._next_fault() - self.now
+        if dt < best:
+            best, why = dt, "fault"
         if self.thresholds.size and math.isfinite(dt):
             dt = self._next_threshold()
             if dt < best:
@@ -399,6 +450,9 @@ class Simulator:
             if self.n_retired > COMPACT_FRACTION * self.active.size:
                 self._compact()
         self._settle()
+        if why == "fault":
+            self._apply_faults()  # after the flows that ended on the way: rates again
+            return True if self.version != before else False
         if why == "threshold" or self.version != before:
             return True
         return False if done.size and not self.hold else None

@@ -9,7 +9,11 @@ are padded with the dummy) and rate allocation can stay vectorised.
   destination's downlink.
 - ``LeafSpine``: host uplink, leaf->spine, spine->leaf, host downlink; a flow between
   hosts of one leaf only crosses the two host links.  The spine is chosen per flow by a
-  hash (ECMP, see ``ecmp_spine``).
+  hash (ECMP, see ``ecmp_spine``) over the spines whose links to both leaves are up.
+
+Link faults (``LinkFault``: scenario faults): a leaf-spine link that is down has
+capacity 0 both ways (``capacity_with``), and flows hash over the remaining spines
+(``paths(..., down)``), as the emulator's controller rewrites its ECMP groups.
 """
 
 from __future__ import annotations
@@ -24,6 +28,20 @@ import numpy as np
 from controller.policies.base import FabricView
 from topo.plan import FabricPlan
 from workload.marking import MAX_LEVELS
+
+Down = frozenset[tuple[int, int]]  # leaf-spine links down: (leaf, spine), 0-based
+NONE_DOWN: Down = frozenset()
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    """Leaf-spine ``links`` (0-based (leaf, spine)) down from ``at_s`` (simulated
+    seconds, or after coflow ``after`` ends) for ``down_s`` (None: to the end)."""
+
+    links: tuple[tuple[int, int], ...]
+    at_s: float
+    down_s: float | None = None
+    after: str | None = None
 
 
 def ecmp_spine(src: str, dst: str, flow_id: str, spines: int) -> int:
@@ -59,9 +77,22 @@ class FabricModel:
         except KeyError:
             raise ValueError(f"host {host!r} is not on the fabric ({self.description})") from None
 
-    def paths(self, src: Sequence[str], dst: Sequence[str], flow_ids: Sequence[str]) -> np.ndarray:
-        """int32 array [flows, width] of the links each flow crosses."""
+    def paths(
+        self,
+        src: Sequence[str],
+        dst: Sequence[str],
+        flow_ids: Sequence[str],
+        down: Down = NONE_DOWN,
+    ) -> np.ndarray:
+        """int32 array [flows, width] of the links each flow crosses (avoiding the
+        leaf-spine links ``down`` where another spine joins both leaves)."""
         raise NotImplementedError
+
+    def capacity_with(self, down: Down) -> np.ndarray:
+        """Link capacities with the leaf-spine links ``down`` at 0."""
+        if down:
+            raise ValueError(f"{self.description}: has no leaf-spine links to fail")
+        return self.capacity_bps
 
     def view(self, levels: int = MAX_LEVELS) -> FabricView:
         """Host port capacities as policies see them."""
@@ -83,8 +114,10 @@ class BigSwitch(FabricModel):
         self.width = 2
         self.description = f"bigswitch {n} ports x {self.port_bps:g} bit/s"
 
-    def paths(self, src, dst, flow_ids) -> np.ndarray:
+    def paths(self, src, dst, flow_ids, down: Down = NONE_DOWN) -> np.ndarray:
         """Uplink of the source, downlink of the destination."""
+        if down:
+            raise ValueError(f"{self.description}: has no leaf-spine links to fail")
         s = np.fromiter((self.host_index(h) for h in src), np.int32, len(src))
         d = np.fromiter((self.host_index(h) for h in dst), np.int32, len(dst))
         return np.stack([s, d + len(self.hosts)], axis=1).astype(np.int32)
@@ -119,22 +152,44 @@ class LeafSpine(FabricModel):
             f"host {self.host_bps:g} / fabric {self.fabric_bps:g} bit/s"
         )
 
-    def paths(self, src, dst, flow_ids) -> np.ndarray:
+    def paths(self, src, dst, flow_ids, down: Down = NONE_DOWN) -> np.ndarray:
         """Host up, leaf->spine, spine->leaf, host down (the middle two are the dummy
-        link for flows that stay on one leaf)."""
+        link for flows that stay on one leaf).  With links ``down``, a flow hashes over
+        the spines both its leaves reach (all spines if none: it then waits at 0)."""
         h, k, s = len(self.hosts), self.hosts_per_leaf, self.spines
         si = np.fromiter((self.host_index(x) for x in src), np.int64, len(src))
         di = np.fromiter((self.host_index(x) for x in dst), np.int64, len(dst))
-        sp = np.fromiter(
-            (ecmp_spine(a, b, f, s) for a, b, f in zip(src, dst, flow_ids)), np.int64, len(src)
-        )
         sl, dl = si // k, di // k
+        if down:
+            live = {
+                (a, b): [x for x in range(s) if (a, x) not in down and (b, x) not in down]
+                for a in range(self.leaves)
+                for b in range(self.leaves)
+            }
+            picks = (
+                _pick(live[a, b] or list(range(s)), zlib.crc32(f"{x}>{y}>{f}".encode()))
+                for a, b, x, y, f in zip(sl.tolist(), dl.tolist(), src, dst, flow_ids)
+            )
+            sp = np.fromiter(picks, np.int64, len(src))
+        else:
+            sp = np.fromiter(
+                (ecmp_spine(a, b, f, s) for a, b, f in zip(src, dst, flow_ids)), np.int64, len(src)
+            )
         up = 2 * h + sl * s + sp
-        down = 2 * h + self.leaves * s + dl * s + sp
+        back = 2 * h + self.leaves * s + dl * s + sp
         local = sl == dl
         up[local] = self.dummy
-        down[local] = self.dummy
-        return np.stack([si, up, down, di + h], axis=1).astype(np.int32)
+        back[local] = self.dummy
+        return np.stack([si, up, back, di + h], axis=1).astype(np.int32)
+
+    def capacity_with(self, down: Down) -> np.ndarray:
+        """Capacities with both directions of every link in ``down`` at 0."""
+        cap = self.capacity_bps.copy()
+        base, s = 2 * len(self.hosts), self.spines
+        for leaf, spine in down:
+            cap[base + leaf * s + spine] = 0.0  # leaf -> spine
+            cap[base + self.leaves * s + leaf * s + spine] = 0.0  # spine -> leaf
+        return cap
 
     def view(self, levels: int = MAX_LEVELS) -> FabricView:
         """Host links at ``host_bps``; the core is assumed non-blocking by policies."""
@@ -150,6 +205,11 @@ class LeafSpine(FabricModel):
             plan.host_bw_mbps * 1e6,
             plan.fabric_bw_mbps * 1e6,
         )
+
+
+def _pick(spines: list[int], h: int) -> int:
+    """The ``h``-th of ``spines`` (modulo): the ECMP choice among the live spines."""
+    return spines[h % len(spines)]
 
 
 _RATE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kMGT]?)(i?)bps$")

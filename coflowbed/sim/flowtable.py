@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coflowbed.sim.fabric import FabricModel
+from coflowbed.sim.fabric import NONE_DOWN, Down, FabricModel
 from workload.dag import Coflow
 
 
@@ -45,6 +45,15 @@ class FlowTable:
             [f.src for f in flows], [f.dst for f in flows], [f.flow_id for f in flows]
         )
         return cls(coflows, offsets, coflow_of, size, paths.reshape(len(flows), fabric.width))
+
+    def repath(self, fabric: FabricModel, down: Down = NONE_DOWN) -> None:
+        """Every flow's path again, around the leaf-spine links ``down``."""
+        flows = [f for c in self.coflows for f in c.flows]
+        paths = fabric.paths(
+            [f.src for f in flows], [f.dst for f in flows], [f.flow_id for f in flows], down
+        )
+        self.paths = paths.reshape(len(flows), fabric.width)
+        self.path_id = _path_ids(self.paths)
 
     def __len__(self) -> int:
         """Number of flows."""

@@ -1,0 +1,116 @@
+"""Scenario faults on the real fabric (root: Mininet, OVS userspace, os-ken, tc).
+
+The default fabric (2 spines, 4 leaves, 2 hosts per leaf) runs the default scenario's
+coflows plus ``cross``: flows from every other leaf to l1's hosts and from l1 out, each on
+its own connection, so some of them hash onto s1 on every leaf.  Then l1's uplink to s1
+goes down mid-run: l1 must stop hashing onto it, and every other leaf must stop sending
+l1's traffic through s1 (which can no longer reach l1).  A flow left on a dead path never
+finishes, and the run's short timeout would then mark it partial.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coflowbed import runstate
+from tests.cli import coflowbed
+from tests.data import DEFAULT_SCENARIO
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+MB = 1_000_000
+LEAVES = ("l1", "l2", "l3", "l4")
+
+
+def scenario(tmp: Path, name: str, faults: list[dict]) -> Path:
+    data = yaml.safe_load(DEFAULT_SCENARIO.read_text())
+    data["name"] = name
+    data["timeout_s"] = 40  # a flow black-holed by a stale group would need much longer
+    data["workload"]["coflows"].append(
+        {
+            "id": "cross",
+            "arrival_s": 0.3,
+            "level": 5,
+            "flows": [
+                {"src": s, "dst": d, "bytes": 6 * MB}
+                for s, d in [
+                    ("h21", "h11"),
+                    ("h22", "h12"),
+                    ("h31", "h11"),
+                    ("h32", "h12"),
+                    ("h42", "h11"),
+                    ("h11", "h22"),
+                    ("h12", "h42"),
+                ]
+            ],
+        }
+    )
+    data["faults"] = faults
+    p = tmp / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+def run(path: Path, out: Path) -> dict:
+    res = coflowbed("run", str(path), "--out", str(out), "--no-check")
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    rows = list(csv.DictReader((out / "faults.csv").open()))
+    return {"summary": summary, "rows": rows, "log": (out / "controller.log").read_text()}
+
+
+def check_reroute(f: dict, log: str) -> None:
+    """The fault went in, the controller saw it, and every leaf confirmed new groups."""
+    assert f["kind"] == "link" and f["target"] == "l1-s1"
+    assert f["injected_s"] is not None and f["injected_s"] >= f["at_s"]
+    assert f["detected_s"] is not None and 0 <= f["detect_ms"] < 500
+    assert f["rerouted_s"] >= f["detected_s"] and 0 <= f["reroute_ms"] < 500
+    assert f["leaves_rerouted"] == " ".join(LEAVES), f
+    assert not f["detail"]
+    # what was written: l1 over s2 only to every leaf; the others reach l1 over s2 only
+    for d in (2, 3, 4):
+        assert f"l1: group {d} (to l{d}) over spines [2]" in log
+    for leaf in ("l2", "l3", "l4"):
+        assert f"{leaf}: group 1 (to l1) over spines [2]" in log
+
+
+def test_spine_uplink_down_for_good(tmp_path):
+    p = scenario(tmp_path, "link-down", [{"at_s": 1.0, "link": ["l1", "s1"]}])
+    got = run(p, tmp_path / "down")
+    s = got["summary"]
+    assert s["partial"] is False and s["coflows"] == s["coflows_total"] == 4
+    (f,) = s["faults"]
+    check_reroute(f, got["log"])
+    assert f["up_s"] is None and f["restored_s"] is None
+    assert got["rows"][0]["target"] == "l1-s1" and float(got["rows"][0]["reroute_ms"]) >= 0
+
+
+def test_spine_uplink_down_and_back(tmp_path):
+    p = scenario(tmp_path, "link-flap", [{"at_s": 1.0, "link": ["s1", "l1"], "down_s": 1.0}])
+    got = run(p, tmp_path / "flap")
+    s = got["summary"]
+    assert s["partial"] is False and s["coflows"] == s["coflows_total"] == 4
+    (f,) = s["faults"]
+    check_reroute(f, got["log"])
+    assert f["up_s"] == pytest.approx(f["injected_s"] + 1.0, abs=0.1)
+    assert f["restored_s"] >= f["up_s"] and 0 <= f["restore_ms"] < 500
+    for d in (2, 3, 4):  # back over both spines
+        assert f"l1: group {d} (to l{d}) over spines [1, 2]" in got["log"]
+    assert "l3: group 1 (to l1) over spines [1, 2]" in got["log"]
+
+
+def test_bad_fault_entry_is_one_line_and_starts_nothing(tmp_path):
+    p = scenario(tmp_path, "bad", [{"at_s": 1.0, "link": ["l1", "s3"]}])
+    before = set(runstate.STATE_DIR.glob("*")) if runstate.STATE_DIR.exists() else set()
+    res = coflowbed("run", str(p), "--results", str(tmp_path / "res"))
+    assert res.returncode == 2
+    err = res.stderr.strip()
+    assert err.count("\n") == 0 and err.startswith(f"{p}: faults[0].link: unknown switch 's3'")
+    assert not (tmp_path / "res").exists()
+    after = set(runstate.STATE_DIR.glob("*")) if runstate.STATE_DIR.exists() else set()
+    assert after == before  # no run registered, so nothing was started
