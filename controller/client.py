@@ -26,7 +26,7 @@ from controller.messages import (
     Registered,
     Unregister,
 )
-from controller.routing import LinkEvent
+from controller.routing import FabricEvents
 
 
 class ControllerError(RuntimeError):
@@ -122,9 +122,10 @@ class ControllerClient:
         sw = self.call({"op": "port_stats"})["switches"]
         return {name: {int(p): c for p, c in ports.items()} for name, ports in sw.items()}
 
-    def link_events(self) -> list[LinkEvent]:
-        """Every leaf-spine link change the controller saw, and its reroute."""
-        return [LinkEvent.from_wire(e) for e in self.call({"op": "link_events"})["events"]]
+    def fabric_events(self) -> FabricEvents:
+        """Every leaf-spine link change the controller saw and its reroute, and every
+        switch (re)connection."""
+        return FabricEvents.from_wire(self.call({"op": "fabric_events"}))
 
     def meter_stats(self) -> list[dict[str, Any]]:
         """One dict per meter: switch, meter_id, tag, src, dst, packets_in, bytes_in,

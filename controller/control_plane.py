@@ -31,9 +31,11 @@ from controller.coflow_table import (
 )
 from controller.messages import REQUESTS
 from controller.routing import (
+    FabricEvents,
     Groups,
     Link,
     LinkEvent,
+    SwitchEvent,
     changed_groups,
     leaf_groups,
     link_name,
@@ -54,7 +56,7 @@ OPS = (
     "tag_stats",
     "port_stats",
     "meter_stats",
-    "link_events",
+    "fabric_events",
 )
 SCHEDULER_OPS = tuple(REQUESTS)  # open_job, register, unregister, progress, close_job
 
@@ -103,6 +105,7 @@ class ControlPlane:
         self.down_links: set[Link] = set()
         self.groups: dict[str, Groups] = {}  # leaf -> groups installed on it
         self.link_events: list[LinkEvent] = []
+        self.switch_events: list[SwitchEvent] = []
         record = None if config.events_path is None else EventLog(config.events_path)
         self.scheduler = SchedulerService(plan, config.levels, self, record)
 
@@ -110,11 +113,25 @@ class ControlPlane:
     def switch_connected(self, name: str) -> None:
         """(Re)install ``name`` completely in a thread of its own."""
         self._set_ready(name, False)
+        self._switch_event(name, "connected")
         self.spawn(self._install, name)
 
     def switch_disconnected(self, name: str) -> None:
-        """``name`` is gone; it is reinstalled when it comes back."""
+        """``name`` is gone; it is reinstalled when it comes back.  A spine's links are
+        down meanwhile: the leaves reroute around it."""
+        t = time.monotonic()
         self._set_ready(name, False)
+        self._switch_event(name, "disconnected", t)
+        sw = self.plan.switch(name)
+        if sw.role == "spine":
+            for leaf in range(1, self.plan.leaves + 1):
+                self._link_end((leaf, sw.index), f"{name}:session", True, t, f"{name} disconnected")
+
+    def _switch_event(self, name: str, event: str, t: float | None = None) -> None:
+        with self._links:
+            self.switch_events.append(
+                SwitchEvent(name, event, time.monotonic() if t is None else t)
+            )
 
     def _set_ready(self, name: str, ready: bool) -> None:
         """Record readiness of ``name`` and wake ``wait_ready`` requests."""
@@ -140,7 +157,13 @@ class ControlPlane:
                 log.error("%s: install failed: %s", name, e)
                 return
             self._set_ready(name, True)
-        log.info("%s: ready after %.3f s", name, time.monotonic() - t0)
+        t = time.monotonic()
+        self._switch_event(name, "ready", t)
+        log.info("%s: ready after %.3f s", name, t - t0)
+        sw = self.plan.switch(name)
+        if sw.role == "spine":  # routes installed: the leaves may use it again
+            for leaf in range(1, self.plan.leaves + 1):
+                self._link_end((leaf, sw.index), f"{name}:session", False, t, f"{name} ready")
 
     def _install_groups(self, name: str) -> None:
         """After a base install (every group over every spine): the groups of leaf
@@ -159,20 +182,22 @@ class ControlPlane:
         """Event thread: ``port`` of ``switch`` went down or up (OpenFlow port status);
         a link whose state changes is rerouted around in a thread of its own."""
         link = link_of_port(self.plan, switch, port)
-        if link is None:
-            return
-        t = time.monotonic() if t is None else t
+        if link is not None:
+            t = time.monotonic() if t is None else t
+            self._link_end(link, switch, down, t, f"{switch} port {port}")
+
+    def _link_end(self, link: Link, end: str, down: bool, t: float, by: str) -> None:
+        """One reason for ``link`` to be down (a port's end, a spine's lost session)
+        appeared or went; a change of the link's state is rerouted around."""
         with self._links:
             ends = self._ends_down.setdefault(link, set())
-            (ends.add if down else ends.discard)(switch)
+            (ends.add if down else ends.discard)(end)
             was, now = link in self.down_links, bool(ends)
             if was == now:
                 return
             (self.down_links.add if now else self.down_links.discard)(link)
-        log.warning(
-            "link %s %s (%s port %d)", link_name(link), "down" if now else "up", switch, port
-        )
-        self.spawn(self._reroute, link, now, t, f"{switch} port {port}")
+        log.warning("link %s %s (%s)", link_name(link), "down" if now else "up", by)
+        self.spawn(self._reroute, link, now, t, by)
 
     def port_states(self, switch: str, down_ports: dict[int, bool]) -> None:
         """The ports of a (re)connecting switch as it reports them (``port_status`` each)."""
@@ -214,11 +239,12 @@ class ControlPlane:
             writes,
         )
 
-    def op_link_events(self, _req: dict, _received: float) -> dict:
-        """Every link change seen and its reroute (``LinkEvent``s, oldest first)."""
+    def op_fabric_events(self, _req: dict, _received: float) -> dict:
+        """Every link change seen and its reroute, every switch (re)connection
+        (``FabricEvents``)."""
         with self._links:
-            events = list(self.link_events)
-        return {"events": [e.to_wire() for e in events]}
+            events = FabricEvents(tuple(self.link_events), tuple(self.switch_events))
+        return events.to_wire()
 
     def _apply_leaves(self, leaves: list[str], resync: bool = True) -> int:
         """Bring ``leaves`` to the desired state of ``self.entries``; writes done.  On a

@@ -88,3 +88,48 @@ class LinkEvent:
             return cls(**{**d, "leaves": tuple(d["leaves"])})
         except (TypeError, KeyError) as e:
             raise ValueError(f"not a link event: {e}") from None
+
+
+@dataclass(frozen=True)
+class SwitchEvent:
+    """A switch ``disconnected``, ``connected`` again, or was ``ready`` (its whole state
+    installed and confirmed), at ``t_s`` (CLOCK_MONOTONIC seconds)."""
+
+    switch: str
+    event: str
+    t_s: float
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> SwitchEvent:
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise ValueError(f"not a switch event: {e}") from None
+
+
+@dataclass(frozen=True)
+class FabricEvents:
+    """What the control API's ``fabric_events`` op answers: link changes and their
+    reroutes, and switch (re)connections, oldest first."""
+
+    links: tuple[LinkEvent, ...] = ()
+    switches: tuple[SwitchEvent, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "links": [e.to_wire() for e in self.links],
+            "switches": [e.to_wire() for e in self.switches],
+        }
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> FabricEvents:
+        try:
+            return cls(
+                tuple(LinkEvent.from_wire(e) for e in d["links"]),
+                tuple(SwitchEvent.from_wire(e) for e in d["switches"]),
+            )
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"not fabric events: {e}") from None

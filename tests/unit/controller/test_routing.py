@@ -48,8 +48,7 @@ def test_control_plane_reroutes_every_leaf_concerned_and_records_it():
     assert len(drv.groups_set) == 1
     plane.port_status("s1", 1, False, t=200.0)
     assert drv.groups_set[1]["l1"] == {2: (1, 2), 3: (1, 2), 4: (1, 2)}
-    events = plane.handle({"op": "link_events"})["events"]
-    back = [routing.LinkEvent.from_wire(e) for e in events]
+    back = routing.FabricEvents.from_wire(plane.handle({"op": "fabric_events"})).links
     assert [(e.link, e.down, e.reported_by) for e in back] == [
         ("l1-s1", True, "l1 port 3"),
         ("l1-s1", False, "s1 port 1"),
@@ -69,3 +68,28 @@ def test_a_leaf_installed_while_a_link_is_down_gets_groups_around_it():
     plane.switch_connected("l3")  # l3 restarts: its base install has every spine
     assert drv.groups_set == [{"l3": {1: (1,), 2: (1,), 4: (1,)}}]
     assert plane.groups["l3"] == {1: (1,), 2: (1,), 4: (1,)}
+
+
+def test_a_spine_that_disconnects_is_routed_around_until_it_is_ready_again():
+    from tests.fakes import ready_plane
+
+    plane, drv = ready_plane(PLAN)
+    drv.groups_set.clear()
+    plane.switch_disconnected("s1")
+    merged: dict = {}
+    for call in drv.groups_set:
+        for leaf, g in call.items():
+            merged.setdefault(leaf, {}).update(g)
+    assert merged == {f"l{a}": {b: (2,) for b in range(1, 5) if b != a} for a in range(1, 5)}
+    assert plane.set_entries([]) == 0  # scheduling goes on without a spine
+    drv.groups_set.clear()
+    plane.switch_connected("s1")  # reinstalled inline, then the leaves use it again
+    assert drv.base[-1] == "s1"
+    assert all(g == routing.leaf_groups(PLAN, int(n[1:])) for n, g in plane.groups.items())
+    ev = routing.FabricEvents.from_wire(plane.handle({"op": "fabric_events"}))
+    assert [e.event for e in ev.switches if e.switch == "s1"][-3:] == [
+        "disconnected",
+        "connected",
+        "ready",
+    ]
+    assert {e.reported_by for e in ev.links} == {"s1 disconnected", "s1 ready"}
