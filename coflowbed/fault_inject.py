@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import heapq
 import logging
+import re
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from coflowbed.errors import UserError
 from coflowbed.faults import Fault, FaultRecord
 from controller.lane import Lane
-from controller.routing import LinkEvent
+from controller.routing import FabricEvents, LinkEvent
 from topo.leafspine import intf_name
 from topo.plan import FabricPlan
 
@@ -28,7 +30,7 @@ log = logging.getLogger("faults")
 # Controller events this long before an injection was issued still count as its own
 # (the clocks are one CLOCK_MONOTONIC; this only absorbs rounding).
 MATCH_SLACK_S = 0.01
-SUPPORTED = {"ovs": ("link",), "bmv2": ()}
+SUPPORTED = {"ovs": ("link", "switch"), "bmv2": ()}
 
 
 def check_supported(faults: Sequence[Fault], switch: str, source: str) -> None:
@@ -38,6 +40,10 @@ def check_supported(faults: Sequence[Fault], switch: str, source: str) -> None:
         if f.kind not in SUPPORTED.get(switch, ()):
             raise UserError(
                 source, f"faults[{f.index}]", f"a {f.kind} fault is not supported on {switch} yet"
+            )
+        if f.kind == "switch" and not f.target.startswith("s"):
+            raise UserError(
+                source, f"faults[{f.index}]", "a leaf switch restart is not supported yet"
             )
 
 
@@ -59,6 +65,64 @@ def set_links(plan: FabricPlan, fault: Fault, up: bool) -> None:
     )
 
 
+RESYNC_TIMEOUT_S = 15.0  # a restarted switch must have its whole state back by then
+RESYNC_POLL_S = 0.02
+_COUNTERS = re.compile(r"\s*(duration|n_packets|n_bytes|idle_age|hard_age)=[^,\s]*,?")
+
+
+def switch_tables(name: str) -> list[str]:
+    """What switch ``name`` holds, counters left out: its flows, groups and meters as
+    ``ovs-ofctl`` dumps them (sorted lines; the run's OVS from ``OVS_RUNDIR``)."""
+    out = []
+    for what in ("dump-flows", "dump-groups", "dump-meters"):
+        res = subprocess.run(
+            ["ovs-ofctl", "-O", "OpenFlow13", what, name],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        if res.returncode != 0:
+            raise RuntimeError(f"{name}: ovs-ofctl {what} failed: {res.stderr.strip()}")
+        body = [ln for ln in res.stdout.splitlines()[1:] if ln.strip()]  # no reply header
+        out += sorted(f"{what}: {_COUNTERS.sub('', ln).strip()}" for ln in body)
+    return out
+
+
+class OvsFaults:
+    """``apply`` of a FaultInjector on an OVS fabric: links down/up (``set_links``), and
+    spines stopped (bridge deleted, after a dump of its tables) and started again, then
+    polled until its tables equal the dump (the note says how long it took)."""
+
+    def __init__(self, fabric) -> None:
+        self.fabric = fabric
+        self.before: dict[str, list[str]] = {}
+
+    def __call__(self, plan: FabricPlan, fault: Fault, up: bool) -> str | None:
+        if fault.kind == "link":
+            set_links(plan, fault, up)
+            return None
+        name = fault.target
+        if not up:
+            self.before[name] = switch_tables(name)
+            self.fabric.stop_switch(name)
+            return None
+        t0 = time.monotonic()
+        self.fabric.start_switch(name)
+        deadline, now = t0 + RESYNC_TIMEOUT_S, switch_tables(name)
+        while now != self.before[name] and time.monotonic() < deadline:
+            time.sleep(RESYNC_POLL_S)  # polling the switch, with a deadline
+            now = switch_tables(name)
+        if now != self.before[name]:
+            missing = len(set(self.before[name]) - set(now))
+            extra = len(set(now) - set(self.before[name]))
+            return (
+                f"{name} tables differ after {RESYNC_TIMEOUT_S:g} s: "
+                f"{missing} missing, {extra} extra"
+            )
+        took = (time.monotonic() - t0) * 1e3
+        return f"{name} tables equal to before the restart ({len(now)} entries, {took:.0f} ms)"
+
+
 @dataclass(frozen=True)
 class _Action:
     fault: Fault
@@ -73,10 +137,14 @@ class FaultInjector:
         self,
         faults: Sequence[Fault],
         plan: FabricPlan,
-        apply: Callable[[FabricPlan, Fault, bool], None] = set_links,
+        apply: Callable[[FabricPlan, Fault, bool], str | None] = set_links,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``apply(plan, fault, up)`` takes the fault's element down or up; what it
+        returns (a note, e.g. how a restarted switch's state compares) goes to the
+        record."""
         self.plan, self._set, self.clock = plan, apply, clock
+        self.notes: dict[int, list[str]] = {}
         self.faults = list(faults)
         self._heap: list[tuple[float, int, int, bool]] = []  # (run s, seq, fault, up)
         self._seq = 0
@@ -118,12 +186,20 @@ class FaultInjector:
     def _apply(self, action: _Action) -> None:
         f, t = action.fault, self.clock()
         try:
-            self._set(self.plan, f, action.up)
-        except (RuntimeError, OSError) as exc:
+            note = self._set(self.plan, f, action.up)
+        except (RuntimeError, OSError, TimeoutError) as exc:
             self.errors[f.index] = f"{'up' if action.up else 'down'} failed: {exc}"
             log.error("fault %d (%s): %s", f.index, f.target, self.errors[f.index])
             return
         (self.restored if action.up else self.injected)[f.index] = t
+        if note:
+            self.notes.setdefault(f.index, []).append(note)
+
+    def attach(self, fabric) -> None:
+        """Apply the faults on ``fabric`` (an OVS ``topo.net.Fabric``), unless the
+        injector was made with its own ``apply`` (tests)."""
+        if self._set is set_links:
+            self._set = OvsFaults(fabric)
 
     def close(self) -> None:
         """Let what is queued finish."""
@@ -134,28 +210,42 @@ class FaultInjector:
         return next(iter(self.errors.values()), None)
 
     # --- records ------------------------------------------------------------------------
-    def records(self, events: Sequence[LinkEvent], t0: float) -> list[FaultRecord]:
+    def records(self, events: FabricEvents, t0: float) -> list[FaultRecord]:
         """One record per fault: the orchestrator's times and the controller's reaction,
         in run seconds (``t0``: the executor's time zero)."""
         return [self._record(f, events, t0) for f in self.faults]
 
-    def _record(self, f: Fault, events: Sequence[LinkEvent], t0: float) -> FaultRecord:
+    def _record(self, f: Fault, events: FabricEvents, t0: float) -> FaultRecord:
         rec = FaultRecord.of(f)
-        rec.detail = self.errors.get(f.index, "")
+        rec.detail = "; ".join(
+            [*filter(None, [self.errors.get(f.index)]), *self.notes.get(f.index, [])]
+        )
         down_at = self.injected.get(f.index)
         if down_at is None:
             rec.detail = rec.detail or "not injected: the run ended first"
             return rec
         rec.injected_s = _rel(down_at, t0)
-        ev = _first(events, f.target, True, down_at)
-        if ev is not None:
-            _reaction(rec, ev, down_at, t0, "")
         up_at = self.restored.get(f.index)
+        rec.up_s = _rel(up_at, t0)
+        if f.kind == "link":
+            links = [f.target]
+        else:  # a spine: each of its links went down with its session
+            links = [f"l{lf}-{f.target}" for lf in range(1, self.plan.leaves + 1)]
+        down = [e for e in (_first(events.links, lk, True, down_at) for lk in links) if e]
+        if down:
+            _reaction(rec, down, down_at, t0, "")
+        if f.kind == "switch":
+            gone = _switch_event(events, f.target, "disconnected", down_at)
+            if gone is not None:  # detected: the session ended
+                rec.detected_s = _rel(gone.t_s, t0)
+                rec.detect_ms = _ms(down_at, gone.t_s)
         if up_at is not None:
-            rec.up_s = _rel(up_at, t0)
-            ev = _first(events, f.target, False, up_at)
-            if ev is not None:
-                _reaction(rec, ev, up_at, t0, "restore")
+            back = [e for e in (_first(events.links, lk, False, up_at) for lk in links) if e]
+            if back:
+                _reaction(rec, back, up_at, t0, "restore")
+            if f.kind == "switch":
+                ready = _switch_event(events, f.target, "ready", up_at)
+                rec.resync_ms = None if ready is None else _ms(up_at, ready.t_s)
         return rec
 
 
@@ -165,6 +255,18 @@ def _rel(t: float | None, t0: float) -> float | None:
 
 def _ms(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round((b - a) * 1e3, 3)
+
+
+def _switch_event(events: FabricEvents, switch: str, kind: str, after: float):
+    """The first ``kind`` event of ``switch`` since ``after``."""
+    return next(
+        (
+            e
+            for e in events.switches
+            if e.switch == switch and e.event == kind and e.t_s >= after - MATCH_SLACK_S
+        ),
+        None,
+    )
 
 
 def _first(events: Sequence[LinkEvent], link: str, down: bool, after: float) -> LinkEvent | None:
@@ -179,16 +281,24 @@ def _first(events: Sequence[LinkEvent], link: str, down: bool, after: float) -> 
     )
 
 
-def _reaction(rec: FaultRecord, ev: LinkEvent, injected: float, t0: float, which: str) -> None:
-    """Fill the detected/rerouted (or restored) fields of ``rec`` from ``ev``."""
+def _reaction(
+    rec: FaultRecord, evs: Sequence[LinkEvent], injected: float, t0: float, which: str
+) -> None:
+    """Fill the detected/rerouted (or restored) fields of ``rec`` from the link events
+    of the fault (one for a link; one per link of a spine): detected at the first,
+    rerouted when the last reroute was confirmed."""
+    first = min(e.detected_s for e in evs)
+    done = [e.rerouted_s for e in evs if e.rerouted_s is not None]
+    last = max(done) if done else None
     if which == "restore":
-        rec.restored_s = _rel(ev.rerouted_s, t0)
-        rec.restore_ms = _ms(ev.detected_s, ev.rerouted_s)
+        rec.restored_s = _rel(last, t0)
+        rec.restore_ms = _ms(first, last)
     else:
-        rec.detected_s = _rel(ev.detected_s, t0)
-        rec.detect_ms = _ms(injected, ev.detected_s)
-        rec.rerouted_s = _rel(ev.rerouted_s, t0)
-        rec.reroute_ms = _ms(ev.detected_s, ev.rerouted_s)
-        rec.leaves_rerouted = " ".join(ev.leaves)
-    if ev.error:
-        rec.detail = (rec.detail + "; " if rec.detail else "") + f"reroute failed: {ev.error}"
+        rec.detected_s = _rel(first, t0)
+        rec.detect_ms = _ms(injected, first)
+        rec.rerouted_s = _rel(last, t0)
+        rec.reroute_ms = _ms(first, last)
+        rec.leaves_rerouted = " ".join(sorted({lf for e in evs for lf in e.leaves}))
+    for e in evs:
+        if e.error:
+            rec.detail = (rec.detail + "; " if rec.detail else "") + f"reroute failed: {e.error}"

@@ -264,6 +264,7 @@ class FaultRecord:
     up_s: float | None = None  # the orchestrator brought it back
     restored_s: float | None = None  # the controller saw it back and rewrote the groups
     restore_ms: float | None = None
+    resync_ms: float | None = None  # a restarted switch: brought back -> whole state installed
     detail: str = ""
 
     @classmethod

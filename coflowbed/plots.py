@@ -10,11 +10,12 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display on these machines
 import matplotlib.pyplot as plt  # noqa: E402
 
-from coflowbed.results import read_coflows_csv  # noqa: E402
+from coflowbed.results import read_coflows_csv, read_csv_rows  # noqa: E402
 
 
-def timeline(rows: list[dict], out: Path, title: str) -> Path:
-    """Gantt chart of coflows: arrival -> finish, colour = level."""
+def timeline(rows: list[dict], out: Path, title: str, faults: list[dict] | None = None) -> Path:
+    """Gantt chart of coflows: arrival -> finish, colour = level; ``faults`` (rows of
+    faults.csv) shaded from injection to repair, with a line where the reroute was done."""
     rows = sorted((r for r in rows if r["arrival_s"] is not None), key=lambda r: r["arrival_s"])
     fig, ax = plt.subplots(figsize=(9, max(2.5, 0.28 * len(rows) + 1)))
     cmap = plt.get_cmap("viridis", 8)
@@ -31,6 +32,8 @@ def timeline(rows: list[dict], out: Path, title: str) -> Path:
         if len(rows) <= 40:  # label small charts: level and CCT at the bar's end
             cct = "unfinished" if r["cct_s"] is None else f"{r['cct_s']:.2f} s"
             ax.text(end, i, f" L{r['level']} {cct}", va="center", fontsize=8)
+    for f in faults or []:
+        mark_fault(ax, f, max((r["finish_s"] or r["arrival_s"] for r in rows), default=1.0))
     ends = [r["finish_s"] or r["arrival_s"] for r in rows]
     ax.set_xlim(0, 1.15 * max(ends, default=1.0) or 1.0)  # room for the labels
     ax.set_yticks(
@@ -45,6 +48,22 @@ def timeline(rows: list[dict], out: Path, title: str) -> Path:
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def mark_fault(ax, f: dict, end: float) -> None:
+    """One fault on a timeline: red span from injected to up (or the end), a dashed line
+    at the reroute, the target named at the top."""
+    start = f.get("injected_s")
+    if start is None:
+        return
+    up = f.get("up_s") if f.get("up_s") is not None else end
+    ax.axvspan(start, up, color="tab:red", alpha=0.12, lw=0)
+    if f.get("rerouted_s") is not None:
+        ax.axvline(f["rerouted_s"], color="tab:red", ls="--", lw=0.8)
+    label = f"{f['target']} down"
+    if f.get("reroute_ms") is not None:
+        label += f", rerouted in {f['reroute_ms']:.0f} ms"
+    ax.text(start, -0.6, label, color="tab:red", fontsize=7, va="bottom")
 
 
 def cct_cdf(rows: list[dict], out: Path, title: str) -> Path:
@@ -73,9 +92,11 @@ def cct_cdf(rows: list[dict], out: Path, title: str) -> Path:
 def plot_run(run_dir: Path) -> list[Path]:
     """Write timeline.png and cct_cdf.png into ``run_dir``; returns their paths."""
     rows = read_coflows_csv(run_dir / "coflows.csv")
+    faults_csv = run_dir / "faults.csv"
+    faults = read_csv_rows(faults_csv) if faults_csv.exists() else []
     title = run_dir.name
     return [
-        timeline(rows, run_dir / "timeline.png", title),
+        timeline(rows, run_dir / "timeline.png", title, faults),
         cct_cdf(rows, run_dir / "cct_cdf.png", title),
     ]
 

@@ -79,7 +79,11 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
-            controller, agents, info["bringup_s"] = _start_all(scen, out_dir, runtime, stack)
+            controller, agents, info["bringup_s"], fabric = _start_all(
+                scen, out_dir, runtime, stack
+            )
+            if injector is not None:
+                injector.attach(fabric)
             backend = _backend(scen, controller, agents)
             info["connections"] = _prepare_iteration(scen, agents, backend)
             info["calibration"] = _calibrate(scen, agents)
@@ -126,14 +130,15 @@ def _fault_records(injector, controller, executor, out_dir: Path, error: str | N
     """Faults as they happened (``faults.csv``; the ``faults`` block of summary.json)
     and the run's error (a fault that could not be injected fails the run)."""
     from coflowbed import faults
+    from controller.routing import FabricEvents
 
     injector.close()
-    events = []
+    events = FabricEvents()
     if controller is not None:
         try:
-            events = controller.link_events()
-        except (OSError, RuntimeError) as exc:
-            log.warning("could not read the controller's link events: %s", exc)
+            events = controller.fabric_events()
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("could not read the controller's fabric events: %s", exc)
     t0 = executor.t0 if executor is not None and executor.t0 is not None else 0.0
     records = injector.records(events, t0)
     faults.write_csv(out_dir, records)
@@ -187,7 +192,7 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
         len(scen.plan.switches),
         len(scen.plan.hosts),
     )
-    return controller, agents, bringup_s
+    return controller, agents, bringup_s, fabric
 
 
 def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dict:

@@ -107,6 +107,33 @@ class Fabric:
         """The Mininet host called ``name``."""
         return self.net.get(name)
 
+    def stop_switch(self, name: str) -> None:
+        """Take switch ``name`` away as a crash would: its bridge is deleted (flows,
+        groups, meters and its OpenFlow connection with it); its veths stay."""
+        res = subprocess.run(
+            ["ovs-vsctl", "--timeout=10", "del-br", name],
+            capture_output=True,
+            text=True,
+            timeout=CMD_TIMEOUT_S,
+        )
+        if res.returncode != 0:
+            raise RuntimeError(f"{name}: ovs-vsctl del-br failed: {res.stderr.strip()}")
+
+    def start_switch(self, name: str) -> None:
+        """Bring switch ``name`` back after :meth:`stop_switch`: the bridge as Mininet
+        made it (dpid, ports and numbers, controller, secure, OpenFlow 1.3), then the
+        ports' linux-noop QoS and tc schedulers again.  The controller reinstalls it."""
+        sw = self.net.get(name)
+        sw.batch = False  # one ovs-vsctl now (Mininet's batch start only queues it)
+        try:
+            sw.start(self.net.controllers)
+        finally:
+            sw.batch = True
+        root, _hosts = port_schedulers(self.plan, self.levels, self.queue_packets)
+        mine = [ps for ps in root if ps.dev.startswith(f"{name}-")]
+        set_linux_noop_qos([ps.dev for ps in mine])
+        qos.apply_schedulers(mine)
+
     def stop(self) -> None:
         """Stop Mininet (switches, links, host shells), then OVS; never raises half-way:
         OVS is stopped even if Mininet's stop fails."""

@@ -114,3 +114,21 @@ def test_bad_fault_entry_is_one_line_and_starts_nothing(tmp_path):
     assert not (tmp_path / "res").exists()
     after = set(runstate.STATE_DIR.glob("*")) if runstate.STATE_DIR.exists() else set()
     assert after == before  # no run registered, so nothing was started
+
+
+def test_spine_restart_gets_its_whole_state_back(tmp_path):
+    p = scenario(tmp_path, "spine-restart", [{"at_s": 1.0, "switch": "s2", "down_s": 1.0}])
+    got = run(p, tmp_path / "restart")
+    s = got["summary"]
+    assert s["partial"] is False and s["coflows"] == s["coflows_total"] == 4
+    (f,) = s["faults"]
+    assert f["kind"] == "switch" and f["target"] == "s2"
+    assert 0 <= f["detect_ms"] < 500  # its OpenFlow session ended
+    assert f["leaves_rerouted"] == " ".join(LEAVES) and 0 <= f["reroute_ms"] < 500
+    assert f["up_s"] == pytest.approx(f["injected_s"] + 1.0, abs=0.1)
+    assert f["resync_ms"] is not None and 0 < f["resync_ms"] < 5000
+    assert f["restored_s"] >= f["up_s"]
+    assert "s2 tables equal to before the restart" in f["detail"], f["detail"]
+    for leaf in ("l1", "l2", "l3", "l4"):  # around s2 meanwhile
+        others = [d for d in (1, 2, 3, 4) if f"l{d}" != leaf]
+        assert f"{leaf}: group {others[0]} (to l{others[0]}) over spines [1]" in got["log"]

@@ -8,7 +8,7 @@ import threading
 from coflowbed.executor import DagExecutor
 from coflowbed.fault_inject import FaultInjector, check_supported, link_devices
 from coflowbed.faults import Fault
-from controller.routing import LinkEvent
+from controller.routing import FabricEvents, LinkEvent, SwitchEvent
 from tests.fakes import FakeBackend, cf
 from topo.plan import FabricPlan
 from workload.dag import Dag
@@ -62,7 +62,7 @@ def test_records_merge_the_controllers_link_events():
         LinkEvent("l1-s1", False, 1001.503, "s1 port 1", 1001.510, ("l1", "l2"), 4),
         LinkEvent("l2-s2", True, 1002.252, "s2 port 2", 1002.26, ("l1",), 1, "l1: timeout"),
     ]
-    r = {x.index: x for x in inj.records(events, t0=1000.0)}
+    r = {x.index: x for x in inj.records(FabricEvents(tuple(events)), t0=1000.0)}
     assert (r[0].injected_s, r[0].detected_s, r[0].detect_ms) == (0.5, 0.502, 2.0)
     assert (r[0].rerouted_s, r[0].reroute_ms, r[0].leaves_rerouted) == (0.509, 7.0, "l1 l2 l3 l4")
     assert (r[0].up_s, r[0].restored_s, r[0].restore_ms) == (1.5, 1.51, 7.0)
@@ -80,7 +80,7 @@ def test_a_failed_injection_is_the_runs_error():
     inj.fire(0.0)
     inj.close()
     assert "down failed: ip -batch failed" in (inj.error() or "")
-    assert inj.records([], 0.0)[0].injected_s is None
+    assert inj.records(FabricEvents(), 0.0)[0].injected_s is None
 
 
 def test_link_devices_are_both_veth_ends():
@@ -97,3 +97,28 @@ def test_kinds_not_supported_yet_are_refused_before_anything_starts():
         UserError, match=r"s.yaml: faults\[0\]: a link fault is not supported on bmv2"
     ):
         check_supported([Fault(0, "link", "l1-s1", 1.0)], "bmv2", "s.yaml")
+
+
+def test_a_spine_restart_is_recorded_from_its_session_and_its_links():
+    inj = FaultInjector([Fault(0, "switch", "s2", 1.0, None, 1.0)], PLAN, apply=Recorder())
+    inj.close()
+    inj.injected[0], inj.restored[0] = 1001.0, 1002.0
+    inj.notes[0] = ["s2 tables equal to before the restart (8 entries, 40 ms)"]
+    links = tuple(
+        LinkEvent(f"l{lf}-s2", True, 1001.003, "s2 disconnected", 1001.003 + lf / 1000, (f"l{lf}",))
+        for lf in range(1, 5)
+    ) + tuple(
+        LinkEvent(f"l{lf}-s2", False, 1002.05, "s2 ready", 1002.06, (f"l{lf}",))
+        for lf in range(1, 5)
+    )
+    switches = (
+        SwitchEvent("s2", "disconnected", 1001.002),
+        SwitchEvent("s2", "connected", 1002.03),
+        SwitchEvent("s2", "ready", 1002.05),
+    )
+    (r,) = inj.records(FabricEvents(links, switches), t0=1000.0)
+    assert (r.detected_s, r.detect_ms) == (1.002, 2.0)
+    assert (r.rerouted_s, r.reroute_ms) == (1.007, 4.0)  # the last leaf's confirmation
+    assert r.leaves_rerouted == "l1 l2 l3 l4" and r.up_s == 2.0
+    assert (r.resync_ms, r.restored_s, r.restore_ms) == (50.0, 2.06, 10.0)
+    assert "tables equal" in r.detail

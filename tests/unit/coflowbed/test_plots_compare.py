@@ -81,3 +81,27 @@ def test_compare_in_the_simulator_from_the_cli(tmp_path, capsys):
     assert rows["fair"]["speedup_iteration_time"] == 1.0
     assert rows["dp-first"]["iteration_time_s"] > 0 and "| dp-first |" in capsys.readouterr().out
     assert json.loads((tmp_path / "fair" / "summary.json").read_text())["simulated"] is True
+
+
+def test_timeline_marks_the_runs_faults(tmp_path, monkeypatch):
+    from coflowbed import faults, plots
+
+    _write_run(tmp_path, {"a": 1.0, "b": 2.0})
+    rec = faults.FaultRecord.of(faults.Fault(0, "link", "l1-s1", 0.5, None, 1.0))
+    rec.injected_s, rec.rerouted_s, rec.reroute_ms, rec.up_s = 0.5, 0.51, 10.0, 1.5
+    late = faults.FaultRecord.of(faults.Fault(1, "link", "l2-s1", 9.0))  # never injected
+    faults.write_csv(tmp_path, [rec, late])
+    marked: list[str] = []
+    real = plots.mark_fault
+    monkeypatch.setattr(
+        plots, "mark_fault", lambda ax, f, end: (marked.append(f["target"]), real(ax, f, end))
+    )
+    plots.plot_run(tmp_path)
+    assert marked == ["l1-s1", "l2-s1"]
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    real(ax, faults.summary_block([rec])[0], 3.0)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["l1-s1 down, rerouted in 10 ms"] and len(ax.patches) == 1
+    plt.close(fig)
