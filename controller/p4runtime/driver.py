@@ -22,6 +22,7 @@ from controller.p4runtime.artifacts import Artifacts
 from controller.p4runtime.entities import EntityBuilder, N, rule_key_of
 from controller.p4runtime.p4info import P4InfoIndex
 from controller.p4runtime.session import DELETE, INSERT, MODIFY, P4RuntimeSession, update
+from controller.routing import Groups, leaf_groups
 from controller.southbound.base import (
     MeterCounter,
     PortCounter,
@@ -136,15 +137,50 @@ class P4RuntimeDriver(SwitchDriver):
                 ],
                 timeout,
             )
+            groups = leaf_groups(self.plan, sw.index)
             sess.write(
-                [update(INSERT, action_profile_group=self.build.ecmp_group(self.plan))], timeout
+                [
+                    update(INSERT, action_profile_group=self.build.ecmp_group(d, spines))
+                    for d, spines in groups.items()
+                ],
+                timeout,
             )
-            sess.write([update(INSERT, table_entry=self.build.ecmp_entry())], timeout)
+            sess.write(
+                [update(INSERT, table_entry=self.build.ecmp_entry(d)) for d in groups], timeout
+            )
         routes = self.build.route_entries(self.plan, sw)
         sess.write([update(INSERT, table_entry=e) for e in routes], timeout)
         with self._lock:
             self._rules[switch], self._meters[switch] = {}, set()
         log.info("%s: pipeline pushed, %d routes installed", switch, len(routes))
+
+    def set_groups(self, groups: Mapping[str, Groups], timeout: float) -> int:
+        """Modify the ECMP groups' members of each leaf (leaves in parallel).  Not run
+        against BMv2 here (none installed): checked on the fake P4Runtime switch only."""
+        work = {n: g for n, g in groups.items() if g}
+        if not work:
+            return 0
+        pool = ThreadPoolExecutor(max_workers=len(work))
+        try:
+            futures = [
+                pool.submit(
+                    self.session(n).write,
+                    [
+                        update(MODIFY, action_profile_group=self.build.ecmp_group(d, spines))
+                        for d, spines in sorted(g.items())
+                    ],
+                    timeout,
+                )
+                for n, g in work.items()
+            ]
+            done, pending = wait(futures, timeout=apply_bound_s(timeout))
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if pending:
+            raise SouthboundError("group writes not confirmed in time")
+        for f in done:
+            f.result()
+        return sum(len(g) for g in work.values())
 
     def apply(self, diffs: Mapping[str, LeafDiff], timeout: float) -> int:
         """Write every diff, the switches in parallel; return once all are applied, or

@@ -3,7 +3,8 @@
 Mirrors the OpenFlow pipeline (controller/southbound/of_messages.py):
 
 - routing: leaf l: own host /32 -> its port; rest of its own /24 -> drop (no loop via
-  the spines); 10.0.0.0/16 -> ECMP group 1 whose members forward to each uplink.
+  the spines); another leaf d's /24 -> ECMP group d whose members forward to the uplinks
+  of the spines both leaves reach (``controller.routing``; one member per spine).
   Spine s: 10.0.l.0/24 -> port l.  Everything else: the table's default (drop).
 - coflow table: one entry per TagRule (in_port, tag, dst /32 or wildcard) -> level
   [+ meter index]; meters are byte meters with CIR = PIR = rate, so RED = above rate.
@@ -18,15 +19,11 @@ from finsy.proto import p4r
 from controller.coflow_table import MeterSpec, TagRule
 from controller.p4runtime.p4info import P4InfoIndex, encode_uint, ip_to_int
 from topo.plan import (
-    FABRIC_NET,
-    FABRIC_PREFIX_LEN,
     LEAF_PREFIX_LEN,
     FabricPlan,
     SwitchPlan,
     leaf_subnet,
 )
-
-ECMP_GROUP = 1
 
 
 @dataclass(frozen=True)
@@ -133,13 +130,15 @@ class EntityBuilder:
                 self.action(N.drop),
             )
         )
-        out.append(
+        out += [
             self.table_entry(
                 N.route,
-                [self.lpm(N.route, "dst", FABRIC_NET, FABRIC_PREFIX_LEN)],
-                self.action(N.to_ecmp, group=ECMP_GROUP),
+                [self.lpm(N.route, "dst", leaf_subnet(d), LEAF_PREFIX_LEN)],
+                self.action(N.to_ecmp, group=d),
             )
-        )
+            for d in range(1, plan.leaves + 1)
+            if d != sw.index
+        ]
         return out
 
     def ecmp_members(self, plan: FabricPlan) -> list[p4r.ActionProfileMember]:
@@ -154,23 +153,18 @@ class EntityBuilder:
             for s in range(1, plan.spines + 1)
         ]
 
-    def ecmp_group(self, plan: FabricPlan) -> p4r.ActionProfileGroup:
-        """The ECMP group over every spine member."""
+    def ecmp_group(self, group: int, spines: tuple[int, ...]) -> p4r.ActionProfileGroup:
+        """ECMP group ``group`` (traffic for leaf ``group``) over the members of ``spines``."""
         return p4r.ActionProfileGroup(
             action_profile_id=self.ix.id("action_profiles", N.ecmp_selector),
-            group_id=ECMP_GROUP,
+            group_id=group,
             max_size=self.ix.size("action_profiles", N.ecmp_selector),
-            members=[
-                p4r.ActionProfileGroup.Member(member_id=s, weight=1)
-                for s in range(1, plan.spines + 1)
-            ],
+            members=[p4r.ActionProfileGroup.Member(member_id=s, weight=1) for s in spines],
         )
 
-    def ecmp_entry(self) -> p4r.TableEntry:
-        """ECMP table: group key 1 -> the selector group."""
-        return self.table_entry(
-            N.ecmp, [self.exact(N.ecmp, "group", ECMP_GROUP)], group_id=ECMP_GROUP
-        )
+    def ecmp_entry(self, group: int) -> p4r.TableEntry:
+        """ECMP table: group key ``group`` -> the selector group of the same id."""
+        return self.table_entry(N.ecmp, [self.exact(N.ecmp, "group", group)], group_id=group)
 
     # --- coflow table ------------------------------------------------------------------
     def coflow_match(self, tag: int, in_port: int, dst_ip: str | None) -> list:

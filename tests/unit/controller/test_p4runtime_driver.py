@@ -92,16 +92,16 @@ def test_install_base_pushes_pipeline_then_routes_and_ecmp_on_leaf(driver, switc
     assert pipe.device_id == plan.switch("l1").dpid
     ix = p4info_ids()
     routes = entries_of(fake, "CoflowIngress.route")
-    # 2 host /32s, own /24 -> drop, 10.0/16 -> ECMP
+    # 2 host /32s, own /24 -> drop, l2's /24 -> ECMP group 2
     by_prefix = {(r.match[0].lpm.value, r.match[0].lpm.prefix_len): r.action.action for r in routes}
     assert len(routes) == 4
     host = by_prefix[(bytes([10, 0, 1, 2]), 32)]
     assert host.action_id == ix.id("actions", "CoflowIngress.forward")
     assert host.params[0].value == (2).to_bytes(2, "big")  # bit<9> port 2
     assert by_prefix[(bytes([10, 0, 1, 0]), 24)].action_id == ix.id("actions", "CoflowIngress.drop")
-    assert by_prefix[(bytes([10, 0, 0, 0]), 16)].action_id == ix.id(
-        "actions", "CoflowIngress.to_ecmp"
-    )
+    to_l2 = by_prefix[(bytes([10, 0, 2, 0]), 24)]
+    assert to_l2.action_id == ix.id("actions", "CoflowIngress.to_ecmp")
+    assert to_l2.params[0].value == (2).to_bytes(1, "big")  # bit<8> group 2
     members = [
         u.entity.action_profile_member
         for w in fake.writes
@@ -118,9 +118,23 @@ def test_install_base_pushes_pipeline_then_routes_and_ecmp_on_leaf(driver, switc
         for u in w.updates
         if u.entity.HasField("action_profile_group")
     ]
-    assert [sorted(m.member_id for m in g.members) for g in groups] == [[1, 2]]
+    assert [(g.group_id, sorted(m.member_id for m in g.members)) for g in groups] == [(2, [1, 2])]
     (ecmp,) = entries_of(fake, "CoflowIngress.ecmp")
-    assert ecmp.action.action_profile_group_id == 1
+    assert ecmp.action.action_profile_group_id == 2
+
+
+@needs_p4info
+@pytest.mark.sockets
+def test_set_groups_modifies_the_members_of_each_leafs_groups(driver, switches, plan):
+    for name in ("l1", "l2"):
+        driver.connect(name, timeout=5)
+        driver.install_base(name, timeout=5)
+    assert driver.set_groups({"l1": {2: (2,)}, "l2": {1: (2,)}}, timeout=5) == 2
+    for name, d in (("l1", 2), ("l2", 1)):
+        (last,) = switches[name].fake.writes[-1].updates
+        assert last.type == p4r.Update.MODIFY
+        g = last.entity.action_profile_group
+        assert (g.group_id, [m.member_id for m in g.members]) == (d, [2])
 
 
 @needs_p4info
@@ -236,7 +250,7 @@ def test_switch_error_becomes_southbound_error_with_message(driver, switches, pl
 
     sess = driver.session("l1")
     with pytest.raises(SouthboundError, match="l1: Write failed: .*entry exists"):
-        sess.write([update(INSERT, table_entry=driver.build.ecmp_entry())], 5)
+        sess.write([update(INSERT, table_entry=driver.build.ecmp_entry(2))], 5)
 
 
 @needs_p4info
