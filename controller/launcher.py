@@ -99,6 +99,30 @@ def _signal_listening(ready: threading.Event) -> None:
     ofc.StreamServer = SignallingStreamServer
 
 
+def _report_lost_connections() -> None:
+    """Make os-ken report a switch whose connection ended at once.  On the native hub
+    ``hub.kill`` is a no-op, so after the receive loop ends ``Datapath.serve`` waits
+    forever for its send thread (blocked on its queue), and the DEAD_DISPATCHER state
+    change (our ``switch_disconnected``) never comes.  After the receive loop: one
+    closing no-op write ends the send thread, and ``close`` reports the loss."""
+    from os_ken.controller import controller as ofc
+
+    receive = ofc.Datapath._recv_loop
+    if getattr(receive, "reports_loss", False):
+        return
+
+    def recv_loop(self) -> None:
+        try:
+            receive(self)
+        finally:
+            if self.send_q is not None:
+                self.send(b"", close_socket=True)
+            self.close()
+
+    recv_loop.reports_loss = True  # type: ignore[attr-defined]
+    ofc.Datapath._recv_loop = recv_loop
+
+
 def run(args: argparse.Namespace) -> int:
     """Configure os-ken, start the apps, print READY, block until killed."""
     os.environ["OSKEN_HUB_TYPE"] = "native"  # before os_ken.lib.hub is imported
@@ -110,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
 
     listening = threading.Event()
     _signal_listening(listening)
+    _report_lost_connections()
     cfg.CONF(
         ["--ofp-listen-host", OF_LISTEN_HOST, "--ofp-tcp-listen-port", str(args.of_port)],
         project="os_ken",

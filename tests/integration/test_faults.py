@@ -110,7 +110,8 @@ def test_bad_fault_entry_is_one_line_and_starts_nothing(tmp_path):
     res = coflowbed("run", str(p), "--results", str(tmp_path / "res"))
     assert res.returncode == 2
     err = res.stderr.strip()
-    assert err.count("\n") == 0 and err.startswith(f"{p}: faults[0].link: unknown switch 's3'")
+    assert err.count("\n") == 0
+    assert err.startswith(f"coflowbed: error: {p}: faults[0].link: unknown switch 's3'"), err
     assert not (tmp_path / "res").exists()
     after = set(runstate.STATE_DIR.glob("*")) if runstate.STATE_DIR.exists() else set()
     assert after == before  # no run registered, so nothing was started
