@@ -400,9 +400,9 @@ class Simulator:
             dt = stepkernel.next_finish(self.active, self.rates, fl.remaining)
         if dt < best:
             best, why = dt, "flow"
-        dt = self._next_fault() - self.now
-        if dt < best:
-            best, why = dt, "fault"
+        fault_dt = self._next_fault() - self.now
+        if fault_dt < best:
+            best, why = fault_dt, "fault"
         if self.thresholds.size and math.isfinite(dt):
             dt = self._next_threshold()
             if dt < best:

@@ -147,7 +147,9 @@ def test_routes_of_a_larger_fabric(ix):
     plan = FabricPlan(spines=3, leaves=4, hosts_per_leaf=3, host_bw_mbps=10, fabric_bw_mbps=10)
     b = EntityBuilder(ix)
     leaf = b.route_entries(plan, plan.switch("l4"))
-    assert len(leaf) == 3 + 2
+    assert len(leaf) == 3 + 1 + 3  # host /32s, own /24, one /24 per other leaf
+    groups = [decode_uint(e.action.action.params[0].value) for e in leaf[4:]]
+    assert groups == [1, 2, 3]
     spine = b.route_entries(plan, plan.switch("s3"))
     assert [e.match[0].lpm.value[2] for e in spine] == [1, 2, 3, 4]
     assert [m.member_id for m in b.ecmp_members(plan)] == [1, 2, 3]
