@@ -56,8 +56,8 @@ def scenario(tmp: Path, name: str, faults: list[dict]) -> Path:
     return p
 
 
-def run(path: Path, out: Path) -> dict:
-    res = coflowbed("run", str(path), "--out", str(out), "--no-check")
+def run(path: Path, out: Path, check: bool = False) -> dict:
+    res = coflowbed("run", str(path), "--out", str(out), *([] if check else ["--no-check"]))
     assert res.returncode == 0, res.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     rows = list(csv.DictReader((out / "faults.csv").open()))
@@ -92,8 +92,10 @@ def test_spine_uplink_down_for_good(tmp_path):
 
 def test_spine_uplink_down_and_back(tmp_path):
     p = scenario(tmp_path, "link-flap", [{"at_s": 1.0, "link": ["s1", "l1"], "down_s": 1.0}])
-    got = run(p, tmp_path / "flap")
+    got = run(p, tmp_path / "flap", check=True)
     s = got["summary"]
+    fid = s["fidelity"]  # simulated with the link down as faults.csv recorded it
+    assert "error" not in fid and "skipped" not in fid and fid["iteration_ratio"] > 0, fid
     assert s["partial"] is False and s["coflows"] == s["coflows_total"] == 4
     (f,) = s["faults"]
     check_reroute(f, got["log"])
