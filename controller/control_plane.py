@@ -165,7 +165,10 @@ class ControlPlane:
             if unknown:
                 raise ValueError(f"{unknown[0]}: unknown key for op {op!r}")
             return {"ok": True, **getattr(self, f"op_{op}")(request, received)}
-        except (ValueError, SouthboundError, PolicyError, RuntimeError) as e:
+        except PolicyError as e:  # the user's policy failed: say so, the run stops
+            log.error("policy failed: %s", e)
+            return {"ok": False, "error": f"PolicyError: {e}"}
+        except (ValueError, SouthboundError, RuntimeError) as e:
             log.warning("request failed: %s", e)
             return {"ok": False, "error": str(e)}
 
