@@ -24,9 +24,11 @@ from coflowbed.executor import DagExecutor, RunFailed
 from coflowbed.rundir import write_inputs
 from coflowbed.scenario import Scenario
 from controller.messages import OpenJob
+from controller.stats import PortCount, meters_to_wire, ports_to_wire, tags_to_wire
 from workload.agent.proto import DATA_PORT
 
 log = logging.getLogger("runner")
+Ports = dict[str, dict[int, PortCount]]  # switch -> port -> counters
 
 START_TIMEOUT_S = 60.0
 
@@ -75,7 +77,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
     fabric down) the fidelity figure."""
     executor, backend, controller, error, info = None, None, None, None, {}
     injector = _injector(scen)
-    ports_before: dict = {}
+    ports_before: Ports = {}
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
@@ -231,7 +233,7 @@ def _start_bmv2_fabric(plan, run_dir: Path, ports, levels: int, queue_packets: i
     )
 
 
-def _save_counters(controller, out_dir: Path, ports_before: dict) -> None:
+def _save_counters(controller, out_dir: Path, ports_before: Ports) -> None:
     """Switch counters at the end of the run -> counters.json: ``ports`` counts the
     iteration's own traffic (the counters at the first release, bring-up and calibration
     burst, are subtracted and kept as ``ports_before_iteration``), ``meters`` and ``tags``
@@ -241,29 +243,27 @@ def _save_counters(controller, out_dir: Path, ports_before: dict) -> None:
     try:
         ports = controller.port_stats()
         counters = {
-            "ports": subtract_ports(ports, ports_before),
-            "ports_before_iteration": ports_before,
-            "meters": controller.meter_stats(),
-            "tags": controller.tag_stats(),
+            **ports_to_wire(subtract_ports(ports, ports_before)),
+            "ports_before_iteration": ports_to_wire(ports_before)["switches"],
+            **meters_to_wire(controller.meter_stats()),
+            **tags_to_wire(controller.tag_stats()),
         }
+        counters["ports"] = counters.pop("switches")
     except (OSError, RuntimeError) as exc:
         log.warning("could not read switch counters: %s", exc)
         return
     (out_dir / "counters.json").write_text(json.dumps(counters, indent=1, sort_keys=True) + "\n")
 
 
-def _ports_now(controller) -> dict:
+def _ports_now(controller) -> Ports:
     """The switches' port counters now."""
     return controller.port_stats()
 
 
-def subtract_ports(after: dict, before: dict) -> dict:
+def subtract_ports(after: Ports, before: Ports) -> Ports:
     """Per switch and port: counters of ``after`` less those of ``before`` (0 if absent)."""
     return {
-        sw: {
-            port: {k: v - before.get(sw, {}).get(port, {}).get(k, 0) for k, v in c.items()}
-            for port, c in ports.items()
-        }
+        sw: {port: c.minus(before.get(sw, {}).get(port)) for port, c in ports.items()}
         for sw, ports in after.items()
     }
 

@@ -12,7 +12,6 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 from controller.coflow_table import TagEntry
 from controller.messages import (
@@ -27,6 +26,15 @@ from controller.messages import (
     Unregister,
 )
 from controller.routing import FabricEvents
+from controller.stats import (
+    MeterRow,
+    PortCount,
+    Status,
+    TagCount,
+    meters_from_wire,
+    ports_from_wire,
+    tags_from_wire,
+)
 
 
 class ControllerError(RuntimeError):
@@ -90,18 +98,19 @@ class ControllerClient:
             raise ControllerError(reply.get("error", "unknown error"))
         return reply
 
-    def status(self) -> dict:
-        """``{"switches": [...], "ready": bool, "levels": K}``."""
-        return self.call({"op": "status"})
+    def status(self) -> Status:
+        """Connected switches, readiness, levels."""
+        return Status.from_wire(_reply_body(self.call({"op": "status"})))
 
-    def wait_ready(self, timeout: float) -> dict:
+    def wait_ready(self, timeout: float) -> Status:
         """Block until the controller reports ready (every switch connected and
         installed); TimeoutError after ``timeout`` s.  The controller signals readiness
         itself (op ``wait_ready`` blocks on a condition there)."""
-        st = self.call({"op": "wait_ready", "timeout_s": timeout}, timeout + self.timeout)
-        if not st["ready"]:
+        reply = self.call({"op": "wait_ready", "timeout_s": timeout}, timeout + self.timeout)
+        st = Status.from_wire(_reply_body(reply))
+        if not st.ready:
             raise TimeoutError(
-                f"controller not ready after {timeout:.0f} s (connected: {st['switches']})"
+                f"controller not ready after {timeout:.0f} s (connected: {list(st.switches)})"
             )
         return st
 
@@ -113,24 +122,22 @@ class ControllerClient:
         """Remove the entries and meters of ``tags``."""
         return self.call({"op": "clear", "tags": list(tags)}, timeout)
 
-    def tag_stats(self) -> dict[int, dict[str, int]]:
-        """``{tag: {"bytes": b, "packets": p}}`` for every active tag."""
-        return {int(t): v for t, v in self.call({"op": "tag_stats"})["tags"].items()}
+    def tag_stats(self) -> dict[int, TagCount]:
+        """Bytes and packets of every active tag."""
+        return tags_from_wire(self.call({"op": "tag_stats"}))
 
-    def port_stats(self) -> dict[str, dict[int, dict[str, int]]]:
-        """``{switch: {port: {rx_bytes, tx_bytes, rx_packets, tx_packets}}}``."""
-        sw = self.call({"op": "port_stats"})["switches"]
-        return {name: {int(p): c for p, c in ports.items()} for name, ports in sw.items()}
+    def port_stats(self) -> dict[str, dict[int, PortCount]]:
+        """Every port's counters, per switch."""
+        return ports_from_wire(self.call({"op": "port_stats"}))
 
     def fabric_events(self) -> FabricEvents:
         """Every leaf-spine link change the controller saw and its reroute, and every
         switch (re)connection."""
         return FabricEvents.from_wire(self.call({"op": "fabric_events"}))
 
-    def meter_stats(self) -> list[dict[str, Any]]:
-        """One dict per meter: switch, meter_id, tag, src, dst, packets_in, bytes_in,
-        drop_packets, drop_bytes."""
-        return self.call({"op": "meter_stats"})["meters"]
+    def meter_stats(self) -> list[MeterRow]:
+        """Every leaf meter's counters (retired ones with their last counters)."""
+        return meters_from_wire(self.call({"op": "meter_stats"}))
 
     # --- the coflow scheduler (controller.messages) -------------------------------------
     def open_job(self, msg: OpenJob) -> JobOpened:

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from controller.coflow_table import (
@@ -44,6 +44,15 @@ from controller.routing import (
 from controller.scheduler import PolicyError
 from controller.scheduler_service import EventLog, SchedulerService
 from controller.southbound.base import SouthboundError, SwitchDriver
+from controller.stats import (
+    MeterRow,
+    PortCount,
+    Status,
+    TagCount,
+    meters_to_wire,
+    ports_to_wire,
+    tags_to_wire,
+)
 from topo.plan import FabricPlan
 from workload.marking import MAX_LEVELS
 
@@ -95,7 +104,7 @@ class ControlPlane:
         self.tables = {name: LeafTable() for name in self.leaves}
         self.ready: set[str] = set()
         self.retired: dict[int, list[int]] = {}  # cookie -> [bytes, packets]
-        self.retired_meters: list[dict] = []  # last counters of meters removed by clear
+        self.retired_meters: list[MeterRow] = []  # last counters of meters removed by clear
         self._write = threading.Lock()
         self._stats = threading.Lock()
         self._ready_changed = threading.Condition()
@@ -285,17 +294,16 @@ class ControlPlane:
             if unknown:
                 raise ValueError(f"{unknown[0]}: unknown key for op {op!r}")
             return {"ok": True, **getattr(self, f"op_{op}")(request, received)}
-        except (ValueError, SouthboundError, PolicyError, RuntimeError) as e:
+        except PolicyError as e:  # the user's policy failed: say so, the run stops
+            log.error("policy failed: %s", e)
+            return {"ok": False, "error": f"PolicyError: {e}"}
+        except (ValueError, SouthboundError, RuntimeError) as e:
             log.warning("request failed: %s", e)
             return {"ok": False, "error": str(e)}
 
     def op_status(self, _req: dict, _received: float) -> dict:
         """Connected switches and readiness."""
-        return {
-            "switches": self.driver.connected(),
-            "ready": self.all_ready(),
-            "levels": self.cfg.levels,
-        }
+        return Status(tuple(self.driver.connected()), self.all_ready(), self.cfg.levels).to_wire()
 
     def op_wait_ready(self, req: dict, received: float) -> dict:
         """Block until ready or ``timeout_s`` passed; then the status."""
@@ -353,7 +361,7 @@ class ControlPlane:
         with self._stats:
             for cookie in [c for c in self.retired if cookie_tag(c) in tags]:
                 del self.retired[cookie]
-            self.retired_meters.extend({**row, "retired": True} for row in last_counters)
+            self.retired_meters.extend(replace(row, retired=True) for row in last_counters)
         return written
 
     def on_removed(self, switch: str, cookie: int, nbytes: int, packets: int) -> None:
@@ -368,9 +376,7 @@ class ControlPlane:
 
     def op_tag_stats(self, _req: dict, _received: float) -> dict:
         """Bytes/packets per active tag, summed over leaves (removed rules included)."""
-        return {
-            "tags": {str(t): {"bytes": b, "packets": p} for t, (b, p) in self._tag_totals().items()}
-        }
+        return tags_to_wire({t: TagCount(b, p) for t, (b, p) in self._tag_totals().items()})
 
     def tag_bytes(self) -> dict[int, int]:
         """Bytes per active tag (what byte-threshold policies read)."""
@@ -398,27 +404,26 @@ class ControlPlane:
 
     def op_port_stats(self, _req: dict, _received: float) -> dict:
         """Per switch, per port counters."""
-        out = {}
-        for name in self.driver.connected():
-            out[name] = {
-                str(c.port): {
-                    "rx_bytes": c.rx_bytes,
-                    "tx_bytes": c.tx_bytes,
-                    "rx_packets": c.rx_packets,
-                    "tx_packets": c.tx_packets,
-                }
+        return ports_to_wire(self.port_counts())
+
+    def port_counts(self) -> dict[str, dict[int, PortCount]]:
+        """Counters of every port of every connected switch."""
+        return {
+            name: {
+                c.port: PortCount(c.rx_bytes, c.tx_bytes, c.rx_packets, c.tx_packets)
                 for c in self.driver.port_counters(name, self.cfg.op_timeout_s)
             }
-        return {"switches": out}
+            for name in self.driver.connected()
+        }
 
     def op_meter_stats(self, _req: dict, _received: float) -> dict:
         """Per leaf meter counters, labelled with the meter's tag and host(s); meters
         removed by ``clear`` are listed with their last counters and ``retired: true``."""
         with self._stats:
             retired = list(self.retired_meters)
-        return {"meters": self._meter_rows() + retired}
+        return meters_to_wire(self._meter_rows() + retired)
 
-    def _meter_rows(self, only_tags: set[int] | None = None) -> list[dict]:
+    def _meter_rows(self, only_tags: set[int] | None = None) -> list[MeterRow]:
         """Current counters of the leaves' meters (of ``only_tags`` if given)."""
         meters = []
         for name in self.leaves:
@@ -435,17 +440,18 @@ class ControlPlane:
                 if c.meter_id not in keys and only_tags is not None:
                     continue
                 key = keys.get(c.meter_id, ("?", None, None))
+                dst = key[3] if len(key) > 3 else None
                 meters.append(
-                    {
-                        "switch": name,
-                        "meter_id": c.meter_id,
-                        "tag": key[1],
-                        "src": key[2],
-                        "dst": key[3] if len(key) > 3 else None,
-                        "packets_in": c.packets_in,
-                        "bytes_in": c.bytes_in,
-                        "drop_packets": c.drop_packets,
-                        "drop_bytes": c.drop_bytes,
-                    }
+                    MeterRow(
+                        name,
+                        c.meter_id,
+                        key[1],
+                        key[2],
+                        dst,
+                        c.packets_in,
+                        c.bytes_in,
+                        c.drop_packets,
+                        c.drop_bytes,
+                    )
                 )
         return meters

@@ -34,12 +34,14 @@ class Lane(Generic[T]):
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def put(self, item: T) -> Future:
-        """Queue ``item``; the future settles with ``apply``'s result once it is applied."""
+    def put(self, item: T, last: bool = False) -> Future:
+        """Queue ``item``; the future settles with ``apply``'s result once it is applied.
+        ``last``: nothing queued after it is merged with it (whoever waits for it does
+        not wait for later items too)."""
         done: Future = Future()
         with self._state:
             self._pending += 1
-            self._queue.put((item, done))
+            self._queue.put((item, done, last))
         return done
 
     def apply_if_idle(self, item: T) -> tuple[bool, Any]:
@@ -69,7 +71,7 @@ class Lane(Generic[T]):
         """Take what is queued (everything waiting, when merging) until told to stop."""
         while (item := self._queue.get()) is not None:
             batch, stop = [item], False
-            while self.merge is not None and not self._queue.empty():
+            while self.merge is not None and not batch[-1][2] and not self._queue.empty():
                 nxt = self._queue.get()
                 if nxt is None:
                     stop = True
@@ -79,7 +81,7 @@ class Lane(Generic[T]):
                 if self.merge is None:
                     self._run(item[0], [item[1]])
                 else:
-                    self._run(self.merge([it for it, _ in batch]), [done for _, done in batch])
+                    self._run(self.merge([it for it, _, _ in batch]), [d for _, d, _ in batch])
             with self._state:
                 self._pending -= len(batch)
             if stop:

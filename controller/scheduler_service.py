@@ -176,7 +176,7 @@ class SchedulerService:
             own, rest = split_own(changes, tag)
             own_done = None
             if own and not job.lane.apply_if_idle(own)[0]:  # idle: written here, now
-                own_done = job.lane.put(own)
+                own_done = job.lane.put(own, last=True)  # not merged with the re-ranks after
             if rest.entries or rest.clear_tags:
                 job.lane.put(rest)
             reply = Registered(

@@ -438,14 +438,10 @@ def meter_counters(client: ControllerClient, leaf: str, tag: int, src: str) -> t
     ms = [
         m
         for m in client.meter_stats()
-        if m["switch"] == leaf
-        and m["tag"] == tag
-        and m["src"] == src
-        and m["dst"] is None
-        and not m.get("retired")
+        if m.switch == leaf and m.tag == tag and m.src == src and m.dst is None and not m.retired
     ]
     assert len(ms) == 1, f"meters of tag {tag} from {src} on {leaf}: {ms}"
-    return ms[0]["packets_in"], ms[0]["drop_packets"]
+    return ms[0].packets_in, ms[0].drop_packets
 
 
 def send_burst(
@@ -539,7 +535,7 @@ def check_unmetered_burst(
         probe, v, (moved, want) = send_burst(
             bench, src, dst, tag, level, count, size, metered=False
         )
-        meters = [m for m in bench.client.meter_stats() if m["tag"] == tag and not m.get("retired")]
+        meters = [m for m in bench.client.meter_stats() if m.tag == tag and not m.retired]
     finally:
         bench.client.clear([tag])
     got = sorted(probe.seq_of(p) for p in v.passed)

@@ -129,7 +129,7 @@ def test_ecmp_uses_every_spine(fabric):
     after = client.port_stats()["l1"]
     plan = fab.plan
     sent = {
-        s: after[plan.uplink_port(s)]["tx_packets"] - before[plan.uplink_port(s)]["tx_packets"]
+        s: after[plan.uplink_port(s)].tx_packets - before[plan.uplink_port(s)].tx_packets
         for s in (1, 2)
     }
     total = sum(sent.values())
@@ -169,10 +169,10 @@ def test_meter_limits_a_sender_and_counts_drops(fabric):
         )
         got = _mbps(_result(recv)["bytes"])
         _result(send)
-        meters = [m for m in client.meter_stats() if m["tag"] == 3 and m["src"] == "h11"]
+        meters = [m for m in client.meter_stats() if m.tag == 3 and m.src == "h11"]
         tags = client.tag_stats()
     finally:
         client.clear([3])
     assert abs(got - rate) <= 0.15 * rate, got  # as on the OVS fabric
-    assert len(meters) == 1 and meters[0]["drop_packets"] > 0
-    assert tags[3]["bytes"] > got * 1e6 / 8  # counted before policing, at the leaf
+    assert len(meters) == 1 and meters[0].drop_packets > 0
+    assert tags[3].bytes > got * 1e6 / 8  # counted before policing, at the leaf

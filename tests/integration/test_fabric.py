@@ -126,9 +126,9 @@ def test_inter_leaf_traffic_uses_every_spine(fabric):
     after = client.port_stats()
     for spine in (1, 2):
         port = PLAN.uplink_port(spine)
-        sent = after["l1"][port]["tx_bytes"] - before["l1"][port]["tx_bytes"]
+        sent = after["l1"][port].tx_bytes - before["l1"][port].tx_bytes
         assert sent > 1_000_000, f"uplink to s{spine} carried only {sent} bytes"
-        through = after[f"s{spine}"][2]["tx_bytes"] - before[f"s{spine}"][2]["tx_bytes"]
+        through = after[f"s{spine}"][2].tx_bytes - before[f"s{spine}"][2].tx_bytes
         assert through > 1_000_000, f"s{spine} forwarded only {through} bytes to l2"
 
 
@@ -159,12 +159,12 @@ def test_meter_limits_a_tcp_transfer_and_counts_drops(fabric):
     src = probe.start_source(fab.host("h12"), "10.0.2.2", 5003, 30, seconds=7.5)
     probe.finish(src, 30)
     got = probe.sink_window(sink, 30).mbps()
-    meters = [m for m in client.meter_stats() if m["tag"] == 30 and m["src"] == "h12"]
+    meters = [m for m in client.meter_stats() if m.tag == 30 and m.src == "h12"]
     tags = client.tag_stats()
     client.clear([30])
     assert abs(got - rate) <= 0.15 * rate, f"metered transfer ran at {got:.2f} Mbit/s"
-    assert len(meters) == 1 and meters[0]["drop_packets"] > 0
-    assert tags[30]["bytes"] > rate * 1e6 / 8 * 5  # the tag's counters saw the transfer
+    assert len(meters) == 1 and meters[0].drop_packets > 0
+    assert tags[30].bytes > rate * 1e6 / 8 * 5  # the tag's counters saw the transfer
 
 
 def test_level_change_reports_applied_time_and_reaches_the_wire(fabric):

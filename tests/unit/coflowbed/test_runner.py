@@ -9,13 +9,14 @@ from types import SimpleNamespace
 from coflowbed.results import CoflowRecord
 from coflowbed.runner import _annotate_levels, subtract_ports
 from controller.messages import JobReport
+from controller.stats import PortCount
 
 
 def test_bring_up_and_calibration_traffic_is_subtracted_per_port():
-    before = {"l1": {1: {"tx_bytes": 100, "tx_packets": 2}}}
-    after = {"l1": {1: {"tx_bytes": 1100, "tx_packets": 12}, 2: {"tx_bytes": 5, "tx_packets": 1}}}
+    before = {"l1": {1: PortCount(10, 100, 1, 2)}}
+    after = {"l1": {1: PortCount(50, 1100, 5, 12), 2: PortCount(0, 5, 0, 1)}}
     assert subtract_ports(after, before) == {
-        "l1": {1: {"tx_bytes": 1000, "tx_packets": 10}, 2: {"tx_bytes": 5, "tx_packets": 1}}
+        "l1": {1: PortCount(40, 1000, 4, 10), 2: PortCount(0, 5, 0, 1)}
     }
 
 

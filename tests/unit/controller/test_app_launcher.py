@@ -13,6 +13,7 @@ import pytest
 from controller.client import ControllerClient, ControllerError
 from controller.coflow_table import TagEntry
 from controller.launcher import REPO, start_controller
+from controller.stats import Status
 from topo.plan import FabricPlan
 from topo.switch import tcp_port_open
 
@@ -33,7 +34,7 @@ def test_controller_starts_answers_and_stops(controller):
     assert int((run_dir / "controller.pid").read_text()) == ctl.pid
     assert tcp_port_open("127.0.0.1", ctl.of_port)
     with ControllerClient(ctl.api_socket, timeout=5) as c:
-        assert c.status() == {"ok": True, "switches": [], "ready": False, "levels": 4}
+        assert c.status() == Status((), False, 4)
         with pytest.raises(TimeoutError):
             c.wait_ready(0.2)
         with pytest.raises(ControllerError, match="l1: not connected"):

@@ -10,6 +10,7 @@ import pytest
 from controller.api_server import ApiServer
 from controller.client import ControllerClient, ControllerError, PipelinedClient
 from controller.coflow_table import TagEntry
+from controller.stats import PortCount, TagCount
 
 pytestmark = pytest.mark.sockets
 
@@ -31,7 +32,9 @@ def server(tmp_path):
             "ok": True,
             "echo": req,
             "tags": {"3": {"bytes": 5, "packets": 1}},
-            "switches": {"l1": {"2": {"rx_bytes": 1}}},
+            "switches": {
+                "l1": {"2": {"rx_bytes": 1, "tx_bytes": 2, "rx_packets": 3, "tx_packets": 4}}
+            },
         }
 
     srv = ApiServer(tmp_path / "api.sock", handler)
@@ -47,8 +50,8 @@ def test_requests_and_replies_round_trip_in_order(server):
         wire = {"tag": 1, "level": 0, "rate_mbps": None, "flow_rates": None, "senders": None}
         assert c.set([TagEntry(1, 0)])["echo"] == {"op": "set", "entries": [wire]}
         assert c.clear([1])["echo"] == {"op": "clear", "tags": [1]}
-        assert c.tag_stats() == {3: {"bytes": 5, "packets": 1}}
-        assert c.port_stats() == {"l1": {2: {"rx_bytes": 1}}}
+        assert c.tag_stats() == {3: TagCount(5, 1)}
+        assert c.port_stats() == {"l1": {2: PortCount(1, 2, 3, 4)}}
     assert [r["op"] for r in calls] == ["set", "clear", "tag_stats", "port_stats"]
 
 

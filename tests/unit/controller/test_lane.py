@@ -61,3 +61,24 @@ def test_a_failure_fails_its_caller_and_is_kept_for_later_ones():
         lane.apply_if_idle("b")
     assert str(lane.error) == "no a"
     lane.close()
+
+
+def test_nothing_queued_after_a_last_item_is_merged_with_it():
+    gate, entered, seen = threading.Event(), threading.Event(), []
+
+    def apply(items):
+        if items == [0]:
+            entered.set()
+            gate.wait(5)
+        seen.append(items)
+
+    lane = Lane("t", apply, merge=lambda batch: [x for b in batch for x in b])
+    lane.put([0])
+    assert entered.wait(5)
+    lane.put([1])
+    urgent = lane.put([2], last=True)
+    lane.put([3])
+    gate.set()
+    urgent.result(5)
+    lane.close()
+    assert seen == [[0], [1, 2], [3]]  # [3] waited for the next batch

@@ -12,6 +12,7 @@ import pytest
 from controller.client import ControllerClient, ControllerError
 from controller.coflow_table import TagEntry
 from controller.p4runtime.launcher import launcher_argv, parse_grpc_ports
+from controller.stats import TagCount
 from tests.p4runtime_fake import ART, FakeSwitch, entries_of
 from topo.plan import FabricPlan
 
@@ -57,7 +58,7 @@ def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
     assert _read_line(proc, 30) == "READY"
     with ControllerClient(api, timeout=10) as c:
         st = c.wait_ready(20)
-        assert st["switches"] == sorted(sw.name for sw in plan.switches)
+        assert list(st.switches) == sorted(sw.name for sw in plan.switches)
         assert len(sws["s1"].fake.pipelines) == 1
         reply = c.set([TagEntry(12, 3, 5.0)])
         assert reply["written"] == 8  # 2 leaves x (2 host rules + 2 meters)
@@ -68,8 +69,8 @@ def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
         assert not entries_of(sws["s1"].fake, "CoflowIngress.coflow")
         with pytest.raises(ControllerError, match="level"):
             c.set([TagEntry(12, 4)])  # K = 4
-        assert {m["tag"] for m in c.meter_stats()} == {12}
-        assert c.tag_stats() == {12: {"bytes": 0, "packets": 0}}
+        assert {m.tag for m in c.meter_stats()} == {12}
+        assert c.tag_stats() == {12: TagCount(0, 0)}
         assert set(c.port_stats()) == {"l1", "l2", "s1", "s2"}
         c.clear([12])
         assert not entries_of(sws["l1"].fake, "CoflowIngress.coflow")

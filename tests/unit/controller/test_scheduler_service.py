@@ -160,3 +160,27 @@ def test_recorded_runs_replay_to_the_same_changes(path):
 def test_there_are_recordings_of_dynamic_and_static_policies():
     names = {p.name.split(".")[0] for p in recordings()}
     assert {"fb-slice-sebf", "small-moe-dclas", "default-static"} <= names
+
+
+def test_a_policy_that_raises_is_answered_as_a_policy_error(tmp_path):
+    plugin = tmp_path / "boom_plugin.py"
+    plugin.write_text(
+        "from controller.policies import register\n"
+        "from controller.policies.base import Policy\n"
+        "@register\n"
+        "class Boom(Policy):\n"
+        "    name = 'test-boom-plugin'\n"
+        "    def decide(self, states, fabric, now):\n"
+        "        raise ArithmeticError('exploded on purpose')\n"
+    )
+    from controller import policies
+
+    plane, _ = ready_plane(PLAN, levels=4)
+    try:
+        spec = PolicySpec("test-boom-plugin", plugins=(str(plugin),))
+        assert call(plane, "open_job", OpenJob(spec, False, (A,)))["ok"]
+        reply = call(plane, "register", Register(A, 0.0))
+        assert not reply["ok"] and reply["error"].startswith("PolicyError: policy")
+        assert "ArithmeticError: exploded on purpose" in reply["error"]
+    finally:
+        policies.unregister("test-boom-plugin")
