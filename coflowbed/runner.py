@@ -18,7 +18,7 @@ from pathlib import Path
 
 # (topo.mininet_log keeps loggers made after a Mininet import plain)
 from coflowbed import calibrate, results, runstate
-from coflowbed.cleanup import delete_interfaces, end_pids
+from coflowbed.cleanup import delete_interfaces, end_pids, reclaim_stale
 from coflowbed.emulation import EmulationBackend
 from coflowbed.executor import DagExecutor, RunFailed
 from coflowbed.rundir import write_inputs
@@ -52,6 +52,28 @@ def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcom
     from coflowbed.commands.simulate import scenario_policy
 
     scenario_policy(scen)  # a bad policy name or parameter stops the run before it starts
+    lock = _claim_machine()  # RunBusy (nothing started) while another run is alive
+    try:
+        return _run_registered(scen, out_dir, check)
+    finally:
+        runstate.release(lock)
+
+
+def _claim_machine() -> int:
+    """The run lock (``runstate.claim``); every run recorded then is a dead runner's and
+    is cleaned first, one log line each.  Returns the lock to hold for the run."""
+    lock = runstate.claim()
+    try:
+        for line in reclaim_stale():
+            log.warning("%s", line)
+    except BaseException:
+        runstate.release(lock)
+        raise
+    return lock
+
+
+def _run_registered(scen: Scenario, out_dir: Path, check: bool) -> RunOutcome:
+    """The run, registered (``runstate``) before anything starts, cleaned up after."""
     run_id = f"{time.strftime('%H%M%S')}-{os.getpid()}"  # short: socket paths are limited
     state = runstate.RunState(
         run_id, os.getpid(), str(out_dir), interfaces=_interface_names(scen), ovs_dir=""
@@ -59,6 +81,7 @@ def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcom
     runtime = runstate.STATE_DIR / run_id
     state.ovs_dir = str(runtime)
     state.save()
+    runstate.private_dir(runtime)  # its Unix sockets: owner only
     write_inputs(scen, out_dir)
     old_env = os.environ.get(runstate.ENV_MARKER)
     os.environ[runstate.ENV_MARKER] = run_id
