@@ -157,6 +157,7 @@ class RunSummary:
     release: Block | None = None  # coflowbed.emulation.ReleaseTimes.summary
     level_change_s: Block | None = None  # the controller's write times (JobReport)
     fidelity: Block | None = None  # coflowbed.fidelity: a Fidelity/-Skipped/-Error block
+    lost: Block | None = None  # agents lost mid-run and their flows (emulation.name_losses)
     # simulated runs (coflowbed.sim.result)
     mode: str | None = None
     simulated: bool | None = None  # a compare --sim run

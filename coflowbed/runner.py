@@ -19,7 +19,7 @@ from pathlib import Path
 # (topo.mininet_log keeps loggers made after a Mininet import plain)
 from coflowbed import calibrate, results, runstate
 from coflowbed.cleanup import delete_interfaces, end_pids, reclaim_stale
-from coflowbed.emulation import EmulationBackend
+from coflowbed.emulation import EmulationBackend, name_losses
 from coflowbed.executor import DagExecutor, RunFailed
 from coflowbed.rundir import write_inputs
 from coflowbed.scenario import Scenario
@@ -121,6 +121,12 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
         except Exception as exc:  # a bug: keep its traceback, still mark the results partial
             error = f"{type(exc).__name__}: {exc}"
             log.exception("run stopped by an unexpected error")
+        if error is not None and backend is not None:  # an agent killed: name it, its flows
+            error, info["lost"] = name_losses(
+                backend.agents, executor, error, error.startswith(("RunFailed", "AgentError"))
+            )
+            if info["lost"]:
+                log.error("%s", error)
         if backend is not None:
             backend.close()
         if controller is not None:
