@@ -197,7 +197,7 @@ def _calibrate(scen: Scenario, agents) -> dict | None:
 
 
 def _start_bmv2_fabric(plan, run_dir: Path, ports, levels: int, queue_packets: int):
-    """BMv2 switches (simple_switch_grpc), one gRPC port each (imported only when used)."""
+    """BMv2 switches (simple_switch_grpc), one gRPC socket each (imported only when used)."""
     from topo.bmv2 import start_bmv2_fabric
 
     return start_bmv2_fabric(
