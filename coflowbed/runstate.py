@@ -90,8 +90,8 @@ class RunState:
     out_dir: str
     interfaces: list[str] = field(default_factory=list)
     ovs_dir: str = ""
-    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    runner_start: int = field(default_factory=lambda: start_ticks(os.getpid()) or 0)
+    started: str = ""  # UTC, set by the runner's first save
+    runner_start: int = 0  # the runner's start time (start_ticks), set by its first save
 
     @property
     def path(self) -> Path:
@@ -99,7 +99,11 @@ class RunState:
         return STATE_DIR / f"{self.run_id}.json"
 
     def save(self) -> None:
-        """Write the state file atomically."""
+        """Write the state file atomically (the runner's own save also records when and,
+        against PID reuse, which process it is)."""
+        if self.runner_pid == os.getpid():
+            self.started = self.started or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.runner_start = self.runner_start or start_ticks(self.runner_pid) or 0
         private_dir(STATE_DIR)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self)))

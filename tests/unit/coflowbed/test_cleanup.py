@@ -61,6 +61,10 @@ def test_claim_is_exclusive_and_names_the_live_run(tmp_path, monkeypatch):
     finally:
         runstate.release(fd)
     runstate.release(runstate.claim())  # free again once released
+    own = runstate.RunState("r-own", os.getpid(), "/tmp/out")
+    own.save()  # the runner's own save records when, and which process, it is
+    assert own.started and own.runner_start == runstate.start_ticks(os.getpid())
+    assert not runstate.runner_alive(own)  # never this process itself
 
 
 @pytest.mark.processes
@@ -68,7 +72,7 @@ def test_claim_refuses_a_recorded_live_runner_and_ignores_a_reused_pid(tmp_path,
     monkeypatch.setattr(runstate, "STATE_DIR", tmp_path)
     live = spawn(None)
     try:
-        st = runstate.RunState("r-live", live.pid, "/tmp/out", runner_start=0)
+        st = runstate.RunState("r-live", live.pid, "/tmp/out", started="2026-12-01T16:00:00Z")
         st.save()
         with pytest.raises(runstate.RunBusy) as err:
             runstate.claim()
