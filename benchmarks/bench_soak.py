@@ -209,13 +209,15 @@ def main() -> int:
             f"kills: {len(kill_at)} at {min(kill_at):.1f}-{max(kill_at):.1f} s; the next run "
             f"cleaned a stale run {cleaned} times (a run killed before it registered leaves none)"
         )
+        if stale.lines:
+            print(f"the last such line: {stale.lines[-1]}")
     print(f"runner fds: {fds0} at start, {fds1} after phase 1, {fds()} at the end")
     print(f"runs with something left or partial: {bad}")
     return 1 if bad else 0
 
 
 def _summary(what: str, times: list[float]) -> None:
-    q = statistics.quantiles(times, n=20) if len(times) >= 2 else times * 19
+    q = statistics.quantiles(times, n=20, method="inclusive") if len(times) >= 2 else times
     print(
         f"{what}: {len(times)} runs, wall mean {statistics.mean(times):.1f} s, median "
         f"{statistics.median(times):.1f} s, p95 {q[-1]:.1f} s, max {max(times):.1f} s"
