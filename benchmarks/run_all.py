@@ -11,12 +11,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NEEDS_ROOT = {"bench_fabric.py"}
+BY_HAND = {"bench_soak.py"}  # tens of minutes of fabric runs: run it on its own
 
 
 def main() -> int:
     """Run each benchmark; exit 1 if any failed."""
     failed = []
     for script in sorted(HERE.glob("bench_*.py")):
+        if script.name in BY_HAND:
+            print(f"== {script.name}: skipped (run by hand, see its docstring)")
+            continue
         if script.name in NEEDS_ROOT and os.geteuid() != 0:
             print(f"== {script.name}: skipped (needs root)")
             continue

@@ -136,6 +136,8 @@ class AgentSet:
         self._ids = itertools.count(1)
         self._ids_lock = threading.Lock()
         self._stopping = False
+        self.lost: dict[str, str] = {}  # host -> why its agent went away during the run
+        self._any_lost = threading.Event()
 
     def __enter__(self) -> AgentSet:
         """Use as a context manager: ``stop`` on exit."""
@@ -151,6 +153,7 @@ class AgentSet:
         """Start one agent per host and attach to all within ``ready_timeout_s``;
         AgentError (and every agent stopped) on failure."""
         self.sock_dir.mkdir(parents=True, exist_ok=True)
+        self.sock_dir.chmod(0o700)  # the control sockets: owner only
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # an agent exits if nobody attaches in time: give it longer than we wait for all
         attach = ["--attach-timeout", str(ready_timeout_s + 30.0)]
@@ -249,7 +252,16 @@ class AgentSet:
         agent.pending.clear()
         if not self._stopping:
             log.error("agent %s: %s", agent.name, error)
+            self.lost[agent.name] = error
+            self._any_lost.set()
             self.event_queue.put(AgentEvent(agent.name, "agent_lost", None, {"error": error}))
+
+    def wait_lost(self, timeout_s: float) -> dict[str, str]:
+        """The agents lost during the run (host -> why), waiting up to ``timeout_s`` for
+        the first when none is yet (a flow failing at a killed agent's peer may be
+        reported before the killed agent's own connection is seen closed)."""
+        self._any_lost.wait(timeout_s)
+        return dict(self.lost)
 
     # -- requests ----------------------------------------------------------------------
 

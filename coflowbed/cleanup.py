@@ -2,7 +2,8 @@
 
 Order: ask a live runner to stop (SIGTERM, it cleans up itself), then end every process
 carrying our environment marker by PID, delete the interfaces the run registered,
-restore the sysctl the OVS service changed, and drop the state file.
+restore the sysctl the OVS service changed, and drop the state file.  A new run does the
+same for the runs of dead runners it finds (:func:`reclaim_stale`).
 """
 
 from __future__ import annotations
@@ -98,26 +99,46 @@ def delete_interfaces(names: list[str]) -> list[str]:
     return deleted
 
 
-def clean_run(state: RunState) -> dict:
-    """Clean up one registered run; returns what was done."""
+def clean_run(state: RunState, end_runner: bool = True) -> dict:
+    """Clean up one registered run; returns what was done.  ``end_runner``: ask its
+    runner to stop first if it still runs (False when it is known dead)."""
     done: dict = {"run": state.run_id}
-    if state.runner_pid not in _protected() and runstate.pid_alive(state.runner_pid):
+    if end_runner and state.runner_pid not in _protected() and runstate.runner_alive(state):
         done["runner"] = end_pids([state.runner_pid], grace_s=20.0)
     done["processes"] = end_pids(runstate.marked_pids(state.run_id))
     done["interfaces"] = delete_interfaces(state.interfaces)
     if state.ovs_dir:
         runtime = Path(state.ovs_dir)
-        _restore_ovs_sysctl(runtime)
+        done["sysctl"] = _restore_ovs_sysctl(runtime)
         if runtime.parent == runstate.STATE_DIR:  # only our own runtime folders
+            done["runtime"] = runtime.is_dir()
             shutil.rmtree(runtime, ignore_errors=True)
     state.remove()
     return done
 
 
-def _restore_ovs_sysctl(ovs_dir: Path) -> None:
+def reclaim_stale() -> list[str]:
+    """Clean every recorded run, called with the run lock held (``runstate.claim``): each
+    is then a dead runner's.  Returns one line per run cleaned.  Marked processes of no
+    recorded run are left to ``coflowbed clean`` (they may be another tool's)."""
+    lines = []
+    for state in runstate.load_states():
+        done = clean_run(state, end_runner=False)
+        sysctl = done.get("sysctl")
+        lines.append(
+            f"cleaned stale run {state.run_id} (runner pid {state.runner_pid} dead, started "
+            f"{state.started or '?'}): ended {len(done['processes'])} processes, deleted "
+            f"{len(done['interfaces'])} interfaces"
+            + (", removed its OVS/runtime folder" if done.get("runtime") else "")
+            + (f", restored net.core.wmem_default={sysctl}" if sysctl is not None else "")
+        )
+    return lines
+
+
+def _restore_ovs_sysctl(ovs_dir: Path) -> int | None:
     from topo import ovs
 
-    ovs.restore_sysctl(ovs_dir)
+    return ovs.restore_sysctl(ovs_dir)
 
 
 def clean_all() -> list[dict]:

@@ -2,7 +2,8 @@
 
 Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args) -> int``.  Errors a user can fix (bad scenario, bad flags) raise
-``coflowbed.errors.UserError`` and end with a one-line message and exit code 2.
+``coflowbed.errors.UserError`` and end with a one-line message and exit code 2, as does
+a run refused because another is alive (``coflowbed.runstate.RunBusy``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import sys
 
 from coflowbed.errors import UserError
+from coflowbed.runstate import RunBusy
 
 COMMANDS = ("run", "compare", "clean", "workload", "simulate", "check", "plot")
 
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.verbose, args.quiet)
     try:
         return int(args._run(args) or 0)
-    except UserError as exc:
+    except (UserError, RunBusy) as exc:
         print(f"coflowbed: error: {exc}", file=sys.stderr)
         return 2
 

@@ -317,3 +317,30 @@ class EmulationBackend:
             self.report = self.link.close()
         except Exception as exc:  # the run's own error, if any, is reported already
             log.warning("scheduler report unavailable: %s", exc)
+
+
+LOSS_WAIT_S = 2.0  # a failed flow's peer agent may be seen lost a moment after the failure
+MAX_NAMED_FLOWS = 20
+
+
+def name_losses(agents, executor, error: str, wait: bool) -> tuple[str, dict | None]:
+    """When agents were lost during the run (killed, crashed): the run's error line
+    naming each such host and the flows lost with it, and the ``lost`` block of
+    summary.json; else ``error`` unchanged and None.  ``wait``: the run failed on a flow
+    or an agent, so wait up to LOSS_WAIT_S for an agent loss not seen yet."""
+    lost = agents.wait_lost(LOSS_WAIT_S if wait else 0.0)
+    if not lost:
+        return error, None
+    in_flight, not_released = (
+        executor.unfinished_flows(set(lost)) if executor is not None else ([], [])
+    )
+    hosts = ", ".join(f"{h} ({why})" for h, why in sorted(lost.items()))
+    named = ", ".join(in_flight[:MAX_NAMED_FLOWS]) or "none in flight"
+    if len(in_flight) > MAX_NAMED_FLOWS:
+        named += f" (+{len(in_flight) - MAX_NAMED_FLOWS} more)"
+    line = (
+        f"agent lost: {hosts}; flows lost: {named}; {len(not_released)} flows of coflows "
+        f"not released yet; first failure: {error}"
+    )
+    block = {"hosts": dict(sorted(lost.items())), "flows": in_flight, "not_released": not_released}
+    return line, block

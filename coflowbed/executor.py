@@ -161,6 +161,16 @@ class DagExecutor:
             for i, (s, f, complete) in sorted(spans.items())
         ]
 
+    def unfinished_flows(self, hosts: set[str]) -> tuple[list[str], list[str]]:
+        """Flows sent from or to ``hosts`` that did not finish: (those of coflows already
+        released, those of coflows not released yet), flow ids in DAG order."""
+        released: list[str] = []
+        waiting: list[str] = []
+        for rec in self.flow_records.values():
+            if rec.finish_s is None and (rec.src in hosts or rec.dst in hosts):
+                (released if rec.coflow_id in self._started else waiting).append(rec.flow_id)
+        return released, waiting
+
     # -- internals ------------------------------------------------------------------
     def _abs(self, rel: float) -> float:
         return rel + (self.t0 or 0.0)

@@ -158,6 +158,7 @@ class RunSummary:
     level_change_s: Block | None = None  # the controller's write times (JobReport)
     fidelity: Block | None = None  # coflowbed.fidelity: a Fidelity/-Skipped/-Error block
     faults: Sequence[Block] | None = None  # coflowbed.faults.FaultRecord per scenario fault
+    lost: Block | None = None  # agents lost mid-run and their flows (emulation.name_losses)
     # simulated runs (coflowbed.sim.result)
     mode: str | None = None
     simulated: bool | None = None  # a compare --sim run

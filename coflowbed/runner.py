@@ -18,8 +18,8 @@ from pathlib import Path
 
 # (topo.mininet_log keeps loggers made after a Mininet import plain)
 from coflowbed import calibrate, results, runstate
-from coflowbed.cleanup import delete_interfaces, end_pids
-from coflowbed.emulation import EmulationBackend
+from coflowbed.cleanup import delete_interfaces, end_pids, reclaim_stale
+from coflowbed.emulation import EmulationBackend, name_losses
 from coflowbed.executor import DagExecutor, RunFailed
 from coflowbed.rundir import write_inputs
 from coflowbed.scenario import Scenario
@@ -54,6 +54,28 @@ def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcom
     from coflowbed.commands.simulate import scenario_policy
 
     scenario_policy(scen)  # a bad policy name or parameter stops the run before it starts
+    lock = _claim_machine()  # RunBusy (nothing started) while another run is alive
+    try:
+        return _run_registered(scen, out_dir, check)
+    finally:
+        runstate.release(lock)
+
+
+def _claim_machine() -> int:
+    """The run lock (``runstate.claim``); every run recorded then is a dead runner's and
+    is cleaned first, one log line each.  Returns the lock to hold for the run."""
+    lock = runstate.claim()
+    try:
+        for line in reclaim_stale():
+            log.warning("%s", line)
+    except BaseException:
+        runstate.release(lock)
+        raise
+    return lock
+
+
+def _run_registered(scen: Scenario, out_dir: Path, check: bool) -> RunOutcome:
+    """The run, registered (``runstate``) before anything starts, cleaned up after."""
     run_id = f"{time.strftime('%H%M%S')}-{os.getpid()}"  # short: socket paths are limited
     state = runstate.RunState(
         run_id, os.getpid(), str(out_dir), interfaces=_interface_names(scen), ovs_dir=""
@@ -61,6 +83,7 @@ def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcom
     runtime = runstate.STATE_DIR / run_id
     state.ovs_dir = str(runtime)
     state.save()
+    runstate.private_dir(runtime)  # its Unix sockets: owner only
     write_inputs(scen, out_dir)
     old_env = os.environ.get(runstate.ENV_MARKER)
     os.environ[runstate.ENV_MARKER] = run_id
@@ -107,6 +130,12 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
         except Exception as exc:  # a bug: keep its traceback, still mark the results partial
             error = f"{type(exc).__name__}: {exc}"
             log.exception("run stopped by an unexpected error")
+        if error is not None and backend is not None:  # an agent killed: name it, its flows
+            error, info["lost"] = name_losses(
+                backend.agents, executor, error, error.startswith(("RunFailed", "AgentError"))
+            )
+            if info["lost"]:
+                log.error("%s", error)
         if backend is not None:
             backend.close()
         if injector is not None:
@@ -225,7 +254,7 @@ def _calibrate(scen: Scenario, agents) -> dict | None:
 
 
 def _start_bmv2_fabric(plan, run_dir: Path, ports, levels: int, queue_packets: int):
-    """BMv2 switches (simple_switch_grpc), one gRPC port each (imported only when used)."""
+    """BMv2 switches (simple_switch_grpc), one gRPC socket each (imported only when used)."""
     from topo.bmv2 import start_bmv2_fabric
 
     return start_bmv2_fabric(

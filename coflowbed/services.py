@@ -19,7 +19,7 @@ READY_TIMEOUT_S = 30.0
 
 def start_controller(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.ExitStack):
     """Start the controller for ``scen.switch``; returns (ControllerClient, where the
-    switches meet it: the OpenFlow port for OVS, {switch: gRPC port} for BMv2).
+    switches meet it: the OpenFlow port for OVS, {switch: gRPC address} for BMv2).
     Its stop is registered on ``stack``."""
     from controller.client import ControllerClient
     from controller.launcher import ControllerProcess, free_tcp_port, wait_ready_line
@@ -41,10 +41,12 @@ def start_controller(scen: Scenario, out_dir: Path, runtime: Path, stack: contex
         "--levels",
         str(scen.levels),
     ]
-    meet: int | dict[str, int]
-    if scen.switch == "bmv2":
-        meet = grpc = {sw.name: free_tcp_port() for sw in scen.plan.switches}
-        argv += ["--grpc-ports", *[f"{n}={p}" for n, p in grpc.items()]]
+    meet: int | dict[str, str]
+    if scen.switch == "bmv2":  # gRPC on Unix sockets in the runtime folder (topo.bmv2)
+        from topo.bmv2 import grpc_addresses
+
+        meet = grpc = grpc_addresses(scen.plan, runtime)
+        argv += ["--grpc-ports", *[f"{n}={a}" for n, a in grpc.items()]]
     else:
         meet = free_tcp_port()
         argv += ["--of-port", str(meet)]

@@ -67,11 +67,12 @@ _libc = ctypes.CDLL(None, use_errno=True)
 # --- sockets ---------------------------------------------------------------------------
 
 
-def netns_packet_socket(pid: int, dev: str) -> socket.socket:
+def netns_packet_socket(pid: int, dev: str, protocol: int = 0) -> socket.socket:
     """An AF_PACKET socket bound to ``dev`` in the network namespace of process ``pid``
-    (a Mininet host's shell), for sending only (protocol 0: it receives nothing).  It is
-    opened by a short-lived thread that joins that namespace (setns affects only the
-    calling thread); a socket keeps the namespace it was created in."""
+    (a Mininet host's shell, or a BMv2 switch's), for sending only by default (protocol
+    0: it receives nothing).  It is opened by a short-lived thread that joins that
+    namespace (setns affects only the calling thread); a socket keeps the namespace it
+    was created in."""
     out: dict = {}
 
     def opener() -> None:
@@ -80,9 +81,11 @@ def netns_packet_socket(pid: int, dev: str) -> socket.socket:
                 if _libc.setns(ns.fileno(), CLONE_NEWNET) != 0:
                     err = ctypes.get_errno()
                     raise OSError(err, f"setns into the netns of pid {pid}: {os.strerror(err)}")
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, protocol)
             try:
-                sock.bind((dev, 0))
+                if protocol:
+                    sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, CAPTURE_BUFFER)
+                sock.bind((dev, socket.ntohs(protocol)))
             except BaseException:
                 sock.close()
                 raise
@@ -101,14 +104,18 @@ def netns_packet_socket(pid: int, dev: str) -> socket.socket:
 
 
 class EgressCapture(SuperSocket):
-    """scapy socket for ``sniff(opened_socket=...)``: the frames ``dev`` (root namespace)
-    transmits, as Ether packets; received frames are skipped.  Open it before sending:
-    frames wait in its (large) buffer until read."""
+    """scapy socket for ``sniff(opened_socket=...)``: the frames ``dev`` (root namespace,
+    or that of process ``netns_pid``: a BMv2 switch's) transmits, as Ether packets;
+    received frames are skipped.  Open it before sending: frames wait in its (large)
+    buffer until read."""
 
     desc = "frames transmitted by one interface (AF_PACKET, PACKET_OUTGOING only)"
 
-    def __init__(self, dev: str) -> None:
-        self.iface, self.promisc = dev, False
+    def __init__(self, dev: str, netns_pid: int | None = None) -> None:
+        self.iface, self.promisc, self.outs = dev, False, None
+        if netns_pid is not None:
+            self.ins = netns_packet_socket(netns_pid, dev, socket.htons(ETH_P_ALL))
+            return
         self.ins = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         try:
             self.ins.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, CAPTURE_BUFFER)
@@ -247,8 +254,11 @@ class Stage:
     MLD on the switch ports, for one) in ``others``, so the class counters can be held
     to what really crossed the port."""
 
-    def __init__(self, name: str, devs: Sequence[str], levels: int) -> None:
+    def __init__(
+        self, name: str, devs: Sequence[str], levels: int, netns_pid: int | None = None
+    ) -> None:
         self.name, self.devs, self.levels = name, list(devs), levels
+        self.netns_pid = netns_pid  # the switch's namespace when it has one (BMv2)
         self.socks: list[EgressCapture] = []
         self.seen: list[Packet] = []
         self.others: list[Packet] = []
@@ -257,8 +267,8 @@ class Stage:
 
     def __enter__(self) -> Stage:
         try:
-            self.socks = [EgressCapture(d) for d in self.devs]
-            self.before = tc_reading(self.devs, self.levels)
+            self.socks = [EgressCapture(d, self.netns_pid) for d in self.devs]
+            self.before = tc_reading(self.devs, self.levels, self.netns_pid)
         except BaseException:
             self.close()
             raise
@@ -330,11 +340,14 @@ def class_deltas(before: dict, after: dict) -> dict[int, tuple[int, int]]:
     return {lv: (after[lv][0] - before[lv][0], after[lv][1] - before[lv][1]) for lv in after}
 
 
-def tc_reading(devs: Sequence[str], levels: int) -> dict[int, tuple[int, int]]:
-    """Per level (packets, bytes) of the HTB level classes, summed over ``devs``."""
+def tc_reading(
+    devs: Sequence[str], levels: int, netns_pid: int | None = None
+) -> dict[int, tuple[int, int]]:
+    """Per level (packets, bytes) of the HTB level classes, summed over ``devs`` (in the
+    namespace of ``netns_pid``, else the root one)."""
     total = {lv: [0, 0] for lv in range(levels)}
     for dev in devs:
-        for lv, st in qos.class_stats(dev, levels=levels).items():
+        for lv, st in qos.class_stats(dev, netns_pid, levels=levels).items():
             total[lv][0] += st.packets
             total[lv][1] += st.bytes
     return {lv: (p, b) for lv, (p, b) in total.items()}
@@ -357,6 +370,12 @@ class Bench:
         return [
             intf_name(f"l{leaf}", self.plan.uplink_port(s)) for s in range(1, self.plan.spines + 1)
         ]
+
+    def leaf_ns(self, leaf: int) -> int | None:
+        """PID whose network namespace holds leaf ``leaf``'s ports: its shell's when the
+        switch has a namespace of its own (BMv2), else None (the root namespace)."""
+        node = self.fab.net.get(f"l{leaf}")  # type: ignore[attr-defined]
+        return node.pid if getattr(node, "inNamespace", False) else None
 
     def to_host(self, host: HostPlan) -> list[str]:
         """Egress interface of ``host``'s leaf towards it."""
@@ -398,8 +417,11 @@ def check_forwarding(
     expected = {i: with_dscp(f, dscp_wire) for i, f in enumerate(probe.frames)}
     with contextlib.ExitStack() as stack:
         stages = [
-            stack.enter_context(Stage(name, devs, bench.levels))
-            for name, devs in (("uplink", bench.uplinks(src.leaf)), ("to-host", bench.to_host(dst)))
+            stack.enter_context(Stage(name, devs, bench.levels, bench.leaf_ns(leaf)))
+            for name, devs, leaf in (
+                ("uplink", bench.uplinks(src.leaf), src.leaf),
+                ("to-host", bench.to_host(dst), dst.leaf),
+            )
         ]
         bench.send(src, probe)
         for st in stages:
@@ -460,7 +482,7 @@ def send_burst(
     (:meth:`Stage.class_moves`: (moved, want))."""
     probe = make_probe(src, dst, tag, "udp", count, size)
     leaf = f"l{src.leaf}"
-    with Stage("uplink", bench.uplinks(src.leaf), bench.levels) as st:
+    with Stage("uplink", bench.uplinks(src.leaf), bench.levels, bench.leaf_ns(src.leaf)) as st:
         t0 = bench.send(src, probe)
         counters = (0, 0)
 
@@ -570,19 +592,6 @@ def ovs_bench(plan: FabricPlan, run_dir: Path, levels: int) -> Iterator[Bench]:
         ctl.stop()
 
 
-def _free_port_block(n: int) -> int:
-    """First of ``n`` consecutive free TCP ports (and their Thrift partners at +1000)."""
-    for base in range(42000, 60000, 100):
-        try:
-            for p in [base + i for i in range(n)] + [base + 1000 + i for i in range(n)]:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free port block")
-
-
 def _first_line(proc: subprocess.Popen, timeout: float) -> str:
     """First line of ``proc``'s stdout within ``timeout`` s."""
     sel = selectors.DefaultSelector()
@@ -600,9 +609,9 @@ def bmv2_bench(plan: FabricPlan, run_dir: Path, levels: int) -> Iterator[Bench]:
     """P4Runtime controller + BMv2 fabric of ``plan``, as ``tests/bmv2`` brings them up;
     both stopped on exit."""
     from controller.p4runtime.launcher import launcher_argv
-    from topo.bmv2 import grpc_ports, start_bmv2_fabric
+    from topo.bmv2 import grpc_addresses, start_bmv2_fabric
 
-    ports = grpc_ports(plan, _free_port_block(len(plan.switches)))
+    ports = grpc_addresses(plan, run_dir)
     (run_dir / "plan.json").write_text(plan.to_json())
     api = run_dir / "controller.sock"
     proc = subprocess.Popen(

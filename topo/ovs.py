@@ -203,6 +203,7 @@ class OvsService:
         """Create the database and start ovsdb-server and ovs-vswitchd (detached; each
         returns only once ready)."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.chmod(0o700)  # its Unix sockets (db.sock, the daemons' and bridges'): owner only
         os.environ.update(ovs_env(self.run_dir))
         self.started = True  # from here on stop() has something to undo
         db = self.dir / "conf.db"

@@ -43,6 +43,12 @@ def apply_bound_s(timeout: float) -> float:
     return timeout * 4 + 1
 
 
+def grpc_target(addr: int | str) -> str:
+    """The gRPC channel target of a switch address: ``unix:/PATH`` as is, a port number
+    on 127.0.0.1."""
+    return addr if isinstance(addr, str) else f"{GRPC_HOST}:{addr}"
+
+
 def switch_ports(plan: FabricPlan, sw: SwitchPlan) -> list[int]:
     """Port numbers of ``sw`` (hosts then uplinks on a leaf; leaves on a spine)."""
     n = plan.hosts_per_leaf + plan.spines if sw.role == "leaf" else plan.leaves
@@ -51,13 +57,14 @@ def switch_ports(plan: FabricPlan, sw: SwitchPlan) -> list[int]:
 
 class P4RuntimeDriver(SwitchDriver):
     """One P4RuntimeSession per switch of ``plan``; switch ``name`` listens for gRPC on
-    127.0.0.1:``grpc_ports[name]`` with device id = its dpid."""
+    ``grpc_ports[name]`` (a ``unix:/PATH`` address, or a TCP port on 127.0.0.1) with
+    device id = its dpid."""
 
     def __init__(
         self,
         plan: FabricPlan,
         artifacts: Artifacts,
-        grpc_ports: Mapping[str, int],
+        grpc_ports: Mapping[str, int | str],
         on_removed: RemovedCallback | None = None,
         election_id: int = 1,
     ) -> None:
@@ -83,7 +90,7 @@ class P4RuntimeDriver(SwitchDriver):
         sw = self.plan.switch(name)
         sess = P4RuntimeSession(
             name,
-            f"{GRPC_HOST}:{self.ports[name]}",
+            grpc_target(self.ports[name]),
             sw.dpid,
             self.election_id,
             on_lost=lambda n: self._lost(n, on_lost),

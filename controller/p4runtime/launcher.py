@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from controller.launcher import add_control_args, control_config, setup_logging
@@ -36,16 +37,24 @@ RETRY_S = 1.0  # pause between connection attempts to a switch that is not up ye
 log = logging.getLogger("controller.p4runtime.launcher")
 
 
-def parse_grpc_ports(items: list[str]) -> dict[str, int]:
-    """``["l1=50001", ...]`` -> {"l1": 50001}; ValueError naming the bad item."""
-    out = {}
+def parse_grpc_ports(items: list[str]) -> dict[str, int | str]:
+    """``["l1=unix:/run/x/l1.grpc", "s1=50001", ...]`` -> {"l1": "unix:/run/x/l1.grpc",
+    "s1": 50001}: a Unix socket (absolute path; the fabric's switches) or a TCP port on
+    127.0.0.1 (a stand-in switch in tests); ValueError naming the bad item."""
+    out: dict[str, int | str] = {}
     for item in items:
-        name, sep, port = item.partition("=")
-        if not sep or not name or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"--grpc-ports: {item!r}: expected NAME=PORT (1..65535)")
+        name, sep, where = item.partition("=")
+        if sep and name and where.startswith("unix:/"):
+            addr: int | str = where
+        elif sep and name and where.isdigit() and 0 < int(where) < 65536:
+            addr = int(where)
+        else:
+            raise ValueError(
+                f"--grpc-ports: {item!r}: expected NAME=PORT (1..65535) or NAME=unix:/PATH"
+            )
         if name in out:
             raise ValueError(f"--grpc-ports: {name!r} given twice")
-        out[name] = int(port)
+        out[name] = addr
     return out
 
 
@@ -59,8 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--grpc-ports",
         nargs="+",
         required=True,
-        metavar="NAME=PORT",
-        help="gRPC port of every switch on 127.0.0.1",
+        metavar="NAME=ADDR",
+        help="gRPC address of every switch: unix:/PATH, or a TCP port on 127.0.0.1",
     )
     add_control_args(p)
     p.add_argument("--p4info", type=Path, help="P4Info text file (default: committed)")
@@ -94,7 +103,7 @@ class SwitchKeeper:
             self.plane.switch_disconnected(self.name)
 
 
-def run(args: argparse.Namespace, plan, ports: dict[str, int], art: Artifacts) -> int:
+def run(args: argparse.Namespace, plan, ports: dict[str, int | str], art: Artifacts) -> int:
     """Build driver, control plane, API; keep the switches connected; block."""
     from controller.api_server import ApiServer
     from controller.control_plane import ControlPlane
@@ -167,7 +176,7 @@ def launcher_argv(
     plan_json: Path,
     api: Path,
     log_path: Path,
-    ports: dict[str, int],
+    ports: Mapping[str, int | str],
     levels: int = MAX_LEVELS,
     pid_file: Path | None = None,
 ) -> list[str]:

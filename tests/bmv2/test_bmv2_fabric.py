@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import selectors
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -33,19 +32,6 @@ LINK_MBPS = 10.0
 MEASURE_S = 6.0
 
 
-def _free_port_block(n: int) -> int:
-    """First port of ``n`` consecutive free TCP ports (and their thrift partners)."""
-    for base in range(41000, 60000, 100):
-        try:
-            for p in [base + i for i in range(n)] + [base + 1000 + i for i in range(n)]:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free port block")
-
-
 def _ready_line(proc: subprocess.Popen, timeout: float) -> str:
     """First line of ``proc``'s stdout, within ``timeout`` s."""
     sel = selectors.DefaultSelector()
@@ -60,13 +46,13 @@ def _ready_line(proc: subprocess.Popen, timeout: float) -> str:
 
 @pytest.fixture(scope="module")
 def fabric(tmp_path_factory):
-    from topo.bmv2 import grpc_ports, start_bmv2_fabric
+    from topo.bmv2 import grpc_addresses, start_bmv2_fabric
 
     run = tmp_path_factory.mktemp("bmv2run")
     plan = FabricPlan(
         spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=LINK_MBPS, fabric_bw_mbps=LINK_MBPS
     )
-    ports = grpc_ports(plan, _free_port_block(len(plan.switches)))
+    ports = grpc_addresses(plan, run)
     (run / "plan.json").write_text(plan.to_json())
     api = run / "controller.sock"
     proc = subprocess.Popen(

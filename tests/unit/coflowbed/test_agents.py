@@ -179,8 +179,10 @@ def test_stop_ends_every_agent_and_removes_sockets(tmp_path):
 @pytest.mark.processes
 @pytest.mark.sockets
 def test_killed_agent_is_reported_and_stop_still_works(agents):
+    assert agents.wait_lost(0.0) == {}
     pid = agents.pid("h21")
     os.kill(pid, 9)
+    assert list(agents.wait_lost(TIMEOUT)) == ["h21"]  # host -> why
     ev = agents.next_event(TIMEOUT)
     assert (ev.host, ev.kind) == ("h21", "agent_lost")
     with pytest.raises(AgentError, match="not connected"):

@@ -167,3 +167,37 @@ def test_release_times_measure_start_and_first_byte_from_the_release():
     assert out["first_byte_ms"]["median"] == pytest.approx(2.0, abs=1e-3)
     assert out["first_byte_ms"]["max"] == pytest.approx(4.0, abs=1e-3)
     assert out["write_ms"] is None and out["writes_waited"] == 0
+
+
+def test_name_losses_names_each_lost_host_and_its_flows():
+    from coflowbed.emulation import name_losses
+
+    class Agents:
+        def __init__(self, lost):
+            self.lost, self.waited = lost, None
+
+        def wait_lost(self, timeout_s):
+            self.waited = timeout_s
+            return dict(self.lost)
+
+    class Executor:
+        def unfinished_flows(self, hosts):
+            assert hosts == {"h21"}
+            return ["long.f0"], ["later.f0"]
+
+    agents = Agents({"h21": "control connection closed"})
+    line, block = name_losses(agents, Executor(), "RunFailed: flow long.f0 failed", wait=True)
+    assert agents.waited > 0
+    assert line.startswith("agent lost: h21 (control connection closed); flows lost: long.f0;")
+    assert "1 flows of coflows not released yet" in line and line.endswith("long.f0 failed")
+    assert block == {
+        "hosts": {"h21": "control connection closed"},
+        "flows": ["long.f0"],
+        "not_released": ["later.f0"],
+    }
+    calm = Agents({})
+    assert name_losses(calm, Executor(), "Interrupted: SIGTERM", wait=False) == (
+        "Interrupted: SIGTERM",
+        None,
+    )
+    assert calm.waited == 0.0

@@ -94,3 +94,20 @@ def test_coflow_without_flows_completes_at_release():
     ex.run(deadline_s=100)
     assert ex.coflow_records["empty"].cct_s == 0
     assert ex.coflow_records["next"].finish_s == pytest.approx(1.0)
+
+
+def test_unfinished_flows_of_lost_hosts_split_released_and_waiting():
+    dag = Dag(
+        coflows=[
+            cf("done", [("a", "b", 1_000)]),
+            cf("cut", [("b", "c", 8_000_000), ("a", "d", 1_000)]),
+            cf("later", [("c", "b", 1_000)], release=50.0),
+            cf("elsewhere", [("a", "d", 1_000)], release=50.0),
+        ]
+    )
+    be = FakeBackend(fail="cut.0")
+    ex = DagExecutor(dag, be, clock=be.clock)
+    with pytest.raises(RunFailed):
+        ex.run(deadline_s=100)
+    assert ex.unfinished_flows({"b"}) == (["cut.0"], ["later.0"])
+    assert ex.unfinished_flows({"a"}) == ([], ["elsewhere.0"])

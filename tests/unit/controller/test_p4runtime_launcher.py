@@ -96,10 +96,14 @@ def test_launcher_rejects_ports_that_do_not_match_the_plan(tmp_path):
 
 
 def test_parse_grpc_ports_rejects_bad_items():
-    assert parse_grpc_ports(["l1=50001", "s1=50002"]) == {"l1": 50001, "s1": 50002}
+    assert parse_grpc_ports(["l1=50001", "s1=unix:/run/x/s1.grpc"]) == {
+        "l1": 50001,
+        "s1": "unix:/run/x/s1.grpc",
+    }
     for bad, msg in (
         (["l1"], "expected NAME=PORT"),
         (["l1=0"], "expected NAME=PORT"),
+        (["l1=unix:rel.grpc"], "or NAME=unix:/PATH"),
         (["l1=1", "l1=2"], "given twice"),
     ):
         with pytest.raises(ValueError, match=msg):

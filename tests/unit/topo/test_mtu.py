@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from topo import bmv2, net, qos
+from topo.leafspine import intf_name
 from topo.plan import DEFAULT_MTU, LEGACY_MTU, FabricPlan
 
 
@@ -127,19 +128,52 @@ def test_scheduler_rejects_a_bad_mtu():
         qos.PortScheduler("x", 10, 1, mtu=9001)
 
 
-def test_bmv2_bring_up_sets_the_mtu_before_the_switches_start(monkeypatch, tmp_path):
+class FakeBmv2Net(FakeNet):
+    """FakeNet whose switches and hosts are nodes with a shell pid and interfaces (each
+    BMv2 switch and host in a namespace of its own)."""
+
+    def __init__(self, plan: FabricPlan, calls: list) -> None:
+        super().__init__(plan, calls)
+        ends: dict[str, list[str]] = {}
+        for link in plan.links:
+            for node, port in ((link.node1, link.port1), (link.node2, link.port2)):
+                ends.setdefault(node, []).append(intf_name(node, port))
+        names = [sw.name for sw in plan.switches] + [h.name for h in plan.hosts]
+        self.nodes = {
+            n: SimpleNamespace(
+                name=n,
+                pid=2000 + i,
+                intfList=lambda n=n: (
+                    [SimpleNamespace(name="lo")] + [SimpleNamespace(name=d) for d in ends[n]]
+                ),
+            )
+            for i, n in enumerate(names)
+        }
+        self.switches = [self.nodes[sw.name] for sw in plan.switches]
+        self.hosts = [self.nodes[h.name] for h in plan.hosts]
+
+
+def test_bmv2_bring_up_sets_the_mtu_in_each_namespace_before_the_switches_start(
+    monkeypatch, tmp_path
+):
     plan, calls = _plan(), []
+    fake = FakeBmv2Net(plan, calls)
     monkeypatch.setattr(bmv2, "bmv2_available", lambda: None)
-    monkeypatch.setattr(bmv2, "_build_net", lambda *a: FakeNet(plan, calls))
+    monkeypatch.setattr(bmv2, "_build_net", lambda *a: fake)
     monkeypatch.setattr(
-        net, "run_ip_batch", lambda lines, what, netns_pid=None: calls.append(("ip", lines))
+        net,
+        "run_ip_batch",
+        lambda lines, what, netns_pid=None: calls.append(("ip", lines, netns_pid)),
     )
     with pytest.raises(RuntimeError, match="fake start"):
         bmv2.start_bmv2_fabric(plan, tmp_path, {}, levels=2)
     first_start = calls.index(("start",))
     mtu_set = [c for c in calls[:first_start] if c[0] == "ip"]
-    assert sum(len(lines) for _ip, lines in mtu_set) == 2 * len(plan.links)
-    assert all(ln.endswith(" mtu 9000") for _ip, lines in mtu_set for ln in lines)
+    assert sum(len(lines) for _ip, lines, _pid in mtu_set) == 2 * len(plan.links)
+    assert all(ln.endswith(" mtu 9000") for _ip, lines, _pid in mtu_set for ln in lines)
+    pid_of = {node.name: node.pid for node in fake.nodes.values()}
+    for _ip, lines, pid in mtu_set:  # every interface set in its own node's namespace
+        assert all(pid_of[ln.split()[3].rsplit("-eth", 1)[0]] == pid for ln in lines), lines
     assert calls[-1] == ("stop",)
 
 
