@@ -250,8 +250,8 @@ class Stage:
     """One stage of the path: a set of egress interfaces (e.g. a leaf's uplinks), their
     capture sockets (opened on entry, before anything is sent) and tc class counters
     (read on entry).  Frames of the probe are kept in ``seen``; every other frame the
-    interfaces transmit meanwhile (the root namespace's own IPv6 neighbour discovery and
-    MLD on the switch ports, for one) in ``others``, so the class counters can be held
+    interfaces transmit meanwhile (none is expected: IPv6 is off on the switch ports) in
+    ``others``, so the class counters can be held
     to what really crossed the port."""
 
     def __init__(

@@ -200,6 +200,22 @@ def apply_mtu(net: Mininet, plan: FabricPlan) -> None:
         )
 
 
+IPV6_CONF = Path("/proc/sys/net/ipv6/conf")
+
+
+def disable_ipv6(devs: list[str], conf: Path = IPV6_CONF) -> int:
+    """IPv6 off on ``devs`` (root-namespace switch ports): otherwise the kernel sends its
+    own neighbour discovery and MLD frames out of every switch port, through the level
+    classes.  Returns how many were switched off (0 where the kernel has no IPv6)."""
+    done = 0
+    for dev in devs:
+        path = conf / dev / "disable_ipv6"
+        if path.exists():
+            path.write_text("1\n")
+            done += 1
+    return done
+
+
 def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int, queue_packets: int) -> None:
     """linux-noop QoS on every switch port (OVS keeps off tc), then tc everywhere."""
     root, hosts = port_schedulers(plan, levels, queue_packets)
@@ -251,6 +267,7 @@ def start_fabric(
     net = None
     try:
         net = _build_net(plan, controller_port, datapath)
+        disable_ipv6(switch_interfaces(plan))
         apply_mtu(net, plan)
         net.start()
         static_arp(net, plan)

@@ -7,6 +7,7 @@ ECMP, strict priority at a bottleneck, meters, level changes.  Run under the fab
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,29 @@ def test_every_interface_has_the_plan_mtu(fabric):
             wrong[dev] = link.strip()
     assert len(switch_interfaces(PLAN)) + len(host_interfaces(PLAN)) == 2 * len(PLAN.links)
     assert wrong == {}
+
+
+def test_switch_ports_send_no_traffic_of_their_own(fabric):
+    """IPv6 is off on the root-namespace switch ports, so the kernel sends no neighbour
+    discovery or MLD through the level classes; over a quiet second no switch port
+    transmits a frame the pipeline did not forward."""
+    fab, client = fabric
+    on = [
+        d
+        for d in switch_interfaces(PLAN)
+        if Path("/proc/sys/net/ipv6/conf", d, "disable_ipv6").read_text().strip() != "1"
+    ]
+    assert on == []
+    before = {
+        d: int(Path("/sys/class/net", d, "statistics/tx_packets").read_text())
+        for d in switch_interfaces(PLAN)
+    }
+    time.sleep(1.0)  # the observation window (no traffic is started meanwhile)
+    sent = {
+        d: int(Path("/sys/class/net", d, "statistics/tx_packets").read_text()) - n
+        for d, n in before.items()
+    }
+    assert {d: n for d, n in sent.items() if n} == {}
 
 
 @pytest.mark.parametrize("payload", [8000, 8972])  # 8972 + 28 B of headers = 9000

@@ -215,3 +215,10 @@ def test_ovs_bring_up_records_mtu_and_datapath_and_sets_the_mtu_before_start(mon
     assert calls[-2:] == [("stop",), ("ovs-stop",)]  # everything started is stopped
     rec = net.recorded_names(tmp_path)
     assert rec["datapath"] == "netdev" and rec["plan"]["mtu"] == 4000
+
+
+def test_ipv6_is_switched_off_where_the_kernel_has_it(tmp_path):
+    (tmp_path / "l1-eth1").mkdir()
+    (tmp_path / "l1-eth1" / "disable_ipv6").write_text("0\n")
+    assert net.disable_ipv6(["l1-eth1", "l1-eth2"], conf=tmp_path) == 1  # l1-eth2: no IPv6
+    assert (tmp_path / "l1-eth1" / "disable_ipv6").read_text() == "1\n"
