@@ -1,6 +1,6 @@
 """Packet-level checks of the coflow pipelines, as PTF tests do for P4 programs (shared
-test helper for ``tests/integration/test_pipeline_packets.py`` (Open vSwitch) and
-``tests/bmv2/test_bmv2_pipeline_packets.py`` (BMv2)).
+test helper for ``tests/integration/test_pipeline_packets.py``, which runs them on Open
+vSwitch and on BMv2).
 
 A crafted frame (scapy: Ether/IPv4/UDP or TCP, the tag as DSCP, a marker payload) is sent
 from a host's namespace with ``sendp`` on a packet socket opened in that namespace, and
