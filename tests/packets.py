@@ -24,7 +24,6 @@ import ctypes
 import itertools
 import os
 import select
-import selectors
 import socket
 import subprocess
 import threading
@@ -43,6 +42,7 @@ from scapy.supersocket import SimpleSocket, SuperSocket
 
 from controller.client import ControllerClient
 from controller.coflow_table import DEFAULT_BURST_S, TagEntry, meter_spec
+from tests.procs import first_line
 from topo import qos
 from topo.leafspine import intf_name
 from topo.plan import FabricPlan, HostPlan
@@ -592,18 +592,6 @@ def ovs_bench(plan: FabricPlan, run_dir: Path, levels: int) -> Iterator[Bench]:
         ctl.stop()
 
 
-def _first_line(proc: subprocess.Popen, timeout: float) -> str:
-    """First line of ``proc``'s stdout within ``timeout`` s."""
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    try:
-        if not sel.select(timeout):
-            raise RuntimeError(f"pid {proc.pid} printed nothing in {timeout} s")
-        return proc.stdout.readline().strip()
-    finally:
-        sel.close()
-
-
 @contextlib.contextmanager
 def bmv2_bench(plan: FabricPlan, run_dir: Path, levels: int) -> Iterator[Bench]:
     """P4Runtime controller + BMv2 fabric of ``plan``, as ``tests/bmv2`` brings them up;
@@ -623,7 +611,7 @@ def bmv2_bench(plan: FabricPlan, run_dir: Path, levels: int) -> Iterator[Bench]:
     )
     fab = None
     try:
-        line = _first_line(proc, 60)
+        line = first_line(proc, 60)
         assert line == "READY", f"P4Runtime launcher said {line!r}"
         fab = start_bmv2_fabric(plan, run_dir, ports, levels=levels, ready_timeout=90)
         with ControllerClient(api, timeout=30) as client:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from controller.client import ControllerClient
 from controller.coflow_table import TagEntry
 from controller.p4runtime.launcher import launcher_argv
+from tests.procs import first_line
 from topo.plan import FabricPlan
 from workload.marking import tos_byte
 
@@ -30,18 +30,6 @@ REPO = Path(__file__).resolve().parents[2]
 TOOL = str(Path(__file__).with_name("udp_tool.py"))
 LINK_MBPS = 10.0
 MEASURE_S = 6.0
-
-
-def _ready_line(proc: subprocess.Popen, timeout: float) -> str:
-    """First line of ``proc``'s stdout, within ``timeout`` s."""
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    try:
-        if not sel.select(timeout):
-            raise RuntimeError(f"pid {proc.pid} printed nothing in {timeout} s")
-        return proc.stdout.readline().strip()
-    finally:
-        sel.close()
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +52,7 @@ def fabric(tmp_path_factory):
     )
     fab = None
     try:
-        assert _ready_line(proc, 60) == "READY"
+        assert first_line(proc, 60) == "READY"
         fab = start_bmv2_fabric(plan, run, ports, levels=4, ready_timeout=90)
         with ControllerClient(api, timeout=30) as client:
             client.wait_ready(90)
@@ -86,7 +74,7 @@ def _run(host, *args: str, timeout: float = 60) -> subprocess.Popen:
 def _recv(host, port: int, seconds: float) -> subprocess.Popen:
     """A receiver that is bound (has printed its ready line) when this returns."""
     proc = _run(host, "recv", str(port), str(seconds))
-    line = _ready_line(proc, 30)
+    line = first_line(proc, 30)
     assert json.loads(line) == {"ready": port}, line
     return proc
 

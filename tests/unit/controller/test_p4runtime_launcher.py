@@ -4,7 +4,6 @@ fake P4Runtime servers (real gRPC on 127.0.0.1) for every switch of a plan."""
 from __future__ import annotations
 
 import os
-import selectors
 import subprocess
 
 import pytest
@@ -14,19 +13,10 @@ from controller.coflow_table import TagEntry
 from controller.p4runtime.launcher import launcher_argv, parse_grpc_ports
 from controller.stats import TagCount
 from tests.p4runtime_fake import ART, FakeSwitch, entries_of
+from tests.procs import first_line
 from topo.plan import FabricPlan
 
 REPO = ART.json.parents[2]
-
-
-def _read_line(proc: subprocess.Popen, timeout: float) -> str:
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    try:
-        assert sel.select(timeout), "launcher printed nothing in time"
-        return proc.stdout.readline().strip()
-    finally:
-        sel.close()
 
 
 @pytest.fixture
@@ -55,7 +45,7 @@ def fabric(tmp_path):
 @pytest.mark.sockets
 def test_launcher_serves_the_control_api_and_writes_the_switches(fabric):
     plan, sws, proc, api, tmp = fabric
-    assert _read_line(proc, 30) == "READY"
+    assert first_line(proc, 30) == "READY"
     with ControllerClient(api, timeout=10) as c:
         st = c.wait_ready(20)
         assert list(st.switches) == sorted(sw.name for sw in plan.switches)
