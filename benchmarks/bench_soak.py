@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coflowbed import runstate  # noqa: E402
+from coflowbed.cleanup import netns_inodes  # noqa: E402
 from coflowbed.runner import run_scenario  # noqa: E402
 from coflowbed.scenario import load_scenario  # noqa: E402
 
@@ -64,18 +65,6 @@ class Baseline:
     interfaces: set[str]
     netns: set[int]
     wmem: str
-
-
-def netns_inodes() -> set[int]:
-    """Network namespaces some process is in."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                found.add(os.stat(entry / "ns" / "net").st_ino)
-            except OSError:
-                continue
-    return found
 
 
 def children() -> list[int]:

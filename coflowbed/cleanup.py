@@ -99,6 +99,19 @@ def delete_interfaces(names: list[str]) -> list[str]:
     return deleted
 
 
+def netns_inodes() -> set[int]:
+    """Network namespaces some process of the machine is in (their inode numbers): what
+    the leftover checks of the soak benchmark and the stale-run tests compare."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.add(os.stat(entry / "ns" / "net").st_ino)
+            except OSError:
+                continue  # the process ended meanwhile
+    return found
+
+
 def clean_run(state: RunState, end_runner: bool = True) -> dict:
     """Clean up one registered run; returns what was done.  ``end_runner``: ask its
     runner to stop first if it still runs (False when it is known dead)."""

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from coflowbed import runstate
+from coflowbed.cleanup import netns_inodes
 from tests.cli import coflowbed
 from topo.net import interface_names
 from topo.plan import FabricPlan
@@ -90,18 +91,6 @@ def stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.kill()
         proc.wait(10)
-
-
-def netns_inodes() -> set[int]:
-    """Network namespaces some process of the machine is in."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                found.add(os.stat(entry / "ns" / "net").st_ino)
-            except OSError:
-                continue
-    return found
 
 
 def assert_nothing_left(wmem_before: str, netns_before: set[int], pids: list[int] = ()) -> None:
