@@ -284,7 +284,8 @@ class EmulationBackend:
                 out.append(FlowStarted(fid, ev["t_ns"] / 1e9))
             elif kind == "flow_received":
                 self.times.first_byte(fid, int(ev.get("first_ns") or 0))
-                self._done_flows.append(fid)
+                if self.fixed is None:  # dynamic: the scheduler hears of it next request
+                    self._done_flows.append(fid)
                 out.append(FlowDone(fid, ev["last_ns"] / 1e9, int(ev["bytes"])))
             elif kind == "flow_failed":
                 out.append(

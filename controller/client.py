@@ -14,17 +14,6 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from controller.coflow_table import TagEntry
-from controller.messages import (
-    CloseJob,
-    HostUpdates,
-    JobOpened,
-    JobReport,
-    OpenJob,
-    Progress,
-    Register,
-    Registered,
-    Unregister,
-)
 from controller.routing import FabricEvents
 from controller.stats import (
     MeterRow,
@@ -138,29 +127,6 @@ class ControllerClient:
     def meter_stats(self) -> list[MeterRow]:
         """Every leaf meter's counters (retired ones with their last counters)."""
         return meters_from_wire(self.call({"op": "meter_stats"}))
-
-    # --- the coflow scheduler (controller.messages) -------------------------------------
-    def open_job(self, msg: OpenJob) -> JobOpened:
-        """Start scheduling a job (levels of identity-ranked policies fixed and written)."""
-        return JobOpened.from_wire(_reply_body(self.call({"op": "open_job", **msg.to_wire()})))
-
-    def register(self, msg: Register) -> Registered:
-        """A released coflow; answered once its own entry is in the switches."""
-        return Registered.from_wire(_reply_body(self.call({"op": "register", **msg.to_wire()})))
-
-    def unregister(self, msg: Unregister) -> HostUpdates:
-        """A completed coflow; the host updates the new decision needs."""
-        return HostUpdates.from_wire(_reply_body(self.call({"op": "unregister", **msg.to_wire()})))
-
-    def progress(self, msg: Progress) -> HostUpdates:
-        """A poll (acknowledged bytes, or a counter read by the controller)."""
-        return HostUpdates.from_wire(_reply_body(self.call({"op": "progress", **msg.to_wire()})))
-
-    def close_job(self) -> JobReport:
-        """End the job: the levels and ranks it ran at, and its write times."""
-        return JobReport.from_wire(
-            _reply_body(self.call({"op": "close_job", **CloseJob().to_wire()}))
-        )
 
 
 def _reply_body(reply: dict) -> dict:

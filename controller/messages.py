@@ -29,12 +29,12 @@ POLL_COUNTERS = "counters"  # the controller reads its tag counters (D-CLAS thre
 POLL_PROGRESS = "progress"  # the orchestrator sends the agents' acknowledged bytes (SEBF)
 
 
-def _fields(d: Any, where: str, required: set[str], optional: frozenset[str] = frozenset()) -> dict:
-    """``d`` as a dict with exactly the ``required`` keys and some ``optional`` ones
-    (``op`` is the request's own); ValueError naming ``where`` and the key otherwise."""
+def _fields(d: Any, where: str, required: set[str]) -> dict:
+    """``d`` as a dict with exactly the ``required`` keys (and ``op``, the request's own);
+    ValueError naming ``where`` and the key otherwise."""
     if not isinstance(d, dict):
         raise ValueError(f"{where}: must be an object, got {type(d).__name__}")
-    unknown = sorted(set(d) - required - optional - {"op"})
+    unknown = sorted(set(d) - required - {"op"})
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: unknown key")
     missing = sorted(required - set(d))

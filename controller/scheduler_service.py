@@ -293,10 +293,6 @@ class EventLog:
         """Append ``event``."""
         self._file.write(json.dumps(event, separators=(",", ":"), sort_keys=True) + "\n")
 
-    def close(self) -> None:
-        """Close the file."""
-        self._file.close()
-
 
 def changes_to_wire(changes: Changes) -> dict:
     """``changes`` as JSON (the event log's form; compared by ``replay``)."""
