@@ -30,7 +30,7 @@ log = logging.getLogger("faults")
 # Controller events this long before an injection was issued still count as its own
 # (the clocks are one CLOCK_MONOTONIC; this only absorbs rounding).
 MATCH_SLACK_S = 0.01
-SUPPORTED = {"ovs": ("link", "switch"), "bmv2": ()}
+SUPPORTED = {"ovs": ("link", "switch", "controller"), "bmv2": ()}
 
 
 def check_supported(faults: Sequence[Fault], switch: str, source: str) -> None:
@@ -40,10 +40,6 @@ def check_supported(faults: Sequence[Fault], switch: str, source: str) -> None:
         if f.kind not in SUPPORTED.get(switch, ()):
             raise UserError(
                 source, f"faults[{f.index}]", f"a {f.kind} fault is not supported on {switch} yet"
-            )
-        if f.kind == "switch" and not f.target.startswith("s"):
-            raise UserError(
-                source, f"faults[{f.index}]", "a leaf switch restart is not supported yet"
             )
 
 
@@ -88,39 +84,119 @@ def switch_tables(name: str) -> list[str]:
     return out
 
 
-class OvsFaults:
-    """``apply`` of a FaultInjector on an OVS fabric: links down/up (``set_links``), and
-    spines stopped (bridge deleted, after a dump of its tables) and started again, then
-    polled until its tables equal the dump (the note says how long it took)."""
+@dataclass
+class Restart:
+    """What a controller restart took (monotonic seconds)."""
 
-    def __init__(self, fabric) -> None:
-        self.fabric = fabric
+    killed: float
+    up: float  # the new controller printed READY
+    ready: float  # every switch taken over
+    resumed: float  # the scheduling connection resumed
+    equal: bool  # every switch's tables after equal those before
+    note: str
+
+
+def base_tables(name: str) -> list[str]:
+    """``switch_tables`` without the coflow rules (cookie != 0) and their meters: the
+    static pipeline (defaults, routing, ECMP groups)."""
+    return [
+        ln
+        for ln in switch_tables(name)
+        if ln.startswith("dump-groups") or (ln.startswith("dump-flows") and "cookie=0x0," in ln)
+    ]
+
+
+class OvsFaults:
+    """``apply`` of a FaultInjector on an OVS fabric: links down/up (``set_links``),
+    spines stopped (bridge deleted, after a dump of its tables) and started again, then
+    polled until its tables equal the dump (the note says how long it took), and the
+    controller killed and started again (``restart_controller``)."""
+
+    def __init__(self, fabric, controller=None, client=None) -> None:
+        """On ``fabric``; a controller restart needs the run's ``ControllerService`` and
+        its scheduling connection (a ``ResumableClient``)."""
+        self.fabric, self.controller, self.client = fabric, controller, client
         self.before: dict[str, list[str]] = {}
+        self.restarts: dict[int, Restart] = {}  # controller restarts, by fault
+        self.equal: dict[int, bool] = {}  # restarts: tables after equal before, by fault
 
     def __call__(self, plan: FabricPlan, fault: Fault, up: bool) -> str | None:
         if fault.kind == "link":
             set_links(plan, fault, up)
             return None
+        if fault.kind == "controller":
+            self.restarts[fault.index] = r = self.restart_controller(plan)
+            self.equal[fault.index] = r.equal
+            return r.note
         name = fault.target
+        # A leaf's coflow rules follow the policy's decisions while it is away: only its
+        # static pipeline must come back as it was (the controller's ready event says
+        # when its whole current state was confirmed).
+        tables = switch_tables if plan.switch(name).role == "spine" else base_tables
         if not up:
-            self.before[name] = switch_tables(name)
+            self.before[name] = tables(name)
             self.fabric.stop_switch(name)
             return None
         t0 = time.monotonic()
         self.fabric.start_switch(name)
-        deadline, now = t0 + RESYNC_TIMEOUT_S, switch_tables(name)
+        deadline, now = t0 + RESYNC_TIMEOUT_S, tables(name)
         while now != self.before[name] and time.monotonic() < deadline:
             time.sleep(RESYNC_POLL_S)  # polling the switch, with a deadline
-            now = switch_tables(name)
+            now = tables(name)
+        self.equal[fault.index] = now == self.before[name]
         if now != self.before[name]:
-            missing = len(set(self.before[name]) - set(now))
-            extra = len(set(now) - set(self.before[name]))
-            return (
-                f"{name} tables differ after {RESYNC_TIMEOUT_S:g} s: "
-                f"{missing} missing, {extra} extra"
+            return f"{name} tables differ after {RESYNC_TIMEOUT_S:g} s: " + _differ(
+                self.before[name], now
             )
         took = (time.monotonic() - t0) * 1e3
-        return f"{name} tables equal to before the restart ({len(now)} entries, {took:.0f} ms)"
+        what = "tables" if tables is switch_tables else "static pipeline"
+        return f"{name} {what} equal to before the restart ({len(now)} entries, {took:.0f} ms)"
+
+    def restart_controller(self, plan: FabricPlan) -> Restart:
+        """Dump every switch's tables; hold the scheduling connection; SIGKILL the
+        controller and start it again with ``--resume``; once it reports every switch
+        ready, dump the tables again (nothing may have changed), then resume the
+        scheduling connection (answers the old one decided, the rest resent)."""
+        from controller.client import ControllerClient
+
+        if self.controller is None or self.client is None:
+            raise RuntimeError("a controller restart needs the run's controller")
+        names = [sw.name for sw in plan.switches]
+        before = {n: switch_tables(n) for n in names}
+        self.client.hold()
+        killed = time.monotonic()
+        try:
+            self.controller.kill()
+            self.controller.start(resume=True)
+            up = time.monotonic()
+            with ControllerClient(self.controller.api, timeout=RESYNC_TIMEOUT_S) as c:
+                c.wait_ready(RESYNC_TIMEOUT_S)
+            ready = time.monotonic()
+            after = {n: switch_tables(n) for n in names}
+            given, resent = self.client.resume()
+        except (RuntimeError, OSError, TimeoutError) as exc:
+            self.client.abandon(exc)  # the run's requests fail now, not at their timeout
+            raise
+        resumed = time.monotonic()
+        differ = [f"{n}: {_differ(before[n], after[n])}" for n in names if before[n] != after[n]]
+        entries = sum(len(v) for v in after.values())
+        note = (
+            f"controller back in {(up - killed) * 1e3:.0f} ms, switches taken over in "
+            f"{(ready - up) * 1e3:.0f} ms; "
+            + (
+                "tables differ: " + "; ".join(differ)
+                if differ
+                else f"tables equal to before on all {len(names)} switches ({entries} entries)"
+            )
+            + f"; {given} answers given back, {resent} requests resent"
+        )
+        log.info("controller restart: %s", note)
+        return Restart(killed, up, ready, resumed, not differ, note)
+
+
+def _differ(before: list[str], after: list[str]) -> str:
+    """How two table dumps differ."""
+    return f"{len(set(before) - set(after))} missing, {len(set(after) - set(before))} extra"
 
 
 @dataclass(frozen=True)
@@ -195,11 +271,12 @@ class FaultInjector:
         if note:
             self.notes.setdefault(f.index, []).append(note)
 
-    def attach(self, fabric) -> None:
-        """Apply the faults on ``fabric`` (an OVS ``topo.net.Fabric``), unless the
+    def attach(self, fabric, controller=None, client=None) -> None:
+        """Apply the faults on ``fabric`` (an OVS ``topo.net.Fabric``; a controller
+        restart on ``controller`` and the scheduling connection ``client``), unless the
         injector was made with its own ``apply`` (tests)."""
         if self._set is set_links:
-            self._set = OvsFaults(fabric)
+            self._set = OvsFaults(fabric, controller, client)
 
     def close(self) -> None:
         """Let what is queued finish."""
@@ -225,12 +302,22 @@ class FaultInjector:
             rec.detail = rec.detail or "not injected: the run ended first"
             return rec
         rec.injected_s = _rel(down_at, t0)
+        rec.tables_equal = getattr(self._set, "equal", {}).get(f.index)
+        if f.kind == "controller":
+            restart = getattr(self._set, "restarts", {}).get(f.index)
+            if restart is not None:
+                rec.injected_s, rec.up_s = _rel(restart.killed, t0), _rel(restart.up, t0)
+                rec.resync_ms = _ms(restart.up, restart.ready)
+                rec.restored_s = _rel(restart.resumed, t0)
+            return rec
         up_at = self.restored.get(f.index)
         rec.up_s = _rel(up_at, t0)
         if f.kind == "link":
             links = [f.target]
-        else:  # a spine: each of its links went down with its session
+        elif self.plan.switch(f.target).role == "spine":  # its links go with its session
             links = [f"l{lf}-{f.target}" for lf in range(1, self.plan.leaves + 1)]
+        else:  # a leaf: its hosts are cut off; no other path to reroute to
+            links = []
         down = [e for e in (_first(events.links, lk, True, down_at) for lk in links) if e]
         if down:
             _reaction(rec, down, down_at, t0, "")

@@ -247,7 +247,9 @@ class FaultRecord:
     zero; None: did not happen).  ``detected_s``: the controller saw it (port status,
     disconnection); ``rerouted_s``: every leaf concerned confirmed its new ECMP groups (barrier), or
     for a restart, the element was back with its whole state; ``restored_*``: the
-    same when it came back."""
+    same when it came back.  A controller restart: ``injected_s`` it was killed,
+    ``up_s`` the new one was listening, ``resync_ms`` until it had taken every switch
+    over, ``restored_s`` the scheduling connection resumed."""
 
     index: int
     kind: str
@@ -264,7 +266,8 @@ class FaultRecord:
     up_s: float | None = None  # the orchestrator brought it back
     restored_s: float | None = None  # the controller saw it back and rewrote the groups
     restore_ms: float | None = None
-    resync_ms: float | None = None  # a restarted switch: brought back -> whole state installed
+    resync_ms: float | None = None  # a restart: brought back -> whole state installed/taken over
+    tables_equal: bool | None = None  # a restart: every table after equals before
     detail: str = ""
 
     @classmethod

@@ -61,6 +61,11 @@ def mark_fault(ax, f: dict, end: float) -> None:
     if f.get("rerouted_s") is not None:
         ax.axvline(f["rerouted_s"], color="tab:red", ls="--", lw=0.8)
     label = f"{f['target']} down"
+    if f.get("kind") == "controller":
+        label = "controller restarted"
+    if f.get("restored_s") is not None and f.get("kind") == "controller":
+        ax.axvline(f["restored_s"], color="tab:red", ls="--", lw=0.8)
+        label += f", switches taken over in {f['resync_ms']:.0f} ms"
     if f.get("reroute_ms") is not None:
         label += f", rerouted in {f['reroute_ms']:.0f} ms"
     ax.text(start, -0.6, label, color="tab:red", fontsize=7, va="bottom")

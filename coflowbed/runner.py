@@ -104,12 +104,12 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
-            controller, agents, info["bringup_s"], fabric = _start_all(
+            controller, agents, info["bringup_s"], fabric, service = _start_all(
                 scen, out_dir, runtime, stack
             )
-            if injector is not None:
-                injector.attach(fabric)
             backend = _backend(scen, controller, agents)
+            if injector is not None:
+                injector.attach(fabric, service, backend.link.client)
             info["connections"] = _prepare_iteration(scen, agents, backend)
             info["calibration"] = _calibrate(scen, agents)
             ports_before = _ports_now(controller)  # bring-up and calibration traffic
@@ -202,7 +202,7 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     from topo.net import start_fabric
 
     t0 = time.monotonic()
-    controller, meet = start_controller(scen, out_dir, runtime, stack)
+    controller, meet, service = start_controller(scen, out_dir, runtime, stack)
     start = start_fabric if scen.switch == "ovs" else _start_bmv2_fabric
     fabric = start(scen.plan, runtime, meet, scen.levels, scen.queue_packets)
     stack.callback(fabric.stop)
@@ -223,7 +223,7 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
         len(scen.plan.switches),
         len(scen.plan.hosts),
     )
-    return controller, agents, bringup_s, fabric
+    return controller, agents, bringup_s, fabric, service
 
 
 def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dict:
@@ -301,10 +301,10 @@ def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
     """The backend of the run: the scenario's job for the controller's scheduler, and
     controller and agents to run it on."""
     from coflowbed.commands.simulate import policy_spec
-    from controller.client import PipelinedClient
+    from controller.client import ResumableClient
 
     job = OpenJob(policy_spec(scen), scen.policy_rates == "pacing", tuple(scen.dag.coflows))
-    scheduler_client = PipelinedClient(controller.path, timeout=30.0)  # scheduling only
+    scheduler_client = ResumableClient(controller.path, timeout=30.0)  # scheduling only
     return EmulationBackend(job, controller, agents, scen.plan, DATA_PORT, scheduler_client)
 
 

@@ -116,6 +116,8 @@ class CoflowApp(app_manager.OSKenApp):
             ofp_event.EventOFPFlowStatsReply,
             ofp_event.EventOFPPortStatsReply,
             ofp_event.EventOFPMeterStatsReply,
+            ofp_event.EventOFPGroupDescStatsReply,
+            ofp_event.EventOFPMeterConfigStatsReply,
         ],
         MAIN_DISPATCHER,
     )

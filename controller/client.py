@@ -11,9 +11,11 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 
 from controller.coflow_table import TagEntry
+from controller.messages import Resume, Resumed
 from controller.routing import FabricEvents
 from controller.stats import (
     MeterRow,
@@ -68,7 +70,21 @@ class ControllerClient:
 
     def call(self, request: dict, timeout: float | None = None) -> dict:
         """Send one request, return the reply; ControllerError when ``ok`` is false,
-        OSError/TimeoutError when the controller cannot be reached in time."""
+        OSError/TimeoutError when the controller cannot be reached in time.  A
+        connection that a restarted controller's predecessor held is found dead at the
+        first send: connected again once (every op of this client is idempotent)."""
+        if self._sock is not None:
+            try:
+                return self._call(request, timeout)
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                pass  # closed by _call; a new connection below
+            except ConnectionError as exc:
+                if "closed the connection" not in str(exc):
+                    raise
+        return self._call(request, timeout)
+
+    def _call(self, request: dict, timeout: float | None) -> dict:
+        """One request on the (new or open) connection."""
         try:
             sock = self._connect()
             sock.settimeout(timeout or self.timeout)
@@ -198,3 +214,107 @@ class PipelinedClient:
             done.set_result(reply)
         else:
             done.set_exception(ControllerError(reply.get("error", "unknown error")))
+
+
+class ResumableClient:
+    """The orchestrator's scheduling connection (a ``PipelinedClient``) made to survive a
+    controller restart: every request is kept until it is answered.  ``hold`` (before
+    the controller is restarted) keeps the lost connection from failing them;
+    ``resume`` (once the new controller is ready) asks it for the answers the old one
+    had decided (``Resume``: the journal of the requests it logged) and sends the
+    requests after those again, in order."""
+
+    def __init__(self, socket_path: Path, timeout: float = 10.0) -> None:
+        """Connect to the API at ``socket_path``."""
+        self.path, self.timeout = Path(socket_path), timeout
+        self.answered = 0  # requests answered so far
+        # re-entrant: a reply that came before its callback was added settles in ``submit``
+        self._lock = threading.RLock()
+        self._unanswered: deque[tuple[dict, Future]] = deque()
+        self._held = False
+        self._failed: BaseException | None = None
+        self._conn = PipelinedClient(self.path, timeout)
+
+    def submit(self, request: dict) -> Future:
+        """Send ``request`` (held: once resumed); the future settles with its reply."""
+        done: Future = Future()
+        with self._lock:
+            if self._failed is not None:
+                raise ConnectionError(f"{self.path}: no controller to resume: {self._failed}")
+            self._unanswered.append((request, done))
+            if not self._held:
+                try:
+                    self._send(request, done)
+                except ConnectionError:
+                    self._unanswered.pop()
+                    raise
+        return done
+
+    def _send(self, request: dict, done: Future) -> None:
+        """On the current connection (lock held)."""
+        conn = self._conn
+        conn.submit(request).add_done_callback(partial(self._settled, conn, done))
+
+    def _settled(self, conn: PipelinedClient, done: Future, raw: Future) -> None:
+        """A reply (or a lost connection) for the oldest unanswered request."""
+        with self._lock:
+            if conn is not self._conn or (
+                self._held and isinstance(raw.exception(), ConnectionError)
+            ):
+                return  # kept for ``resume``
+            _request, head = self._unanswered.popleft()
+            assert head is done, "replies arrive in request order"
+            self.answered += 1
+        exc = raw.exception()
+        if exc is not None:
+            done.set_exception(exc)
+        else:
+            done.set_result(raw.result())
+
+    def hold(self) -> None:
+        """The controller is about to go away: keep what is unanswered, send nothing."""
+        with self._lock:
+            self._held = True
+
+    def resume(self) -> tuple[int, int]:
+        """Connect to the restarted controller; settle the requests it had answered in
+        its event log, send the others again.  (answers given back, requests resent)."""
+        conn = PipelinedClient(self.path, self.timeout)
+        reply = conn.submit({"op": "resume", **Resume(self.answered).to_wire()}).result(
+            self.timeout
+        )
+        if not reply.get("ok"):
+            raise ControllerError(reply.get("error", "resume failed"))
+        replies = Resumed.from_wire(_reply_body(reply)).replies
+        with self._lock:
+            if len(replies) > len(self._unanswered):
+                raise RuntimeError(
+                    f"resume: the controller logged {len(replies)} requests, "
+                    f"{len(self._unanswered)} were unanswered"
+                )
+            old, self._conn = self._conn, conn
+            given = [self._unanswered.popleft()[1] for _ in replies]
+            self.answered += len(given)
+            for done, r in zip(given, replies, strict=True):  # before any later answer
+                PipelinedClient._settle(done, r)
+            for request, done in self._unanswered:
+                self._send(request, done)
+            resent = len(self._unanswered)
+            self._held = False
+        old.close()
+        return len(given), resent
+
+    def abandon(self, exc: BaseException) -> None:
+        """The restart failed: every unanswered request (and any later one) fails."""
+        with self._lock:
+            self._failed, self._held = exc, False
+            pending, self._unanswered = list(self._unanswered), deque()
+        for _request, done in pending:
+            if not done.done():
+                done.set_exception(
+                    ConnectionError(f"{self.path}: controller restart failed: {exc}")
+                )
+
+    def close(self) -> None:
+        """Close the connection (unanswered requests fail)."""
+        self._conn.close()

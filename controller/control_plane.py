@@ -29,7 +29,7 @@ from controller.coflow_table import (
     parse_entries,
     parse_tags,
 )
-from controller.messages import REQUESTS
+from controller.messages import REQUESTS, Resume, Resumed
 from controller.routing import (
     FabricEvents,
     Groups,
@@ -42,8 +42,8 @@ from controller.routing import (
     link_of_port,
 )
 from controller.scheduler import PolicyError
-from controller.scheduler_service import EventLog, SchedulerService
-from controller.southbound.base import SouthboundError, SwitchDriver
+from controller.scheduler_service import EventLog, SchedulerService, read_events
+from controller.southbound.base import SouthboundError, SwitchDriver, SwitchState
 from controller.stats import (
     MeterRow,
     PortCount,
@@ -53,6 +53,7 @@ from controller.stats import (
     ports_to_wire,
     tags_to_wire,
 )
+from controller.takeover import adopted_epochs, adopted_table, groups_complete
 from topo.plan import FabricPlan
 from workload.marking import MAX_LEVELS
 
@@ -66,8 +67,10 @@ OPS = (
     "port_stats",
     "meter_stats",
     "fabric_events",
+    "resume",
 )
 SCHEDULER_OPS = tuple(REQUESTS)  # open_job, register, unregister, progress, close_job
+FABRIC_EVENTS_FILE = "fabric-events.jsonl"  # beside the scheduler's event log
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class ControlConfig:
     burst_s: float = DEFAULT_BURST_S
     op_timeout_s: float = 10.0
     events_path: Path | None = None  # the scheduler's event log (JSON lines)
+    resume: bool = False  # a restart: rebuild from the event log, take the switches over
 
 
 def _spawn_thread(fn: Callable, *args) -> None:
@@ -103,6 +107,7 @@ class ControlPlane:
         self._next_epoch = 1
         self.tables = {name: LeafTable() for name in self.leaves}
         self.ready: set[str] = set()
+        self._installed: set[str] = set()  # ready at least once
         self.retired: dict[int, list[int]] = {}  # cookie -> [bytes, packets]
         self.retired_meters: list[MeterRow] = []  # last counters of meters removed by clear
         self._write = threading.Lock()
@@ -115,15 +120,51 @@ class ControlPlane:
         self.groups: dict[str, Groups] = {}  # leaf -> groups installed on it
         self.link_events: list[LinkEvent] = []
         self.switch_events: list[SwitchEvent] = []
+        self._adopting: set[str] = set()  # taken over, not wiped, at their next connection
+        self._unknown: set[str] = set()  # leaves whose coflow table is not read back yet
+        events = self._events_before() if config.resume else []
+        self._fabric_log: EventLog | None = None
+        if config.events_path is not None:  # what the fabric did, kept across restarts
+            fabric_path = config.events_path.with_name(FABRIC_EVENTS_FILE)
+            if config.resume:
+                self._load_fabric_events(fabric_path)
+            self._fabric_log = EventLog(fabric_path)
         record = None if config.events_path is None else EventLog(config.events_path)
         self.scheduler = SchedulerService(plan, config.levels, self, record)
+        if config.resume:
+            self._restore(events)
+
+    def _events_before(self) -> list[dict]:
+        """The old controller's event log (a restart)."""
+        if self.cfg.events_path is None:
+            raise ValueError("resume: needs the old controller's event log")
+        return read_events(self.cfg.events_path)
+
+    def _load_fabric_events(self, path: Path) -> None:
+        """A restart: the link and switch events the old controller saw."""
+        for ev in read_events(path):
+            if "link" in ev:
+                self.link_events.append(LinkEvent.from_wire(ev["link"]))
+            else:
+                self.switch_events.append(SwitchEvent.from_wire(ev["switch"]))
+
+    def _restore(self, events: list[dict]) -> None:
+        """A restart: the scheduler and the desired entries from the old controller's
+        events; every switch is taken over at its first connection."""
+        self.entries = self.scheduler.restore(events)
+        self._adopting = {sw.name for sw in self.plan.switches}
+        self._unknown = set(self.leaves)
+        log.info("restart: %d events replayed, %d entries wanted", len(events), len(self.entries))
 
     # --- switch lifecycle ------------------------------------------------------------
     def switch_connected(self, name: str) -> None:
-        """(Re)install ``name`` completely in a thread of its own."""
+        """(Re)install ``name`` completely in a thread of its own (after a controller
+        restart: take it over)."""
         self._set_ready(name, False)
         self._switch_event(name, "connected")
-        self.spawn(self._install, name)
+        adopt = name in self._adopting
+        self._adopting.discard(name)
+        self.spawn(self._adopt if adopt else self._install, name)
 
     def switch_disconnected(self, name: str) -> None:
         """``name`` is gone; it is reinstalled when it comes back.  A spine's links are
@@ -137,15 +178,19 @@ class ControlPlane:
                 self._link_end((leaf, sw.index), f"{name}:session", True, t, f"{name} disconnected")
 
     def _switch_event(self, name: str, event: str, t: float | None = None) -> None:
+        """Record a switch (re)connection or readiness."""
+        ev = SwitchEvent(name, event, time.monotonic() if t is None else t)
         with self._links:
-            self.switch_events.append(
-                SwitchEvent(name, event, time.monotonic() if t is None else t)
-            )
+            self.switch_events.append(ev)
+            if self._fabric_log is not None:
+                self._fabric_log({"switch": ev.to_wire()})
 
     def _set_ready(self, name: str, ready: bool) -> None:
         """Record readiness of ``name`` and wake ``wait_ready`` requests."""
         with self._ready_changed:
             (self.ready.add if ready else self.ready.discard)(name)
+            if ready:
+                self._installed.add(name)
             self._ready_changed.notify_all()
 
     def all_ready(self) -> bool:
@@ -157,34 +202,103 @@ class ControlPlane:
         t0 = time.monotonic()
         with self._write:
             try:
-                self.driver.install_base(name, self.cfg.op_timeout_s)
-                if name in self.tables:
-                    self.tables[name] = LeafTable()  # the wipe emptied it
-                    self._install_groups(name)
-                    self._apply_leaves([name], resync=False)
+                ready = self._bring_up(name, None)
             except SouthboundError as e:
                 log.error("%s: install failed: %s", name, e)
                 return
+        self._now_ready(ready, t0)
+
+    def _adopt(self, name: str) -> None:
+        """First connection after a controller restart: take over what ``name`` holds
+        (coflow rules, meters, groups) instead of wiping it; a switch whose static
+        pipeline is not intact is installed afresh."""
+        t0 = time.monotonic()
+        with self._write:
+            state: SwitchState | None = None
+            try:
+                state = self.driver.read_state(name, self.cfg.op_timeout_s)
+                why = "" if state.base_ok else state.foreign
+            except SouthboundError as e:
+                why = f"not read back ({e})"
+            try:
+                sw = self.plan.switch(name)
+                if not why and sw.role == "leaf" and state is not None:
+                    if not groups_complete(self.plan, sw.index, state.groups):
+                        why = "ECMP groups missing"
+                if why:
+                    log.warning("%s: %s: installed afresh", name, why)
+                    state = None
+                ready = self._bring_up(name, state)
+            except SouthboundError as e:
+                log.error("%s: take-over failed: %s", name, e)
+                return
+        log.info("%s: taken over (%s)", name, "as it was" if state else "reinstalled")
+        self._now_ready(ready, t0)
+
+    def _bring_up(self, name: str, state: SwitchState | None) -> list[str]:
+        """(Write lock held.)  Install ``name`` (``state`` None) or take over what it
+        holds; the switches ready now (after a restart, the leaves only once every
+        leaf's table is known)."""
+        if state is None:
+            self.driver.install_base(name, self.cfg.op_timeout_s)
+        if name not in self.tables:  # a spine
+            return [name]
+        if state is None:
+            self.tables[name] = LeafTable()  # the wipe emptied it
+            self._install_groups(name)
+        else:
+            self.tables[name] = adopted_table(self.plan, name, state)
+            self.groups[name] = dict(state.groups)
+            self._reroute_groups([name])
+        if self._unknown:
+            return self._known(name)
+        self._apply_leaves([name], resync=False)
+        return [name]
+
+    def _known(self, name: str) -> list[str]:
+        """Leaf ``name``'s table is known after a restart; once every leaf's is, the
+        epochs come from the rules' cookies and every leaf gets what differs from the
+        desired state.  The leaves ready now."""
+        self._unknown.discard(name)
+        if self._unknown:
+            return []
+        self.epochs, self._next_epoch = adopted_epochs(
+            self.tables.values(), self.entries, self._next_epoch
+        )
+        written = self._apply_leaves(self.leaves, resync=False)
+        log.info("restart: every leaf taken over, %d writes to reach the desired state", written)
+        return list(self.leaves)
+
+    def _now_ready(self, names: list[str], t0: float) -> None:
+        """Mark ``names`` ready; a spine's links may carry traffic again."""
+        for name in names:
             self._set_ready(name, True)
         t = time.monotonic()
-        self._switch_event(name, "ready", t)
-        log.info("%s: ready after %.3f s", name, t - t0)
-        sw = self.plan.switch(name)
-        if sw.role == "spine":  # routes installed: the leaves may use it again
-            for leaf in range(1, self.plan.leaves + 1):
-                self._link_end((leaf, sw.index), f"{name}:session", False, t, f"{name} ready")
+        for name in names:
+            self._switch_event(name, "ready", t)
+            log.info("%s: ready after %.3f s", name, t - t0)
+            sw = self.plan.switch(name)
+            if sw.role == "spine":  # routes installed: the leaves may use it again
+                for leaf in range(1, self.plan.leaves + 1):
+                    self._link_end((leaf, sw.index), f"{name}:session", False, t, f"{name} ready")
 
     def _install_groups(self, name: str) -> None:
         """After a base install (every group over every spine): the groups of leaf
         ``name`` around the links down now.  The caller holds the write lock."""
-        leaf = self.plan.switch(name).index
-        self.groups[name] = leaf_groups(self.plan, leaf)
+        self.groups[name] = leaf_groups(self.plan, self.plan.switch(name).index)
+        self._reroute_groups([name])
+
+    def _reroute_groups(self, names: list[str]) -> None:
+        """Rewrite the groups of leaves ``names`` (as ``self.groups`` has them) that
+        differ from those around the links down now.  The caller holds the write lock."""
         with self._links:
             down = set(self.down_links)
-        diff = changed_groups(self.plan, {leaf: self.groups[name]}, down).get(leaf)
-        if diff:
-            self.driver.set_groups({name: diff}, self.cfg.op_timeout_s)
-            self.groups[name].update(diff)
+        for name in names:
+            leaf = self.plan.switch(name).index
+            diff = changed_groups(self.plan, {leaf: self.groups[name]}, down).get(leaf)
+            if diff:
+                self.driver.set_groups({name: diff}, self.cfg.op_timeout_s)
+                self.groups[name].update(diff)
 
     # --- leaf-spine links ----------------------------------------------------------------
     def port_status(self, switch: str, port: int, down: bool, t: float | None = None) -> None:
@@ -239,6 +353,8 @@ class ControlPlane:
             )
             with self._links:
                 self.link_events.append(event)
+                if self._fabric_log is not None:
+                    self._fabric_log({"link": event.to_wire()})
         log.info(
             "link %s %s: %d leaves rerouted in %.1f ms (%d writes)",
             event.link,
@@ -255,6 +371,12 @@ class ControlPlane:
             events = FabricEvents(tuple(self.link_events), tuple(self.switch_events))
         return events.to_wire()
 
+    def op_resume(self, req: dict, _received: float) -> dict:
+        """After a restart: the answers the old controller decided beyond the
+        requester's ``answered`` (``Resumed``)."""
+        msg = Resume.from_wire(req)
+        return Resumed(tuple(self.scheduler.replayed[msg.answered :])).to_wire()
+
     def _apply_leaves(self, leaves: list[str], resync: bool = True) -> int:
         """Bring ``leaves`` to the desired state of ``self.entries``; writes done.  On a
         failed write the switches' state is unknown: ``resync`` reinstalls them."""
@@ -268,9 +390,13 @@ class ControlPlane:
             plans[name] = (rules, meters, ids)
         try:
             written = self.driver.apply(diffs, self.cfg.op_timeout_s)
-        except SouthboundError:
+        except SouthboundError as e:
             for name in leaves if resync else ():
                 self.switch_connected(name)
+            gone = sorted(set(leaves) - set(self.driver.connected()))
+            if resync and gone:  # a leaf went away mid-write: all get it on reinstall
+                log.warning("write failed as %s went away (%s): reinstalling", gone, e)
+                return 0
             raise
         for name, (rules, meters, ids) in plans.items():
             self.tables[name].commit(rules, meters, ids)
@@ -288,7 +414,12 @@ class ControlPlane:
                 return {"ok": True, **self.scheduler.handle(op, request)}
             allowed = {
                 "op",
-                {"set": "entries", "clear": "tags", "wait_ready": "timeout_s"}.get(op, "op"),
+                {
+                    "set": "entries",
+                    "clear": "tags",
+                    "wait_ready": "timeout_s",
+                    "resume": "answered",
+                }.get(op, "op"),
             }
             unknown = sorted(set(request) - allowed)
             if unknown:
@@ -318,11 +449,14 @@ class ControlPlane:
             self._ready_changed.wait_for(self.all_ready, timeout)
         return self.op_status(req, received)
 
-    def _require_ready(self) -> None:
-        """SouthboundError naming the first leaf that is not ready."""
+    def _live_leaves(self) -> list[str]:
+        """The leaves a write goes to now.  SouthboundError naming the first leaf never
+        installed yet; a leaf away since (a restart) is left out: its reinstall brings
+        it the desired state."""
         for name in self.leaves:
-            if name not in self.ready:
+            if name not in self._installed:
                 raise SouthboundError(f"{name}: not connected/installed yet")
+        return [name for name in self.leaves if name in self.ready]
 
     def op_set(self, req: dict, received: float) -> dict:
         """Replace the entries of the given tags; reply after every barrier."""
@@ -332,14 +466,14 @@ class ControlPlane:
     def set_entries(self, entries: Sequence[TagEntry]) -> int:
         """Replace the entries of their tags on every leaf; the number of writes."""
         with self._write:
-            self._require_ready()
+            leaves = self._live_leaves()
             old = dict(self.entries), dict(self.epochs), self._next_epoch
             for e in entries:
                 if e.tag not in self.epochs:
                     self.epochs[e.tag], self._next_epoch = self._next_epoch, self._next_epoch + 1
                 self.entries[e.tag] = e
             try:
-                return self._apply_leaves(self.leaves)
+                return self._apply_leaves(leaves)
             except SouthboundError:
                 self.entries, self.epochs, self._next_epoch = old
                 raise
@@ -352,12 +486,12 @@ class ControlPlane:
     def clear_tags(self, tags: Sequence[int]) -> int:
         """Remove the entries (and meters) of ``tags``; the number of writes."""
         with self._write:
-            self._require_ready()
+            leaves = self._live_leaves()
             last_counters = self._meter_rows(set(tags))  # meters vanish with their rules
             for t in tags:
                 self.entries.pop(t, None)
                 self.epochs.pop(t, None)
-            written = self._apply_leaves(self.leaves)
+            written = self._apply_leaves(leaves)
         with self._stats:
             for cookie in [c for c in self.retired if cookie_tag(c) in tags]:
                 del self.retired[cookie]
@@ -386,7 +520,7 @@ class ControlPlane:
         """[bytes, packets] per active tag, summed over leaves and removed rules."""
         epochs = dict(self.epochs)
         totals = {t: [0, 0] for t in epochs}
-        for name in self.leaves:
+        for name in self._live_leaves():  # a restarting leaf's counters are gone
             for c in self.driver.rule_counters(name, self.cfg.op_timeout_s):
                 self._credit(totals, epochs, c.cookie, c.bytes, c.packets)
         with self._stats:

@@ -1,7 +1,7 @@
 """Start the os-ken controller (os-ken 4.x has no ``osken-manager``).
 
     python -m controller.launcher --plan PLAN.json --of-port N --api SOCK --log FILE
-                                  [--levels K] [--pid-file F] [--burst-s S]
+                                  [--levels K] [--pid-file F] [--burst-s S] [--resume]
 
 Listens for OpenFlow on 127.0.0.1 only; writes its PID; prints ``READY`` on stdout
 once both the OpenFlow listener and the control API socket accept connections (so a
@@ -59,6 +59,11 @@ def add_control_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pid-file", type=Path, help="default: <log>.pid")
     p.add_argument("--burst-s", type=float, default=d.burst_s, help="meter burst, s of rate")
     p.add_argument("--op-timeout-s", type=float, default=d.op_timeout_s, help="switch op timeout")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="a restart mid-run: rebuild from the event log beside --log, take the switches over",
+    )
 
 
 def control_config(args: argparse.Namespace) -> ControlConfig:
@@ -71,6 +76,7 @@ def control_config(args: argparse.Namespace) -> ControlConfig:
         burst_s=args.burst_s,
         op_timeout_s=args.op_timeout_s,
         events_path=Path(args.log).parent / EVENTS_FILE,
+        resume=args.resume,
     )
 
 

@@ -9,6 +9,8 @@ reject unknown and missing keys).
     progress   Progress    -> HostUpdates  bytes acknowledged per flow (clairvoyant policies)
                                            or a counter poll (policies with byte thresholds)
     close_job  CloseJob    -> JobReport    levels and ranks the coflows ran at, write times
+    resume     Resume      -> Resumed      after a controller restart: the answers the old
+                                           one decided that the requester did not get
 
 ``HostUpdates`` carry what the sending hosts must change for coflows already running:
 socket priorities (``HostLevel``) and, in pacing mode, paced rates (``HostRate``).
@@ -423,6 +425,50 @@ class JobReport:
             ranks,
             tuple(_number(x, f"{where}.write_s") for x in d["write_s"]),
         )
+
+
+@dataclass(frozen=True)
+class Resume:
+    """To a controller restarted mid-job (``--resume``): the requester had ``answered``
+    answers to its scheduling requests before the old controller went away."""
+
+    answered: int
+
+    def to_wire(self) -> dict:
+        """JSON form."""
+        return {"answered": self.answered}
+
+    @classmethod
+    def from_wire(cls, d: Any, where: str = "resume") -> Resume:
+        """Parse the JSON form."""
+        d = _fields(d, where, {"answered"})
+        answered = _int(d["answered"], f"{where}.answered")
+        if answered < 0:
+            raise ValueError(f"{where}.answered: must be >= 0, got {answered}")
+        return cls(answered)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """The answers the old controller had decided beyond ``Resume.answered`` (rebuilt
+    from its event log), in request order, each the API reply its request would have
+    had (the requester parses it with ``parse_reply`` against that request); the
+    requester sends the requests after those again."""
+
+    replies: tuple[dict, ...]
+
+    def to_wire(self) -> dict:
+        """JSON form."""
+        return {"replies": list(self.replies)}
+
+    @classmethod
+    def from_wire(cls, d: Any, where: str = "resumed") -> Resumed:
+        """Parse the JSON form."""
+        d = _fields(d, where, {"replies"})
+        raw = d["replies"]
+        if not isinstance(raw, list) or not all(isinstance(r, dict) and "ok" in r for r in raw):
+            raise ValueError(f"{where}.replies: must be a list of API replies")
+        return cls(tuple(raw))
 
 
 Request = OpenJob | Register | Unregister | Progress | CloseJob

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from controller.coflow_table import FlowRate, TagEntry
+from controller.coflow_table import FlowRate, TagEntry, parse_entry
 from controller.lane import Lane
 from controller.messages import (
     POLL_COUNTERS,
@@ -124,6 +124,7 @@ class SchedulerService:
         self.plan, self.levels, self.writer, self.record = plan, levels, writer, record
         self.job: _Job | None = None
         self._lock = threading.Lock()
+        self.replayed: list[dict] = []  # the answers ``restore`` rebuilt, in request order
 
     def handle(self, op: str, request: dict) -> dict:
         """Decode ``request`` for ``op``, answer it, encode the answer."""
@@ -226,6 +227,31 @@ class SchedulerService:
             tuple(job.write_s),
         )
 
+    def restore(self, events: Sequence[dict]) -> dict[int, TagEntry]:
+        """After a controller restart: feed the old controller's event log through this
+        fresh service, writing nothing and logging nothing, and keep each answer (with
+        its ``ok``) in ``replayed``.  Returns the entries the old controller had asked
+        the switches to hold (the logged changes folded in order)."""
+        writer, record, quiet = self.writer, self.record, _NoSwitches()
+        self.writer, self.record = quiet, None
+        entries: dict[int, TagEntry] = {}
+        try:
+            for i, ev in enumerate(events):
+                if ev.get("tag_bytes") is not None:
+                    quiet.tag_counts = {int(k): v for k, v in ev["tag_bytes"].items()}
+                self.replayed.append({"ok": True, **self.handle(ev["op"], ev["request"])})
+                for tag in ev["changes"]["clear_tags"]:
+                    entries.pop(tag, None)
+                for j, d in enumerate(ev["changes"]["entries"]):
+                    e = parse_entry(d, self.plan, self.levels, f"event {i + 1}.entries[{j}]")
+                    entries[e.tag] = e
+            if self.job is not None:  # its lane has applied every replayed change
+                self.job.lane.put(Changes()).result(WRITE_TIMEOUT_S)
+                self.job.write_s.clear()
+        finally:
+            self.writer, self.record = writer, record
+        return entries
+
     # --- helpers -----------------------------------------------------------------------
     def _open(self, check_writes: bool = True) -> _Job:
         """The open job; ValueError when none is, RuntimeError after a failed write."""
@@ -292,6 +318,28 @@ class EventLog:
     def __call__(self, event: dict) -> None:
         """Append ``event``."""
         self._file.write(json.dumps(event, separators=(",", ":"), sort_keys=True) + "\n")
+
+
+def read_events(path: Path) -> list[dict]:
+    """The events of a log, for a restarted controller.  A last line that a crash cut
+    short is dropped, from the file too (the new controller appends after it)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        log.warning("%s: dropping a last event cut short (%d bytes)", path, len(data) - keep)
+        with path.open("r+b") as f:
+            f.truncate(keep)
+        data = data[:keep]
+    events = []
+    for no, line in enumerate(data.decode().splitlines(), 1):
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{no}: not an event: {exc}") from None
+    return events
 
 
 def changes_to_wire(changes: Changes) -> dict:

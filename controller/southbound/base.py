@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controller.coflow_table import LeafDiff
 from controller.routing import Groups
@@ -51,6 +51,40 @@ class MeterCounter:
     drop_bytes: int
 
 
+@dataclass(frozen=True)
+class InstalledRule:
+    """A coflow-table rule as a switch holds it (read back after a controller restart)."""
+
+    tag: int
+    in_port: int
+    dst_ip: str | None
+    level: int
+    meter_id: int | None
+    cookie: int
+
+
+@dataclass(frozen=True)
+class InstalledMeter:
+    """A drop-band meter as a switch holds it."""
+
+    meter_id: int
+    rate_kbps: int
+    burst_kbit: int
+
+
+@dataclass(frozen=True)
+class SwitchState:
+    """What a switch holds, read back (``SwitchDriver.read_state``): whether its static
+    pipeline is there entry for entry with nothing foreign beside it (``foreign`` says
+    what differs when not), its coflow rules and meters, and its ECMP groups."""
+
+    base_ok: bool
+    foreign: str
+    rules: tuple[InstalledRule, ...] = ()
+    meters: tuple[InstalledMeter, ...] = ()
+    groups: Groups = field(default_factory=dict)
+
+
 # Called with (switch, cookie, bytes, packets) when a rule leaves a switch.
 RemovedCallback = Callable[[str, int, int, int], None]
 
@@ -88,3 +122,8 @@ class SwitchDriver(ABC):
         in parallel; return after all are confirmed; the number of writes.  Drivers
         that cannot reroute raise SouthboundError."""
         raise SouthboundError(f"{type(self).__name__}: rerouting around a link is not supported")
+
+    def read_state(self, switch: str, timeout: float) -> SwitchState:
+        """What ``switch`` holds now (a restarted controller takes it over instead of
+        wiping it).  Drivers that cannot read it back raise SouthboundError."""
+        raise SouthboundError(f"{type(self).__name__}: reading a switch's state is not supported")

@@ -25,7 +25,7 @@ from topo.plan import (
     leaf_subnet,
     prefix_mask,
 )
-from workload.marking import level_dscp
+from workload.marking import LEVEL_CODE_BASE, level_dscp
 
 ETH_IP = 0x0800
 ETH_ARP = 0x0806
@@ -240,3 +240,77 @@ def port_stats_request(dp):
 def meter_stats_request(dp):
     """Stats of all meters."""
     return dp.ofproto_parser.OFPMeterStatsRequest(dp, 0, dp.ofproto.OFPM_ALL)
+
+
+def group_desc_request(dp):
+    """Descriptions (type, buckets) of every group."""
+    return dp.ofproto_parser.OFPGroupDescStatsRequest(dp, 0)
+
+
+def meter_config_request(dp):
+    """Configurations (flags, bands) of every meter."""
+    return dp.ofproto_parser.OFPMeterConfigStatsRequest(dp, 0, dp.ofproto.OFPM_ALL)
+
+
+def _serialized(items) -> bytes:
+    """Instructions (or buckets) as the bytes they go on the wire as: one canonical form
+    for what we build and what a switch reports."""
+    out = b""
+    for it in items:
+        buf = bytearray()
+        it.serialize(buf, 0)
+        out += bytes(buf)
+    return out
+
+
+def flow_key(table: int, priority: int, cookie: int, match, insts) -> tuple:
+    """A flow's identity and content in one comparable value."""
+    return (table, priority, cookie, tuple(sorted(match.items())), _serialized(insts))
+
+
+def base_flow_keys(dp, plan: FabricPlan, sw: SwitchPlan) -> set[tuple]:
+    """``flow_key`` of every flow of ``sw``'s static pipeline (``base_msgs``, no wipe)."""
+    mods = base_msgs(dp, plan, sw)[len(wipe_msgs(dp)) :]
+    flows = [m for m in mods if isinstance(m, dp.ofproto_parser.OFPFlowMod)]
+    return {flow_key(m.table_id, m.priority, m.cookie, m.match, m.instructions) for m in flows}
+
+
+def stats_flow_key(s) -> tuple:
+    """``flow_key`` of one OFPFlowStats."""
+    return flow_key(s.table_id, s.priority, s.cookie, s.match, s.instructions)
+
+
+def parse_tag_rule(dp, s) -> tuple[int, int, str | None, int, int | None] | None:
+    """(tag, in_port, dst_ip, level, meter id) of a coflow rule as a switch reports it
+    (OFPFlowStats of table 0 with a cookie); None if it is not one ``tag_rule_msg``
+    writes."""
+    parser = dp.ofproto_parser
+    fields = dict(s.match.items())
+    if s.table_id != TAG_TABLE or not {"in_port", "eth_type", "ip_dscp"} <= set(fields):
+        return None
+    meter, level = None, None
+    for inst in s.instructions:
+        if isinstance(inst, parser.OFPInstructionMeter):
+            meter = inst.meter_id
+        elif isinstance(inst, parser.OFPInstructionActions):
+            for act in inst.actions:
+                if isinstance(act, parser.OFPActionSetField) and act.key == "ip_dscp":
+                    level = act.value - LEVEL_CODE_BASE
+    if level is None:
+        return None
+    return (fields["ip_dscp"], fields["in_port"], fields.get("ipv4_dst"), level, meter)
+
+
+def group_spines(dp, plan: FabricPlan, g) -> tuple[int, ...] | None:
+    """The spines (1-based) of a select group as a switch reports it (OFPGroupDescStats);
+    None if its buckets are not the uplink outputs ``group_mod`` writes."""
+    parser = dp.ofproto_parser
+    spines = []
+    for b in g.buckets:
+        outs = [a.port for a in b.actions if isinstance(a, parser.OFPActionOutput)]
+        if len(outs) != 1 or len(b.actions) != 1:
+            return None
+        spines.append(outs[0] - plan.hosts_per_leaf)
+    if not all(1 <= s <= plan.spines for s in spines):
+        return None
+    return tuple(spines)

@@ -11,12 +11,15 @@ from controller.coflow_table import LeafDiff
 from controller.routing import Groups
 from controller.southbound import of_messages as ofm
 from controller.southbound.base import (
+    InstalledMeter,
+    InstalledRule,
     MeterCounter,
     PortCounter,
     RemovedCallback,
     RuleCounter,
     SouthboundError,
     SwitchDriver,
+    SwitchState,
 )
 from controller.southbound.of_session import OFSession
 from topo.plan import FabricPlan
@@ -166,6 +169,44 @@ class OpenFlowDriver(SwitchDriver):
             if s.cookie
         ]
 
+    def read_state(self, switch: str, timeout: float) -> SwitchState:
+        """Every flow, group and meter of ``switch``: the static pipeline checked entry
+        for entry against ``base_msgs``, the coflow rules and meters parsed back."""
+        sess = self.session(switch)
+        dp, sw = sess.dp, self.plan.switch(switch)
+        flows = [
+            s
+            for r in sess.request(
+                ofm.flow_stats_request(dp, dp.ofproto.OFPTT_ALL), timeout, "flow stats"
+            )
+            for s in r.body
+        ]
+        groups = [
+            g for r in sess.request(ofm.group_desc_request(dp), timeout, "groups") for g in r.body
+        ]
+        meters = [
+            m for r in sess.request(ofm.meter_config_request(dp), timeout, "meters") for m in r.body
+        ]
+        rules, base = [], set()
+        for s in flows:
+            parsed = ofm.parse_tag_rule(dp, s) if s.cookie else None
+            if parsed is None:
+                base.add(ofm.stats_flow_key(s))
+            else:
+                rules.append(InstalledRule(*parsed, cookie=s.cookie))
+        want = ofm.base_flow_keys(dp, self.plan, sw)
+        foreign = _difference(want, base, "base flows")
+        spines = {g.group_id: ofm.group_spines(dp, self.plan, g) for g in groups}
+        if any(v is None for v in spines.values()):
+            foreign = foreign or "a group that is not an ECMP group over the uplinks"
+        return SwitchState(
+            not foreign,
+            foreign,
+            tuple(rules),
+            tuple(_installed_meter(m) for m in meters),
+            {d: sp for d, sp in spines.items() if sp is not None},
+        )
+
     def port_counters(self, switch: str, timeout: float) -> list[PortCounter]:
         """Counters of the switch's ports (the LOCAL port excluded)."""
         sess = self.session(switch)
@@ -196,6 +237,19 @@ class OpenFlowDriver(SwitchDriver):
                     )
                 )
         return out
+
+
+def _difference(want: set, have: set, what: str) -> str:
+    """'' when ``have`` equals ``want``, else how many are missing and extra."""
+    if want == have:
+        return ""
+    return f"{what}: {len(want - have)} missing, {len(have - want)} extra"
+
+
+def _installed_meter(m) -> InstalledMeter:
+    """An OFPMeterConfigStats as an InstalledMeter (its first band: the drop band)."""
+    band = m.bands[0] if m.bands else None
+    return InstalledMeter(m.meter_id, band.rate if band else 0, band.burst_size if band else 0)
 
 
 def _log_diff(switch: str, diff: LeafDiff) -> None:

@@ -27,9 +27,11 @@ MB = 1_000_000
 LEAVES = ("l1", "l2", "l3", "l4")
 
 
-def scenario(tmp: Path, name: str, faults: list[dict]) -> Path:
+def scenario(tmp: Path, name: str, faults: list[dict], policy: str | None = None) -> Path:
     data = yaml.safe_load(DEFAULT_SCENARIO.read_text())
     data["name"] = name
+    if policy is not None:
+        data["policy"] = policy
     data["timeout_s"] = 40  # a flow black-holed by a stale group would need much longer
     data["workload"]["coflows"].append(
         {
@@ -132,6 +134,47 @@ def test_spine_restart_gets_its_whole_state_back(tmp_path):
     assert f["resync_ms"] is not None and 0 < f["resync_ms"] < 5000
     assert f["restored_s"] >= f["up_s"]
     assert "s2 tables equal to before the restart" in f["detail"], f["detail"]
+    assert f["tables_equal"] is True
     for leaf in ("l1", "l2", "l3", "l4"):  # around s2 meanwhile
         others = [d for d in (1, 2, 3, 4) if f"l{d}" != leaf]
         assert f"{leaf}: group {others[0]} (to l{others[0]}) over spines [1]" in got["log"]
+
+
+def test_leaf_restart_gets_its_pipeline_and_the_current_coflow_table_back(tmp_path):
+    """l1 away for 1 s under SEBF: the scheduler's writes meanwhile go to the other
+    leaves; l1 comes back with its static pipeline as before and whatever the policy
+    wants by then, and its hosts' flows (cut off meanwhile) finish."""
+    p = scenario(tmp_path, "leaf", [{"at_s": 1.0, "switch": "l1", "down_s": 1.0}], "sebf")
+    got = run(p, tmp_path / "leaf")
+    s = got["summary"]
+    assert s["partial"] is False and s["coflows"] == s["coflows_total"] == 4
+    (f,) = s["faults"]
+    assert f["kind"] == "switch" and f["target"] == "l1" and 0 <= f["detect_ms"] < 500
+    assert f["resync_ms"] is not None and 0 < f["resync_ms"] < 5000
+    assert f["tables_equal"] is True, f["detail"]
+    assert "l1 static pipeline equal to before the restart" in f["detail"]
+    assert "l1: install failed" not in got["log"]
+
+
+def test_controller_restart_mid_run_takes_the_switches_over_unchanged(tmp_path):
+    """A link flap, then the controller SIGKILLed and started again under SEBF: the new
+    one rebuilds the job from its event log, reads the switches back and writes nothing
+    (every table after equals before); the link fault's record survives the restart."""
+    faults = [
+        {"at_s": 0.5, "link": ["l1", "s1"], "down_s": 0.5},
+        {"at_s": 1.5, "controller": "restart"},
+    ]
+    got = run(scenario(tmp_path, "ctl", faults, "sebf"), tmp_path / "ctl", check=True)
+    s = got["summary"]
+    assert s["partial"] is False and s["coflows"] == s["coflows_total"] == 4
+    link, ctl = s["faults"]
+    check_reroute(link, got["log"])  # the old controller's events, kept
+    assert link["restored_s"] is not None
+    assert ctl["kind"] == "controller" and ctl["tables_equal"] is True, ctl["detail"]
+    assert ctl["injected_s"] >= 1.5 and ctl["up_s"] > ctl["injected_s"]
+    assert ctl["resync_ms"] is not None and 0 < ctl["resync_ms"] < 5000
+    assert ctl["restored_s"] >= ctl["up_s"]
+    assert "restart: every leaf taken over, 0 writes to reach the desired state" in got["log"]
+    assert got["log"].count("controller ready: OpenFlow") == 2
+    fid = s["fidelity"]
+    assert "error" not in fid and 0.8 < fid["iteration_ratio"] < 1.25, fid

@@ -122,3 +122,45 @@ def test_a_spine_restart_is_recorded_from_its_session_and_its_links():
     assert r.leaves_rerouted == "l1 l2 l3 l4" and r.up_s == 2.0
     assert (r.resync_ms, r.restored_s, r.restore_ms) == (50.0, 2.06, 10.0)
     assert "tables equal" in r.detail
+
+
+def test_leaf_and_controller_restarts_run_on_ovs_and_a_controller_one_not_on_bmv2():
+    import pytest
+
+    from coflowbed.errors import UserError
+
+    leaf, ctl = Fault(0, "switch", "l1", 1.0, None, 1.0), Fault(0, "controller", "controller", 1.0)
+    check_supported([leaf, ctl], "ovs", "s.yaml")
+    with pytest.raises(
+        UserError, match=r"faults\[0\]: a controller fault is not supported on bmv2"
+    ):
+        check_supported([ctl], "bmv2", "s.yaml")
+
+
+def test_a_controller_restart_is_recorded_from_what_the_restart_took():
+    from coflowbed.fault_inject import Restart
+
+    class Restarter(Recorder):
+        restarts = {0: Restart(1001.2, 1001.7, 1002.1, 1002.15, True, "tables equal")}
+        equal = {0: True}
+
+    inj = FaultInjector([Fault(0, "controller", "controller", 1.0)], PLAN, apply=Restarter())
+    inj.close()
+    inj.injected[0] = 1001.0  # the dump before the kill began here
+    (rec,) = inj.records(FabricEvents(), 1000.0)
+    assert (rec.injected_s, rec.up_s, rec.restored_s) == (1.2, 1.7, 2.15)
+    assert rec.resync_ms == 400.0 and rec.tables_equal is True
+    assert rec.detected_s is None and rec.reroute_ms is None
+
+
+def test_a_leaf_restart_is_recorded_from_its_session_only():
+    inj = FaultInjector([Fault(0, "switch", "l1", 1.0, None, 1.0)], PLAN, apply=Recorder())
+    inj.close()
+    inj.injected[0], inj.restored[0] = 1001.0, 1002.0
+    events = FabricEvents(
+        (LinkEvent("l1-s1", True, 1001.5, "l1 port 3", 1001.6, ("l1",)),),  # not this fault's
+        (SwitchEvent("l1", "disconnected", 1001.01), SwitchEvent("l1", "ready", 1002.05)),
+    )
+    (rec,) = inj.records(events, 1000.0)
+    assert rec.detect_ms == 10.0 and rec.resync_ms == 50.0
+    assert rec.rerouted_s is None and rec.leaves_rerouted == ""

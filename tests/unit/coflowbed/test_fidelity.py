@@ -314,7 +314,7 @@ def test_every_run_gets_its_figure_unless_no_check(tmp_path, monkeypatch, check)
     src.write_text(STATIC)
     scen, out = load_scenario(src), tmp_path / "run"
     write_inputs(scen, out)
-    monkeypatch.setattr(runner, "_start_all", lambda *a: (None, None, 0.0, None))
+    monkeypatch.setattr(runner, "_start_all", lambda *a: (None, None, 0.0, None, None))
     monkeypatch.setattr(runner, "_backend", lambda *a: InstantBackend({"hi": 0, "lo": 3}))
     monkeypatch.setattr(runner, "_prepare_iteration", lambda *a: None)  # no agents here
     monkeypatch.setattr(runner, "_calibrate", lambda *a: None)

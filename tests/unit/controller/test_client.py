@@ -114,3 +114,89 @@ def test_a_lost_connection_fails_pending_and_later_requests(server):
         pending.result(5)
     with pytest.raises(ConnectionError, match="connection lost"):
         client.submit({"op": "status"})
+
+
+class ScriptedServer:
+    """A control API stand-in on a Unix socket: ``answer(request)`` gives the reply, or
+    None to drop the connection unanswered and stop listening (a controller killed)."""
+
+    def __init__(self, path, answer):
+        import socket
+
+        self.path, self.answer, self.seen = path, answer, []
+        if path.exists():
+            path.unlink()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(4)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        import json
+
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        with conn, conn.makefile("rb") as rfile:
+            for line in rfile:
+                req = json.loads(line)
+                self.seen.append(req)
+                reply = self.answer(req)
+                if reply is None:
+                    self.sock.close()
+                    return
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+
+
+def test_a_resumed_client_gets_the_logged_answers_back_and_resends_the_rest(tmp_path):
+    from controller.client import ResumableClient
+
+    path, got_second, crash_now = tmp_path / "api.sock", threading.Event(), threading.Event()
+
+    def old_controller(req):
+        if req["i"] == 2:  # decided (and logged) this one, then was killed
+            got_second.set()
+            crash_now.wait(5)
+            return None
+        return {"ok": True, "n": req["i"]}
+
+    old = ScriptedServer(path, old_controller)
+    client = ResumableClient(path, timeout=5)
+    assert client.submit({"op": "x", "i": 1}).result(5) == {"ok": True, "n": 1}
+    second = client.submit({"op": "x", "i": 2})
+    assert got_second.wait(5)
+    client.hold()
+    crash_now.set()
+    third = client.submit({"op": "x", "i": 3})  # while the controller is away
+    assert not second.done() and not third.done()
+    assert [r["i"] for r in old.seen] == [1, 2]
+
+    def new_controller(req):
+        if req["op"] == "resume":
+            return {"ok": True, "replies": [{"ok": True, "n": 2}] if req["answered"] == 1 else []}
+        return {"ok": True, "n": req["i"] * 10}
+
+    new = ScriptedServer(path, new_controller)
+    assert client.resume() == (1, 1)
+    assert second.result(5) == {"ok": True, "n": 2}  # the old controller's answer
+    assert third.result(5) == {"ok": True, "n": 30}  # sent again, answered by the new one
+    assert new.seen == [{"op": "resume", "answered": 1}, {"op": "x", "i": 3}]
+    assert client.answered == 3
+    client.close()
+
+
+def test_an_abandoned_restart_fails_what_waits_and_what_comes(tmp_path):
+    from controller.client import ResumableClient
+
+    path = tmp_path / "api.sock"
+    ScriptedServer(path, lambda req: {"ok": True})
+    client = ResumableClient(path, timeout=5)
+    client.hold()
+    waiting = client.submit({"op": "x"})
+    client.abandon(RuntimeError("controller printed no READY"))
+    with pytest.raises(ConnectionError, match="restart failed: controller printed no READY"):
+        waiting.result(5)
+    with pytest.raises(ConnectionError, match="no controller to resume"):
+        client.submit({"op": "x"})
+    client.close()
