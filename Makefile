@@ -17,6 +17,7 @@ OUT ?= results/default-$(RUN_STAMP)
 run: install
 	$(PY) -m coflowbed run $(SCENARIO) --out $(OUT)
 	$(PY) -m coflowbed plot $(OUT)
+	$(PY) -m coflowbed report $(OUT)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
