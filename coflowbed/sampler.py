@@ -26,7 +26,9 @@ from topo.qos import TC_TIMEOUT_S, bucket_level
 
 log = logging.getLogger("sampler")
 
-DEFAULT_PERIOD_S = 0.5  # scenario key sample_period_s / run --sample-period (0: off)
+# scenario key sample_period_s / run --sample-period; 0: off.  Off by default: with it on,
+# two of four small-moe Hermod runs were 12-24 % slower (docs/results.md).
+DEFAULT_PERIOD_S = 0.0
 SAMPLES_DIR = "samples"
 
 
