@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SCENARIO ?= coflowbed/scenarios/default.yaml
 PYTEST_ARGS ?=
+# make run samples ports and queues (docs/results.md); 0: off
+SAMPLE_PERIOD ?= 0.5
 
 .PHONY: install run test unit lint stop clean p4 bench
 
@@ -15,8 +17,9 @@ RUN_STAMP := $(shell date +%Y%m%d-%H%M%S)
 OUT ?= results/default-$(RUN_STAMP)
 
 run: install
-	$(PY) -m coflowbed run $(SCENARIO) --out $(OUT)
+	$(PY) -m coflowbed run $(SCENARIO) --out $(OUT) --sample-period $(SAMPLE_PERIOD)
 	$(PY) -m coflowbed plot $(OUT)
+	$(PY) -m coflowbed report $(OUT)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

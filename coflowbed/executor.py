@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from coflowbed.results import CoflowRecord, FlowRecord, IterationRecord
+from coflowbed.results import CoflowRecord, ComputeRecord, FlowRecord, IterationRecord
 from workload.dag import Coflow, Compute, Dag, node_id
 
 log = logging.getLogger("executor")
@@ -159,6 +159,21 @@ class DagExecutor:
         return [
             IterationRecord(i, s or 0.0, f if complete else None)
             for i, (s, f, complete) in sorted(spans.items())
+        ]
+
+    def compute_records(self) -> list[ComputeRecord]:
+        """Start and end (run time) of every compute node, None where it did not run."""
+        return [
+            ComputeRecord(
+                c.node_id,
+                c.host,
+                c.label,
+                c.iteration,
+                c.duration_s,
+                self._started.get(c.node_id),
+                self._finished.get(c.node_id),
+            )
+            for c in self.dag.computes
         ]
 
     def unfinished_flows(self, hosts: set[str]) -> tuple[list[str], list[str]]:

@@ -95,7 +95,10 @@ def cct_cdf(rows: list[dict], out: Path, title: str) -> Path:
 
 
 def plot_run(run_dir: Path) -> list[Path]:
-    """Write timeline.png and cct_cdf.png into ``run_dir``; returns their paths."""
+    """Write timeline.png and cct_cdf.png (and ``coflowbed.run_plots``' utilisation,
+    queue and Gantt plots) into ``run_dir``; returns their paths."""
+    from coflowbed.run_plots import plot_samples
+
     rows = read_coflows_csv(run_dir / "coflows.csv")
     faults_csv = run_dir / "faults.csv"
     faults = read_csv_rows(faults_csv) if faults_csv.exists() else []
@@ -103,6 +106,7 @@ def plot_run(run_dir: Path) -> list[Path]:
     return [
         timeline(rows, run_dir / "timeline.png", title, faults),
         cct_cdf(rows, run_dir / "cct_cdf.png", title),
+        *plot_samples(run_dir),
     ]
 
 

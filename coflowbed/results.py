@@ -78,6 +78,19 @@ class CoflowRecord:
         )
 
 
+@dataclass(frozen=True)
+class ComputeRecord:
+    """Timing of one compute node (a host's forward or backward work): ``compute.csv``."""
+
+    node_id: str
+    host: str
+    label: str
+    iteration: int
+    duration_s: float  # the DAG's
+    start_s: float | None
+    finish_s: float | None
+
+
 @dataclass
 class IterationRecord:
     """One training iteration: from its first node's start to its last node's end."""
@@ -159,6 +172,7 @@ class RunSummary:
     fidelity: Block | None = None  # coflowbed.fidelity: a Fidelity/-Skipped/-Error block
     faults: Sequence[Block] | None = None  # coflowbed.faults.FaultRecord per scenario fault
     lost: Block | None = None  # agents lost mid-run and their flows (emulation.name_losses)
+    sampling: Block | None = None  # coflowbed.sampler.SamplingInfo (samples/)
     # simulated runs (coflowbed.sim.result)
     mode: str | None = None
     simulated: bool | None = None  # a compare --sim run
@@ -268,10 +282,16 @@ def write_results(
     iterations: Sequence[IterationRecord],
     partial: bool,
     extra: Mapping[str, Any] | None = None,
+    computes: Sequence[ComputeRecord] = (),
 ) -> RunSummary:
-    """Write the four result files into ``out_dir``; return the summary."""
+    """Write the result files into ``out_dir`` (``compute.csv`` and ``trace.json`` too);
+    return the summary."""
+    from coflowbed.trace import write_trace
+
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_csv(out_dir / "flows.csv", flows)
+    _write_csv(out_dir / "compute.csv", computes)
+    write_trace(out_dir / "trace.json", flows, coflows, computes)
     _write_csv(out_dir / "coflows.csv", coflows, {"cct_s": lambda r: r.cct_s})
     _write_csv(out_dir / "iterations.csv", iterations, {"time_s": lambda r: r.time_s})
     summary = summarize(coflows, iterations, partial, extra)

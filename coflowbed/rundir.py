@@ -51,6 +51,7 @@ def resolved_scenario(scen: Scenario) -> dict:
         seed=scen.seed,
         timeout_s=scen.timeout_s,
         policy_rates=scen.policy_rates,
+        sample_period_s=scen.sample_period_s,
         policy={"name": scen.policy, "params": scen.policy_params},
     )
     if scen.plugins:

@@ -101,6 +101,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
     executor, backend, controller, error, info = None, None, None, None, {}
     injector = _injector(scen)
     ports_before: Ports = {}
+    sampler = _sampler(scen)
     t_start = time.monotonic()
     with contextlib.ExitStack() as stack:
         try:
@@ -116,6 +117,8 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             executor = DagExecutor(
                 scen.dag, backend, on_coflow_done=_progress(backend), timeline=injector
             )
+            if sampler is not None:
+                sampler.start()
             executor.run(deadline_s=scen.timeout_s)
         except (
             RunFailed,
@@ -136,6 +139,8 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             )
             if info["lost"]:
                 log.error("%s", error)
+        if sampler is not None:
+            info["sampling"] = _stop_sampler(sampler, out_dir, executor)
         if backend is not None:
             backend.close()
         if injector is not None:
@@ -146,6 +151,33 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
         summary = _write(scen, out_dir, executor, backend, error, info)
     summary = _check(out_dir, summary, check)
     return RunOutcome(out_dir, summary, error)
+
+
+def _sampler(scen: Scenario):
+    """The run's sampler of port counters and queue backlogs (None when off)."""
+    if scen.sample_period_s <= 0:
+        return None
+    from coflowbed.sampler import Sampler, switch_links
+
+    return Sampler(switch_links(scen.plan), scen.sample_period_s)
+
+
+def _stop_sampler(sampler, out_dir: Path, executor: DagExecutor | None) -> dict:
+    """Stop sampling, write ``samples/``; the ``sampling`` block of summary.json."""
+    from dataclasses import asdict
+
+    sampler.stop()
+    t0 = None if executor is None else executor.t0
+    info = asdict(sampler.write(out_dir, t0))
+    info.pop("link_mbps")  # in samples/meta.json
+    log.info(
+        "sampled every %.3f s: %d ticks (%d missed), %.1f ms each",
+        info["period_s"],
+        info["ticks"],
+        info["missed_ticks"],
+        info["mean_cost_ms"],
+    )
+    return info
 
 
 def _injector(scen: Scenario):
@@ -366,7 +398,8 @@ def _write(
         }
     if backend is not None:
         extra["release"] = backend.times.summary()
-    summary = results.write_results(out_dir, flows, coflows, its, partial, extra)
+    computes = executor.compute_records() if executor else []
+    summary = results.write_results(out_dir, flows, coflows, its, partial, extra, computes)
     log.info(
         "results in %s (%s): avg CCT %s s, p95 %s s",
         out_dir,

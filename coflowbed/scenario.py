@@ -14,6 +14,7 @@ from typing import Any
 from coflowbed.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.errors import UserError
 from coflowbed.faults import Fault, parse_faults
+from coflowbed.sampler import DEFAULT_PERIOD_S
 from topo.plan import (
     DEFAULT_MTU,
     MAX_HOSTS_PER_LEAF,
@@ -27,6 +28,7 @@ from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow, merge_pa
 from workload.marking import MAX_LEVELS
 
 SWITCH_KINDS = ("ovs", "bmv2")
+MIN_SAMPLE_PERIOD_S = 0.05  # a tc dump of every port takes a few ms
 # How per-flow rates a policy allocates (SEBF's MADD) are enforced: switch meters (drop
 # band), or pacing at the sending host (SO_MAX_PACING_RATE), as Varys throttles senders.
 POLICY_RATES = ("meters", "pacing")
@@ -58,6 +60,7 @@ class Scenario:
     plugins: list[str] = field(default_factory=list)
     policy_rates: str = "meters"
     faults: tuple[Fault, ...] = ()
+    sample_period_s: float = DEFAULT_PERIOD_S  # 0: no sampling (coflowbed.sampler)
 
     @property
     def byte_scale(self) -> float:
@@ -92,6 +95,9 @@ def _parse(top: Section, path: Path) -> Scenario:
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     faults = parse_faults(top, plan, (cf.coflow_id for cf in dag.coflows), timeout_s)
+    period = top.get("sample_period_s", DEFAULT_PERIOD_S, number(lo=0.0, hi=60.0))
+    if 0 < period < MIN_SAMPLE_PERIOD_S:
+        raise top.fail("sample_period_s", f"must be 0 (off) or at least {MIN_SAMPLE_PERIOD_S} s")
     return Scenario(
         str(path),
         name,
@@ -110,6 +116,7 @@ def _parse(top: Section, path: Path) -> Scenario:
         plugins,
         policy_rates,
         faults,
+        period,
     )
 
 

@@ -8,7 +8,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$repo/.venv"
 stamp="$repo/.install-stamp"
 apt_packages=(mininet openvswitch-switch iputils-ping iproute2 bridge-utils psmisc procps
-              python3-venv python3-dev iperf3 ethtool ruby shellcheck)
+              python3-venv python3-dev iperf3 ethtool ruby shellcheck chromium chromium-driver)
 
 want_stamp() {
     # Content of the stamp: what the install depends on.

@@ -281,3 +281,16 @@ def class_stats(
     if res.returncode != 0:
         raise RuntimeError(f"tc class show dev {dev} failed: {res.stderr.strip()}")
     return parse_class_stats(res.stdout, levels)
+
+
+def bucket_level(parent: str) -> int | None:
+    """The level of the bucket class ``parent`` (tc spelling, e.g. ``1:10f``) that a
+    bucket's bfifo hangs under; None for any other class."""
+    major, _, minor = parent.partition(":")
+    try:
+        if int(major, 16) != HTB_MAJOR:
+            return None
+        level = int(minor, 16) // BUCKET_MINOR_BASE - 1
+    except ValueError:
+        return None
+    return level if 0 <= level < MAX_LEVELS else None

@@ -8,7 +8,10 @@ from pathlib import Path
 from coflowbed.errors import UserError
 
 NAME = "plot"
-HELP = "draw timeline.png and cct_cdf.png from a run folder"
+HELP = (
+    "draw timeline.png, cct_cdf.png, gantt.png and (with samples/) utilisation.png and "
+    "queues.png in a run folder"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -27,7 +27,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--results", type=Path, default=Path("results"), help="parent of the default results folder"
     )
     p.add_argument("--policy", default=None, help="override the scenario's policy")
+    add_sample_period(p)
     add_no_check(p)
+
+
+def add_sample_period(p: argparse.ArgumentParser) -> None:
+    """``--sample-period S``: the scenario's ``sample_period_s`` (0: no sampling)."""
+    p.add_argument(
+        "--sample-period",
+        type=float,
+        default=None,
+        metavar="S",
+        help="sample port counters and queue backlogs every S seconds during the run "
+        "(samples/; 0: off; default: the scenario's sample_period_s, else "
+        "coflowbed.sampler.DEFAULT_PERIOD_S)",
+    )
+
+
+def overrides_of(args: argparse.Namespace) -> dict | None:
+    """Scenario keys the flags override (``--policy``, ``--sample-period``)."""
+    out: dict = {}
+    if getattr(args, "policy", None):
+        out["policy"] = args.policy
+    if getattr(args, "sample_period", None) is not None:
+        out["sample_period_s"] = args.sample_period
+    return out or None
 
 
 def add_no_check(p: argparse.ArgumentParser) -> None:
@@ -66,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from coflowbed.rundir import new_run_dir
     from coflowbed.runner import run_scenario
 
-    overrides = {"policy": args.policy} if args.policy else None
-    scen = load_scenario(args.scenario, overrides)
+    scen = load_scenario(args.scenario, overrides_of(args))
     check_can_run(scen)
     out = args.out if args.out else new_run_dir(args.results, scen)
     outcome = run_scenario(scen, out.resolve(), args.check)

@@ -45,6 +45,8 @@ class DagState:
                 self.children.setdefault(d, []).append(node_id(n))
             self._span(n).open_nodes += 1
         self.done_nodes = 0
+        self.compute_start: dict[str, float] = {}  # compute node -> start (sim time)
+        self.compute_end: dict[str, float] = {}
 
     def _span(self, n) -> IterationSpan:
         """The iteration span of node ``n``."""
@@ -69,6 +71,7 @@ class DagState:
         n = self._node(nid)
         if isinstance(n, Compute):
             self._span(n).start_s = min(self._span(n).start_s, now)
+            self.compute_start[nid] = now
             self._push(now + n.duration_s, _COMPUTE_END, nid)
         else:
             self._push(max(now, n.release_s), _RELEASE, nid)
@@ -91,6 +94,7 @@ class DagState:
                 span.start_s = min(span.start_s, t)
                 self.ready.append(c)
             else:
+                self.compute_end[nid] = t
                 self.node_done(nid, t)
 
     def node_done(self, nid: str, now: float) -> None:

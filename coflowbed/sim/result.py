@@ -9,6 +9,7 @@ from pathlib import Path
 
 from coflowbed.results import (
     CoflowRecord,
+    ComputeRecord,
     FlowRecord,
     IterationRecord,
     RunSummary,
@@ -74,6 +75,22 @@ class SimResult:
                 i += 1
         return out
 
+    def compute_records(self) -> list[ComputeRecord]:
+        """Start and end of every compute node (None where it did not run)."""
+        st = self.sim.dagstate
+        return [
+            ComputeRecord(
+                c.node_id,
+                c.host,
+                c.label,
+                c.iteration,
+                c.duration_s,
+                st.compute_start.get(c.node_id),
+                st.compute_end.get(c.node_id),
+            )
+            for c in self.sim.dag.computes
+        ]
+
     def iteration_records(self) -> list[IterationRecord]:
         """One record per iteration of the DAG."""
         return iteration_records(self.sim.dagstate.iteration_spans())
@@ -104,7 +121,7 @@ class SimResult:
         )
 
     def write(self, out_dir: Path, extra: dict | None = None) -> RunSummary:
-        """Write the four result files into ``out_dir``; return the summary."""
+        """Write the result files (``coflowbed.results.write_results``); return the summary."""
         return write_results(
             Path(out_dir),
             self.flow_records(),
@@ -112,4 +129,5 @@ class SimResult:
             self.iteration_records(),
             self.partial,
             {**self.extra(), **(extra or {})},
+            self.compute_records(),
         )

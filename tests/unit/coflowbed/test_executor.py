@@ -27,6 +27,8 @@ def test_chain_of_compute_and_coflows_respects_dependencies():
     assert r2.arrival_s == pytest.approx(1.5) and r2.finish_s == pytest.approx(3.5)
     assert r2.cct_s == pytest.approx(2.0)
     assert be.finished_ids == ["c1", "c2"]
+    (k1,) = ex.compute_records()  # compute.csv: it ran from c1's end for its 0.5 s
+    assert (k1.host, k1.start_s, k1.finish_s) == ("b", pytest.approx(1.0), pytest.approx(1.5))
 
 
 def test_release_time_delays_a_ready_coflow():

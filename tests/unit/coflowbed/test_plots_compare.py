@@ -45,7 +45,7 @@ def _write_run(out, ccts: dict[str, float | None]) -> dict:
 def test_plots_are_written_as_png(tmp_path):
     _write_run(tmp_path, {"a": 1.0, "b": 2.0, "c": None})
     paths = plot_run(tmp_path)
-    assert [p.name for p in paths] == ["timeline.png", "cct_cdf.png"]
+    assert [p.name for p in paths] == ["timeline.png", "cct_cdf.png", "gantt.png"]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 1000
 

@@ -1,0 +1,99 @@
+"""``report.html`` in a real headless Chromium (Selenium + chromedriver): a simulated run
+folder of the default scenario, plotted and reported through the command line; the page
+loads without console errors or fetched resources, every image decodes, and the numbers
+in its tables are those of the folder's CSV files and summary.json."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import pytest
+
+from coflowbed.report import MAX_ROWS, csv_files
+from tests.cli import SCENARIOS, coflowbed_ok
+
+pytestmark = [pytest.mark.browser, pytest.mark.processes, pytest.mark.slow]
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+if not (shutil.which("chromium") and shutil.which("chromedriver")):
+    pytest.skip("needs chromium and chromium-driver (Debian packages)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """A simulated run folder with its plots and report."""
+    out = tmp_path_factory.mktemp("report") / "sim-default"
+    coflowbed_ok("simulate", SCENARIOS / "default.yaml", "--out", out, timeout=300)
+    coflowbed_ok("plot", out)
+    coflowbed_ok("report", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium that keeps the page's console messages."""
+    opts = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        opts.add_argument(arg)
+    opts.binary_location = shutil.which("chromium")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
+    drv = webdriver.Chrome(options=opts, service=service)
+    yield drv
+    drv.quit()
+
+
+def _open(browser, folder):
+    """Load the folder's report; return the console messages of the load."""
+    browser.get((folder / "report.html").as_uri())
+    return browser.get_log("browser")
+
+
+def _cells(browser, name):
+    """The rows of table ``name`` as lists of cell texts (header first)."""
+    return browser.execute_script(
+        "return [...document.querySelector(`table[data-table='${arguments[0]}']`).rows]"
+        ".map(r => [...r.cells].map(c => c.textContent));",
+        name,
+    )
+
+
+def test_the_page_loads_cleanly_and_every_image_decodes(report, browser):
+    logs = _open(browser, report)
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == []
+    widths = browser.execute_script("return [...document.images].map(i => i.naturalWidth)")
+    assert len(widths) == len(list(report.glob("*.png"))) >= 3
+    assert all(w > 0 for w in widths), widths
+    fetched = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+    )
+    assert [u for u in fetched if not u.startswith("data:")] == []
+
+
+def test_every_csv_table_shows_the_file_cell_for_cell(report, browser):
+    _open(browser, report)
+    files = csv_files(report)
+    assert {"coflows.csv", "flows.csv", "compute.csv"} <= {p.name for p in files}
+    for path in files:
+        rows = list(csv.reader(path.open(newline="")))
+        if rows:
+            assert _cells(browser, path.name) == rows[: MAX_ROWS + 1], path.name
+
+
+def test_key_figures_and_type_summary_equal_the_run_files(report, browser):
+    _open(browser, report)
+    summary = json.loads((report / "summary.json").read_text())
+    key = {r[0]: r[1] for r in _cells(browser, "key")[1:]}
+    for name in ("iteration_time_s", "avg_cct_s", "p95_cct_s", "max_cct_s"):
+        assert float(key[name]) == pytest.approx(summary[name], rel=1e-5), name
+    rows = list(csv.DictReader((report / "coflows.csv").open()))
+    types = {r[0]: r for r in _cells(browser, "types")[1:]}
+    assert set(types) == {r["ctype"] for r in rows}
+    for t, cells in types.items():
+        mine = [r for r in rows if r["ctype"] == t]
+        assert int(cells[1]) == len(mine)
+        assert int(cells[3]) == sum(int(r["bytes"]) for r in mine)
+        top = max(float(r["cct_s"]) for r in mine)
+        assert float(cells[6]) == pytest.approx(top, rel=1e-5)

@@ -1,0 +1,64 @@
+"""report.html from a run folder and a comparison folder (the page's rendering in a real
+browser: tests/integration/test_report_browser.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coflowbed.commands.report import check_folder
+from coflowbed.errors import UserError
+from coflowbed.report import key_figures, page, write_report
+from coflowbed.results import CoflowRecord, write_results
+
+
+def _run(folder):
+    r = CoflowRecord("a", "EP", "j", 0, 0, 0, "", 0, 1, 10, arrival_s=0.0)
+    r.finish_s, r.level = 2.0, 3
+    write_results(
+        folder,
+        [],
+        [r],
+        [],
+        False,
+        {
+            "switch": "ovs",
+            "fidelity": {"iteration_ratio": 1.1, "sim_iteration_time_s": 1.0, "sim_avg_cct_s": 1.6},
+        },
+    )
+    (folder / "fidelity.csv").write_text(
+        "coflow_id,level,measured_cct_s,simulated_cct_s,ratio\na,3,2.0,1.6,1.25\n"
+    )
+    (folder / "scenario.yaml").write_text("name: <b>x</b>\n")
+
+
+def test_an_emulated_figure_has_its_simulated_value_and_ratio(tmp_path):
+    _run(tmp_path)
+    rows = {
+        r[0]: r[1:]
+        for r in key_figures(tmp_path, json.loads((tmp_path / "summary.json").read_text()))
+    }
+    assert rows["avg_cct_s"] == (2.0, 1.6, pytest.approx(1.25))
+    assert rows["max_cct_s"] == (2.0, 1.6, pytest.approx(1.25))
+
+
+def test_the_page_escapes_text_and_inlines_images(tmp_path):
+    _run(tmp_path)
+    (tmp_path / "x.png").write_bytes(b"\x89PNG fake")
+    text = page(tmp_path)
+    assert "&lt;b&gt;x&lt;/b&gt;" in text and "<b>x</b>" not in text
+    assert 'src="data:image/png;base64,iVBORyBmYWtl"' in text
+    assert "http" not in text.replace('lang="en"', "")
+
+
+def test_a_comparison_folder_renders_every_csv(tmp_path):
+    (tmp_path / "compare.csv").write_text("policy,iteration_time_s\nfair,12.5\nhermod,10.1\n")
+    (tmp_path / "runs.csv").write_text("policy,repeat\nfair,1\n")
+    text = write_report(tmp_path).read_text()
+    assert text.count("<table") == 2 and "<td>hermod</td><td>10.1</td>" in text
+
+
+def test_a_folder_that_is_neither_run_nor_comparison_is_refused(tmp_path):
+    with pytest.raises(UserError, match="not a run or comparison"):
+        check_folder(tmp_path)
