@@ -134,3 +134,58 @@ def test_without_the_plugin_there_are_no_fixtures(pytester):
     """The check above is not vacuous: the fixtures come from the plugin alone."""
     pytester.makepyfile("def test_x(coflowbed_sim):\n    pass\n")
     pytester.runpytest("-p", "no:coflowbed.pytest_plugin").assert_outcomes(errors=1)
+
+
+USER_POLICY = '''
+from controller.policies import Decision, Policy, register
+
+
+@register
+class Lcfs(Policy):
+    """Last-come first-served."""
+
+    name = "test-plugin-lcfs"
+    compression = "top"
+
+    def decide(self, states, fabric, now):
+        return {s.coflow_id: Decision(rank=(-s.arrival_seq,)) for s in states}
+'''
+USER_SCENARIO = """
+name: lcfs
+plugins: [lcfs.py]
+policy: test-plugin-lcfs
+fabric: {spines: 1, leaves: 2, hosts_per_leaf: 2, host_bw_mbps: 100}
+levels: 4
+workload:
+  coflows:
+    - {id: old, arrival_s: 0, flows: [{src: h11, dst: h21, bytes: 20000000}]}
+    - {id: new, arrival_s: 0.5, flows: [{src: h12, dst: h21, bytes: 5000000}]}
+"""
+USER_POLICY_TESTS = """
+from pathlib import Path
+
+SCENARIO = Path(__file__).with_name("lcfs.yaml")
+ALONE_S = 5e6 * 8 / 100e6
+
+
+def test_lcfs_lets_the_newest_coflow_through(coflowbed_sim):
+    assert coflowbed_sim(SCENARIO).coflow("new").cct_s <= 1.05 * ALONE_S
+
+
+def test_fifo_does_not(coflowbed_sim):
+    assert coflowbed_sim(SCENARIO, policy="fifo").coflow("new").cct_s <= 1.05 * ALONE_S
+"""
+
+
+def test_a_users_own_registered_policy(pytester):
+    """docs/python-api.md's example: the user's policy passes its bound, FIFO fails it."""
+    from controller import policies
+
+    pytester.makepyfile(lcfs=USER_POLICY, test_lcfs=USER_POLICY_TESTS)
+    (pytester.path / "lcfs.yaml").write_text(USER_SCENARIO)
+    try:
+        result = pytester.runpytest(*PLUGIN, "-rf")
+    finally:
+        policies.unregister("test-plugin-lcfs")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_lcfs.py::test_fifo_does_not - assert *"])
