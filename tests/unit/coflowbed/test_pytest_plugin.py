@@ -188,4 +188,6 @@ def test_a_users_own_registered_policy(pytester):
     finally:
         policies.unregister("test-plugin-lcfs")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["FAILED test_lcfs.py::test_fifo_does_not - assert *"])
+    result.stdout.fnmatch_lines(
+        ["FAILED test_lcfs.py::test_fifo_does_not - AssertionError: assert *"]
+    )
