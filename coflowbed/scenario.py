@@ -14,6 +14,7 @@ from typing import Any
 from coflowbed.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.errors import UserError
 from coflowbed.faults import Fault, parse_faults
+from coflowbed.overrides import Overrides, apply_overrides, blamed_on_overrides
 from coflowbed.sampler import DEFAULT_PERIOD_S
 from topo.plan import (
     DEFAULT_MTU,
@@ -68,15 +69,15 @@ class Scenario:
         return float(self.dag.meta.get("byte_scale", 1.0))
 
 
-def load_scenario(path: Path | str, overrides: dict | None = None) -> Scenario:
-    """Read and validate a scenario file; UserError (one line) on any problem."""
+def load_scenario(path: Path | str, overrides: Overrides | None = None) -> Scenario:
+    """Read and validate a scenario file, with ``overrides`` (dotted keys) set first;
+    UserError (one line) on any problem, naming the override when it is one."""
     path = Path(path)
-    raw = load_yaml(path)
-    if isinstance(raw, dict) and overrides:
-        raw = {**raw, **overrides}
-    top = Section(raw, str(path))
-    scen = _parse(top, path)
-    top.done()
+    raw = apply_overrides(load_yaml(path), overrides or {}, str(path))
+    with blamed_on_overrides(overrides, str(path)):
+        top = Section(raw, str(path))
+        scen = _parse(top, path)
+        top.done()
     return scen
 
 

@@ -70,10 +70,17 @@ def check_can_run(scen: Scenario) -> None:
     from coflowbed.fault_inject import check_supported
 
     check_supported(scen.faults, scen.switch, scen.source)
+    missing = machine_missing(scen)
+    if missing is not None:
+        raise missing
+
+
+def machine_missing(scen: Scenario) -> UserError | None:
+    """What this machine lacks to emulate ``scen`` (root, BMv2, OVS, Mininet), or None."""
     if os.geteuid() != 0:
-        raise UserError(scen.source, None, "an emulated run needs root (Mininet, OVS, tc)")
+        return UserError(scen.source, None, "an emulated run needs root (Mininet, OVS, tc)")
     if scen.switch == "bmv2" and shutil.which("simple_switch_grpc") is None:
-        raise UserError(
+        return UserError(
             scen.source,
             "switch",
             "bmv2 needs BMv2's simple_switch_grpc, which is not installed here; "
@@ -81,7 +88,8 @@ def check_can_run(scen: Scenario) -> None:
         )
     for tool in ("ovs-vswitchd", "ovsdb-server", "mnexec"):
         if shutil.which(tool) is None:
-            raise UserError(scen.source, None, f"{tool} not installed: run scripts/install.sh")
+            return UserError(scen.source, None, f"{tool} not installed: run scripts/install.sh")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:

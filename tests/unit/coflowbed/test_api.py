@@ -1,0 +1,89 @@
+"""The Python API: coflowbed.run / simulate / compare, scenarios by path or shipped name,
+overrides, and a cheap ``import coflowbed``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import coflowbed
+from coflowbed import api
+from coflowbed.errors import UserError
+from coflowbed.run_result import RunResult
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT = REPO / "coflowbed" / "scenarios" / "default.yaml"
+
+
+def test_a_bare_name_is_a_shipped_scenario_and_a_file_wins(tmp_path, monkeypatch):
+    assert api.scenario_path("default") == DEFAULT
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "default").write_text("name: mine\n")
+    assert api.scenario_path("default") == Path("default")
+    assert api.scenario_path("nowhere") == Path("nowhere")
+    with pytest.raises(UserError, match="nowhere: cannot read"):
+        api.load("nowhere")
+
+
+def test_simulate_returns_the_folder_it_wrote(tmp_path):
+    res = coflowbed.simulate("default", out=tmp_path / "sim", policy="fair")
+    assert res == RunResult.read(tmp_path / "sim") and res.path == (tmp_path / "sim").resolve()
+    assert res.summary.policy == "fair" and res.fidelity is None and not res.partial
+    assert {cf.coflow_id for cf in res.coflows} == {"bulk", "urgent", "metered"}
+
+
+def test_overrides_reach_the_simulation(tmp_path):
+    slow = coflowbed.simulate(DEFAULT, out=tmp_path / "a")
+    faster = {"fabric.host_bw_mbps": 200, "fabric.fabric_bw_mbps": 400}
+    fast = coflowbed.simulate(DEFAULT, out=tmp_path / "b", **faster)
+    # urgent (level 0) has its path to itself: every link twice as fast, half the time
+    assert fast.coflow("urgent").cct_s == pytest.approx(slow.coflow("urgent").cct_s / 2)
+
+
+def test_a_bad_override_starts_nothing(tmp_path):
+    with pytest.raises(UserError, match=r"\(overrides\): fabric.host_bw_mbpz: unknown key"):
+        coflowbed.simulate("default", out=tmp_path / "x", **{"fabric.host_bw_mbpz": 200})
+    assert not (tmp_path / "x").exists()
+
+
+def test_run_without_root_is_a_user_error_before_any_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(UserError, match="an emulated run needs root"):
+        coflowbed.run("default", out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_compare_wraps_the_comparison_table(tmp_path):
+    import coflowbed.compare as table  # the module, imported first: still callable
+
+    assert table is coflowbed.compare and callable(table.compare)
+    cmp = coflowbed.compare("default", ["fair", "sebf"], out=tmp_path / "cmp", sim=True)
+    assert list(cmp.runs) == ["fair", "sebf"] and not cmp.partial
+    assert [dict(r) for r in cmp.rows] == json.loads(
+        (tmp_path / "cmp" / "compare.json").read_text()
+    )
+    assert cmp.row("sebf")["avg_cct_s"] == cmp.run("sebf").summary.avg_cct_s
+    with pytest.raises(LookupError, match="'hermod' not compared"):
+        cmp.run("hermod")
+
+
+def test_compare_refuses_an_unknown_policy(tmp_path):
+    with pytest.raises(UserError, match="unknown policy 'nope'"):
+        coflowbed.compare("default", ["fair", "nope"], out=tmp_path / "c", sim=True)
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.processes
+def test_import_coflowbed_stays_cheap():
+    code = (
+        "import sys, coflowbed; heavy = ('numpy', 'numba', 'matplotlib', 'os_ken', 'yaml',"
+        " 'coflowbed.api'); print([m for m in heavy if m in sys.modules])"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
