@@ -100,7 +100,10 @@ def test_an_interrupt_keeps_the_runs_done_and_names_the_rest(tmp_path, exc):
     fake = FakeRuns(TIMES)
     keep = isinstance(exc, Stopped)  # an emulated run hands back its partial summary
     run_one = _stop_at(fake, 4, exc, keep)
-    result = compare(load_scenario(DEFAULT_SCENARIO), ["fair", "hermod"], tmp_path, run_one, 3)
+    try:
+        result = compare(load_scenario(DEFAULT_SCENARIO), ["fair", "hermod"], tmp_path, run_one, 3)
+    except KeyboardInterrupt:  # would end the test session, not just fail the test
+        pytest.fail("the comparison let KeyboardInterrupt through")
     done = ["fair/r1", "hermod/r1", "fair/r2"] + (["hermod/r2"] if keep else [])
     assert [r.name for r in result.runs] == done
     assert result.interrupted and result.partial
