@@ -1,16 +1,23 @@
-"""Run one scenario under several policies (same workload, same seed) and tabulate:
-average and P95 CCT, CCT per coflow type, iteration time, speed-up against ``fair``, and
-each run's fidelity (emulated / simulated iteration time and median CCT ratio; empty for
-simulated runs and ``--no-check``)."""
+"""Run one scenario under several policies, N times each, interleaved (a b c a b c ...)
+so that the drift of a shared machine hits every policy alike, and tabulate
+(``coflowbed.comparison``, files by ``coflowbed.compare_files``, plots by
+``coflowbed.compare_plots``).  Runs go to ``OUT/<policy>/r<k>/``.  Ctrl-C or SIGTERM
+stops the comparison: the runs done are kept and tabulated, the rest named as not done."""
 
 from __future__ import annotations
 
-import csv
-import json
+import contextlib
 import logging
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from coflowbed import progress
+from coflowbed.compare_files import write_all
+from coflowbed.compare_plots import plot_comparison
+from coflowbed.comparison import Comparison, PlannedRun, RunResult, run_result, tabulate
 from coflowbed.results import RunSummary
 from coflowbed.scenario import Scenario
 
@@ -19,81 +26,107 @@ log = logging.getLogger("compare")
 RunOne = Callable[[Scenario, Path], RunSummary]  # (scenario with policy set, out dir) -> summary
 
 
+class Stopped(Exception):
+    """Ctrl-C or SIGTERM during a comparison; ``summary``: the partial run it cut short
+    when that run wrote one."""
+
+    def __init__(self, why: str, summary: RunSummary | None = None) -> None:
+        super().__init__(why)
+        self.summary = summary
+
+
 def with_policy(scen: Scenario, policy: str) -> Scenario:
     """A copy of ``scen`` scheduled by ``policy`` (no parameters)."""
-    from dataclasses import replace
-
     return replace(scen, policy=policy, policy_params={})
 
 
-def compare(scen: Scenario, policies: list[str], out_dir: Path, run_one: RunOne) -> list[dict]:
-    """Run every policy into ``out_dir/<policy>``; write compare.csv/.json/.md; return rows."""
-    summaries = []
-    for i, pol in enumerate(policies, 1):
-        log.info("policy %d/%d: %s", i, len(policies), pol)
-        summaries.append(run_one(with_policy(scen, pol), out_dir / pol))
-    rows = [_row(pol, s) for pol, s in zip(policies, summaries)]
-    _add_speedups(rows)
-    for row, s in zip(rows, summaries):
-        row.update(fidelity_columns(s))
-    write_table(rows, out_dir)
+def with_seed(scen: Scenario, seed: int) -> Scenario:
+    """``scen`` loaded again with ``seed``: the scenario's own ``seed`` (recorded) and, for
+    an LLM job, the job's ``ep_skew.seed`` (the expert routing the workload draws)."""
+    from coflowbed.scenario import load_scenario
+
+    overrides: dict = {"seed": seed}
+    work = scen.raw.get("workload")
+    if isinstance(work, dict) and "job" in work:
+        job_overrides = {**(work.get("overrides") or {}), "ep_skew.seed": seed}
+        overrides["workload"] = {**work, "overrides": job_overrides}
+    return load_scenario(scen.source, overrides)
+
+
+def plan_runs(policies: Sequence[str], seeds: Sequence[int]) -> list[PlannedRun]:
+    """Repetition k (seed ``seeds[k-1]``) of every policy, then k + 1: interleaved."""
+    return [PlannedRun(p, k, s) for k, s in enumerate(seeds, 1) for p in policies]
+
+
+def compare(
+    scen: Scenario,
+    policies: Sequence[str],
+    out_dir: Path,
+    run_one: RunOne,
+    repeat: int = 1,
+    seeds: Sequence[int] | None = None,
+) -> Comparison:
+    """Run every policy ``repeat`` times into ``out_dir/<policy>/r<k>``; write the
+    comparison's files and plots; return it.  ``seeds``: one per repetition (default the
+    scenario's, as it is)."""
+    if repeat < 1 or (seeds is not None and len(seeds) != repeat):
+        raise ValueError(f"repeat {repeat} with {len(seeds or ())} seeds")
+    scens = {s: with_seed(scen, s) for s in set(seeds)} if seeds else {scen.seed: scen}
+    plan = plan_runs(policies, list(seeds) if seeds else [scen.seed] * repeat)
+    runs, interrupted = execute(plan, scens, out_dir, run_one)
+    result = tabulate(scen.name, scen.source, plan, runs, interrupted)
+    rows = write_all(result, out_dir)
     from coflowbed.plots import compare_bars
 
     compare_bars(rows, out_dir / "compare.png", f"{scen.name}: policies compared")
-    return rows
+    plot_comparison(result, out_dir)
+    return result
 
 
-def _row(policy: str, s: RunSummary) -> dict:
-    """One table row: the run's CCT and iteration figures."""
-    row = {
-        "policy": policy,
-        "partial": s.partial,
-        "coflows": s.coflows,
-        "avg_cct_s": s.avg_cct_s,
-        "p95_cct_s": s.p95_cct_s,
-        "iteration_time_s": s.iteration_time_s,
-    }
-    for ctype, st in sorted(s.cct_by_type.items()):
-        row[f"avg_cct_{ctype}_s"] = st.avg_s
-    return row
+def execute(
+    plan: Sequence[PlannedRun], scens: dict[int, Scenario], out_dir: Path, run_one: RunOne
+) -> tuple[list[RunResult], bool]:
+    """The planned runs in order, with a progress bar; (runs done, interrupted)."""
+    runs: list[RunResult] = []
+    with progress.bar(len(plan), "compare") as b, _sigterm_stops():
+        for p in plan:
+            b.set_postfix_str(p.name)
+            try:
+                runs.append(_one(p, scens[p.seed], out_dir, run_one))
+            except (Stopped, KeyboardInterrupt) as exc:
+                if isinstance(exc, Stopped) and exc.summary is not None:
+                    runs.append(run_result(p, str(run_dir(out_dir, p)), exc.summary))
+                log.error("comparison interrupted at %s (%s)", p.name, type(exc).__name__)
+                return runs, True
+            b.update(1)
+    return runs, False
 
 
-def _add_speedups(rows: list[dict]) -> None:
-    """speedup_* = fair's value / this policy's value (> 1 is better than fair)."""
-    fair = next((r for r in rows if r["policy"] == "fair"), None)
-    for r in rows:
-        for key in ("avg_cct_s", "iteration_time_s"):
-            base, val = (fair or {}).get(key), r.get(key)
-            r[f"speedup_{key.removesuffix('_s')}"] = (base / val) if base and val else None
+def _one(p: PlannedRun, scen: Scenario, out_dir: Path, run_one: RunOne) -> RunResult:
+    """One planned run into ``out_dir/<policy>/r<k>``."""
+    log.info("run %s (seed %d)", p.name, p.seed)
+    folder = run_dir(out_dir, p)
+    return run_result(p, str(folder), run_one(with_policy(scen, p.policy), folder))
 
 
-def fidelity_columns(summary: RunSummary) -> dict:
-    """``fidelity_iter`` and ``fidelity_cct_p50`` of a run's summary (None without a figure)."""
-    block = summary.fidelity or {}
-    return {
-        "fidelity_iter": block.get("iteration_ratio"),
-        "fidelity_cct_p50": block.get("cct_ratio_p50"),
-    }
+def run_dir(out_dir: Path, p: PlannedRun) -> Path:
+    """``out_dir/<policy>/r<k>``."""
+    return out_dir / p.policy / f"r{p.repetition}"
 
 
-def write_table(rows: list[dict], out_dir: Path) -> None:
-    """compare.csv, compare.json and a Markdown table compare.md."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    with (out_dir / "compare.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
-        w.writeheader()
-        w.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in cols} for r in rows)
-    (out_dir / "compare.json").write_text(json.dumps(rows, indent=2) + "\n")
-    (out_dir / "compare.md").write_text(markdown(rows, cols))
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """SIGTERM raises ``Stopped`` while the comparison runs (an emulated run installs
+    its own handler for its duration, ``runner._signals_raise``, and restores this one)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
+    def handler(signum, _frame):
+        raise Stopped(signal.Signals(signum).name)
 
-def markdown(rows: list[dict], cols: list[str]) -> str:
-    """A Markdown table with 3 significant decimals."""
-
-    def fmt(v):
-        return "" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -44,6 +44,7 @@ class RunOutcome:
     out_dir: Path
     summary: results.RunSummary
     error: str | None = None
+    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM/SIGHUP (``Interrupted``)
 
 
 def run_scenario(scen: Scenario, out_dir: Path, check: bool = True) -> RunOutcome:
@@ -99,6 +100,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
     """Start everything, execute, write results (partial on any failure), then (the
     fabric down) the fidelity figure."""
     executor, backend, controller, error, info = None, None, None, None, {}
+    interrupted = False
     injector = _injector(scen)
     ports_before: Ports = {}
     sampler = _sampler(scen)
@@ -129,6 +131,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
             OSError,
         ) as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
             log.error("run stopped: %s", error)
         except Exception as exc:  # a bug: keep its traceback, still mark the results partial
             error = f"{type(exc).__name__}: {exc}"
@@ -150,7 +153,7 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
         info["wall_s"] = round(time.monotonic() - t_start, 3)
         summary = _write(scen, out_dir, executor, backend, error, info)
     summary = _check(out_dir, summary, check)
-    return RunOutcome(out_dir, summary, error)
+    return RunOutcome(out_dir, summary, error, interrupted)
 
 
 def _sampler(scen: Scenario):

@@ -25,7 +25,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="use the flow-level simulator instead of the emulated fabric",
     )
+    p.add_argument(
+        "--repeat",
+        default="1",
+        help="runs per policy, interleaved a b c a b c ... (default 1)",
+    )
+    p.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated seed of each repetition (as many as --repeat; default: "
+        "the scenario's seed for all); sets the scenario's seed and an LLM job's "
+        "ep_skew.seed",
+    )
     add_no_check(p)
+
+
+def repeat_count(text: str) -> int:
+    """--repeat as a positive integer; UserError otherwise."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise UserError("command line", "--repeat", f"must be an integer >= 1, got {text!r}")
+    return n
+
+
+def seed_list(text: str | None, repeat: int) -> list[int] | None:
+    """--seeds as one non-negative integer per repetition (None without the flag)."""
+    if text is None:
+        return None
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        seeds = [-1]
+    if any(s < 0 for s in seeds):
+        raise UserError("command line", "--seeds", f"not a list of integers >= 0: {text!r}")
+    if len(seeds) != repeat:
+        raise UserError(
+            "command line", "--seeds", f"{len(seeds)} seeds for --repeat {repeat} (one each)"
+        )
+    return seeds
 
 
 def _policies(text: str, source: str) -> list[str]:
@@ -46,27 +86,38 @@ def _policies(text: str, source: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run every policy, print the table, return 1 if any run was partial."""
+    """Run every policy, print the table; return 1 if the comparison is partial (a run
+    partial, or interrupted)."""
     from coflowbed.compare import compare
     from coflowbed.scenario import load_scenario
 
-    scen = load_scenario(args.scenario)
     names = _policies(args.policies, "command line")
+    repeat = repeat_count(args.repeat)
+    seeds = seed_list(args.seeds, repeat)
+    scen = load_scenario(args.scenario)
     out = args.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S')}-compare-{scen.name}"
     run_one = _simulate_one if args.sim else _emulate_one(scen, args.check)
-    rows = compare(scen, names, out.resolve(), run_one)
+    result = compare(scen, names, out.resolve(), run_one, repeat, seeds)
     print((out / "compare.md").read_text(), end="")
     print(f"-> {out}")
-    return 1 if any(r["partial"] for r in rows) else 0
+    return 1 if result.partial else 0
 
 
 def _emulate_one(scen, check: bool = True):
     """One policy of a comparison on the emulated fabric (``check``: with its fidelity)."""
     from coflowbed.commands.run import check_can_run
+    from coflowbed.compare import Stopped
     from coflowbed.runner import run_scenario
 
     check_can_run(scen)
-    return lambda s, out: run_scenario(s, out, check).summary
+
+    def one(s, out):
+        outcome = run_scenario(s, out, check)
+        if outcome.interrupted:
+            raise Stopped(outcome.error or "interrupted", outcome.summary)
+        return outcome.summary
+
+    return one
 
 
 def _simulate_one(scen, out):

@@ -118,7 +118,9 @@ def small_moe(tmp_path_factory) -> dict[str, dict]:
         out,
         timeout=900,
     )
-    return {p: json.loads((out / p / "summary.json").read_text()) for p in ("fair", "hermod")}
+    return {
+        p: json.loads((out / p / "r1" / "summary.json").read_text()) for p in ("fair", "hermod")
+    }
 
 
 @pytest.mark.parametrize("policy", ["fair", "hermod"])

@@ -385,18 +385,20 @@ def test_compare_shows_fidelity_beside_the_speedups(tmp_path, fake_runs, capsys)
         == 0
     )
     printed = capsys.readouterr().out
-    rows = {r["policy"]: r for r in json.loads((out / "compare.json").read_text())}
+    rows = {r["policy"]: r for r in read_csv_rows(out / "compare.csv")}
     assert rows["fair"]["fidelity_iter"] == pytest.approx(1.2)
     assert rows["fair"]["fidelity_cct_p50"] == pytest.approx(1.2)
     assert rows["fifo"]["fidelity_iter"] == pytest.approx(1.1)
     assert rows["fifo"]["fidelity_cct_p50"] == pytest.approx(1.1)
-    header = (out / "compare.md").read_text().splitlines()[0]
+    header = next(
+        ln for ln in (out / "compare.md").read_text().splitlines() if ln[:8] == "| policy"
+    )
     assert header.endswith(
         "| speedup_avg_cct | speedup_iteration_time | fidelity_iter | fidelity_cct_p50 |"
     )
     assert header in printed and "| 1.200 | 1.200 |" in printed
-    csv_rows = {r["policy"]: r for r in read_csv_rows(out / "compare.csv")}
-    assert csv_rows["fifo"]["fidelity_iter"] == pytest.approx(1.1)
+    stats = {s["policy"]: s for s in json.loads((out / "compare.json").read_text())["stats"]}
+    assert stats["fifo"]["metrics"]["fidelity_iter"]["mean"] == pytest.approx(1.1)
     assert fake_runs == [("fair", True), ("fifo", True)]
 
 
@@ -417,7 +419,7 @@ def test_compare_no_check_leaves_the_columns_empty(tmp_path, fake_runs):
         )
         == 0
     )
-    rows = json.loads((out / "compare.json").read_text())
+    rows = read_csv_rows(out / "compare.csv")
     assert [(r["fidelity_iter"], r["fidelity_cct_p50"]) for r in rows] == [(None, None)] * 2
     assert fake_runs == [("fair", False), ("fifo", False)]
 

@@ -7,7 +7,13 @@ import json
 
 from coflowbed.compare import compare
 from coflowbed.plots import plot_run
-from coflowbed.results import CoflowRecord, FlowRecord, IterationRecord, write_results
+from coflowbed.results import (
+    CoflowRecord,
+    FlowRecord,
+    IterationRecord,
+    read_csv_rows,
+    write_results,
+)
 from coflowbed.scenario import load_scenario
 from tests.data import DEFAULT_SCENARIO as DEFAULT, SCENARIOS
 
@@ -59,13 +65,15 @@ def test_compare_tabulates_every_policy_with_speedups_against_fair(tmp_path):
         seen.append(s.policy)
         return _write_run(out, {"x": ccts[s.policy], "y": ccts[s.policy]})
 
-    rows = compare(scen, ["fair", "fifo", "sebf"], tmp_path, run_one)
+    compare(scen, ["fair", "fifo", "sebf"], tmp_path, run_one)
     assert seen == ["fair", "fifo", "sebf"]
-    by = {r["policy"]: r for r in rows}
+    by = {r["policy"]: r for r in read_csv_rows(tmp_path / "compare.csv")}
     assert by["sebf"]["speedup_avg_cct"] == 2.0 and by["fifo"]["speedup_avg_cct"] == 0.5
-    assert by["fair"]["avg_cct_DP_s"] == 2.0
-    assert json.loads((tmp_path / "compare.json").read_text()) == rows
-    assert (tmp_path / "compare.md").read_text().count("\n") == 5
+    assert by["fair"]["avg_cct_DP_s"] == 2.0 and by["fifo"]["n"] == 1
+    stats = json.loads((tmp_path / "compare.json").read_text())["stats"]
+    assert [s["speedups"]["speedup_avg_cct"]["value"] for s in stats] == [1.0, 0.5, 2.0]
+    table = [ln for ln in (tmp_path / "compare.md").read_text().splitlines() if ln[:1] == "|"]
+    assert len(table) == 5 and table[4].startswith("| sebf | 1 | False |")
     assert (tmp_path / "compare.png").is_file()
 
 
@@ -77,10 +85,10 @@ def test_compare_in_the_simulator_from_the_cli(tmp_path, capsys):
         main(["compare", str(scen), "--policies", "fair,dp-first", "--sim", "--out", str(tmp_path)])
         == 0
     )
-    rows = {r["policy"]: r for r in json.loads((tmp_path / "compare.json").read_text())}
+    rows = {r["policy"]: r for r in read_csv_rows(tmp_path / "compare.csv")}
     assert rows["fair"]["speedup_iteration_time"] == 1.0
     assert rows["dp-first"]["iteration_time_s"] > 0 and "| dp-first |" in capsys.readouterr().out
-    assert json.loads((tmp_path / "fair" / "summary.json").read_text())["simulated"] is True
+    assert json.loads((tmp_path / "fair" / "r1" / "summary.json").read_text())["simulated"] is True
 
 
 def test_timeline_marks_the_runs_faults(tmp_path, monkeypatch):

@@ -1,0 +1,60 @@
+"""coflowbed.comparison: partial runs left out of the statistics (counted, named), the
+speed-up paired by repetition, n = 1 without intervals."""
+
+from __future__ import annotations
+
+import pytest
+
+from coflowbed.comparison import PlannedRun, RunResult, tabulate
+from coflowbed.stats import estimate, speedup
+
+
+def _run(policy: str, k: int, it: float, partial: bool = False) -> RunResult:
+    metrics = {"avg_cct_s": it / 4, "p95_cct_s": it / 2, "iteration_time_s": it}
+    return RunResult(policy, k, 1, f"/x/{policy}/r{k}", partial, 3, None, metrics)
+
+
+def _plan(policies, n):
+    return [PlannedRun(p, k, 1) for k in range(1, n + 1) for p in policies]
+
+
+def test_partial_runs_are_counted_named_and_left_out():
+    runs = [
+        _run("fair", 1, 10.0),
+        _run("hermod", 1, 8.0),
+        _run("fair", 2, 12.0),
+        _run("hermod", 2, 99.0, partial=True),
+        _run("fair", 3, 11.0),
+        _run("hermod", 3, 10.0),
+    ]
+    c = tabulate("s", "s.yaml", _plan(["fair", "hermod"], 3), runs, False)
+    fair, hermod = c.stats
+    assert (hermod.runs, hermod.n, hermod.excluded) == (3, 2, ("hermod/r2",))
+    assert hermod.metrics["iteration_time_s"] == estimate([8.0, 10.0])
+    assert fair.metrics["iteration_time_s"] == estimate([10.0, 12.0, 11.0])
+    # paired over the repetitions where both are complete: r1 and r3
+    assert hermod.speedups["speedup_iteration_time"] == speedup([10.0, 11.0], [8.0, 10.0])
+    assert c.partial and c.excluded == ("hermod/r2",) and not c.interrupted
+    assert c.to_dict()["excluded"] == ["hermod/r2"]
+
+
+def test_a_single_repetition_has_means_but_no_intervals():
+    c = tabulate(
+        "s",
+        "s.yaml",
+        _plan(["fair", "fifo"], 1),
+        [_run("fair", 1, 4.0), _run("fifo", 1, 8.0)],
+        False,
+    )
+    fifo = c.stats[1]
+    assert fifo.n == 1 and fifo.metrics["iteration_time_s"].mean == 8.0
+    assert fifo.metrics["iteration_time_s"].ci_low is None
+    assert fifo.speedups["speedup_iteration_time"].value == pytest.approx(0.5)
+    assert not c.partial
+
+
+def test_without_fair_there_is_no_speedup_and_runs_not_done_are_named():
+    plan = _plan(["fifo", "sebf"], 2)
+    c = tabulate("s", "s.yaml", plan, [_run("fifo", 1, 4.0)], True)
+    assert c.stats[0].speedups == {} and c.not_done == ("sebf/r1", "fifo/r2", "sebf/r2")
+    assert c.stats[1].metrics["iteration_time_s"].n == 0 and c.partial
