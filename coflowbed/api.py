@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coflowbed.errors import UserError
 from coflowbed.run_result import RunResult
 
 if TYPE_CHECKING:
+    from coflowbed.comparison import Comparison as Table, PolicyStats
     from coflowbed.scenario import Scenario
+    from coflowbed.stats import Speedup
 
 SHIPPED = Path(__file__).resolve().parent / "scenarios"
 RESULTS = Path("results")  # parent of the default run folders, as for the CLI
@@ -88,28 +91,42 @@ def _folder(out: str | Path | None, scen: Scenario, kind: str) -> Path:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Several policies on one workload: ``compare.csv``'s rows and each policy's run."""
+    """Several policies on one workload, each ``repeat`` times: the statistics
+    (``table``, ``compare.json``) and every run folder read back."""
 
     path: Path
-    rows: tuple[Mapping[str, Any], ...]  # compare.json's rows, in the policies' order
-    runs: Mapping[str, RunResult]  # policy -> its run
+    table: Table  # coflowbed.comparison.Comparison: means, CIs, speed-ups
+    runs: Mapping[str, tuple[RunResult, ...]]  # policy -> its runs, repetition order
 
-    def row(self, policy: str) -> Mapping[str, Any]:
-        """The table row of ``policy`` (avg_cct_s, speedup_avg_cct, fidelity_iter...)."""
-        for r in self.rows:
-            if r["policy"] == policy:
-                return r
+    def stats(self, policy: str) -> PolicyStats:
+        """The statistics of ``policy`` (``.metrics["iteration_time_s"].mean`` ...)."""
+        for st in self.table.stats:
+            if st.policy == policy:
+                return st
         raise LookupError(f"{self.path}: {policy!r} not compared (policies: {list(self.runs)})")
 
-    def run(self, policy: str) -> RunResult:
-        """The run of ``policy``."""
-        self.row(policy)  # names the compared policies when absent
-        return self.runs[policy]
+    def speedup(self, policy: str, of: str = "iteration_time") -> Speedup:
+        """``policy``'s speed-up over fair on ``of`` (``iteration_time`` or ``avg_cct``):
+        ``.value``, ``.ci_low``, ``.ci_high``; LookupError when fair was not compared."""
+        speedups = self.stats(policy).speedups
+        if f"speedup_{of}" not in speedups:
+            raise LookupError(
+                f"{self.path}: no speed-up of {of!r} (fair compared? {list(speedups)})"
+            )
+        return speedups[f"speedup_{of}"]
+
+    def run(self, policy: str, repetition: int = 1) -> RunResult:
+        """Run ``repetition`` (1-based) of ``policy``."""
+        self.stats(policy)  # names the compared policies when absent
+        runs = self.runs[policy]
+        if not 1 <= repetition <= len(runs):
+            raise LookupError(f"{self.path}: {policy!r} has runs 1..{len(runs)}")
+        return runs[repetition - 1]
 
     @property
     def partial(self) -> bool:
-        """Whether any policy's run was partial."""
-        return any(r.partial for r in self.runs.values())
+        """Interrupted, a run not done, or a partial run."""
+        return self.table.partial
 
 
 def compare(
@@ -120,18 +137,33 @@ def compare(
     out: str | Path | None = None,
     sim: bool = False,
     check: bool = True,
+    repeat: int = 1,
+    seeds: Sequence[int] | None = None,
     **overrides: Any,
 ) -> Comparison:
-    """``coflowbed compare``: the scenario under each of ``policies`` (emulated, or in
-    the simulator with ``sim``), a thin wrapper over ``coflowbed.compare.compare``."""
+    """``coflowbed compare``: the scenario under each of ``policies``, ``repeat`` times
+    interleaved (emulated, or in the simulator with ``sim``)."""
     from coflowbed.commands import compare as cmd
-    from coflowbed.compare import compare as compare_runs
+    from coflowbed.compare_runs import compare as compare_runs
 
     scen = load(scenario, overrides)
     names = cmd._policies(",".join(policies), "coflowbed.compare")
+    _check_repeat(repeat, seeds)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = Path(out or RESULTS / f"{stamp}-compare-{scen.name}").resolve()
     run_one = cmd._simulate_one if sim else cmd._emulate_one(scen, check)
-    rows = compare_runs(scen, names, folder, run_one)
-    runs = {pol: RunResult.read(folder / pol) for pol in names}
-    return Comparison(folder, tuple(rows), runs)
+    table = compare_runs(scen, names, folder, run_one, repeat, seeds)
+    runs: dict[str, list[RunResult]] = {p: [] for p in names}
+    for r in table.runs:
+        runs[r.policy].append(RunResult.read(Path(r.run_dir)))
+    return Comparison(folder, table, {p: tuple(v) for p, v in runs.items()})
+
+
+def _check_repeat(repeat: int, seeds: Sequence[int] | None) -> None:
+    """UserError unless ``repeat`` >= 1 and ``seeds`` (if given) has one per repetition."""
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise UserError("coflowbed.compare", "repeat", f"must be an integer >= 1, got {repeat!r}")
+    if seeds is not None and len(seeds) != repeat:
+        raise UserError(
+            "coflowbed.compare", "seeds", f"{len(seeds)} seeds for repeat {repeat} (one each)"
+        )

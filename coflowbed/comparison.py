@@ -1,4 +1,4 @@
-"""The results of a comparison as typed values: one ``RunResult`` per run, one
+"""The results of a comparison as typed values: one ``ComparedRun`` per run, one
 ``PolicyStats`` per policy (each metric's ``Estimate`` over its complete runs, the
 speed-ups against the baseline), and the ``Comparison`` holding them; ``tabulate``
 builds them from the runs.  Partial runs are kept and named but left out of the
@@ -33,7 +33,7 @@ class PlannedRun:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class ComparedRun:
     """What one finished run of a comparison measured (a row of runs.csv)."""
 
     policy: str
@@ -105,7 +105,7 @@ class Comparison:
     interrupted: bool
     not_done: tuple[str, ...]
     stats: tuple[PolicyStats, ...]
-    runs: tuple[RunResult, ...]
+    runs: tuple[ComparedRun, ...]
     confidence: float = CONFIDENCE
     baseline: str = BASELINE
     speedup_method: str = SPEEDUP_METHOD
@@ -157,9 +157,9 @@ def run_metrics(summary: RunSummary) -> dict[str, float | None]:
     return out
 
 
-def run_result(planned: PlannedRun, run_dir: str, summary: RunSummary) -> RunResult:
-    """The RunResult of a planned run from its summary."""
-    return RunResult(
+def run_result(planned: PlannedRun, run_dir: str, summary: RunSummary) -> ComparedRun:
+    """The ComparedRun of a planned run from its summary."""
+    return ComparedRun(
         planned.policy,
         planned.repetition,
         planned.seed,
@@ -171,14 +171,14 @@ def run_result(planned: PlannedRun, run_dir: str, summary: RunSummary) -> RunRes
     )
 
 
-def metric_names(runs: Sequence[RunResult]) -> tuple[str, ...]:
+def metric_names(runs: Sequence[ComparedRun]) -> tuple[str, ...]:
     """Every metric the runs have, in table order: CCT and iteration, per type, fidelity."""
     types = sorted({k for r in runs for k in r.metrics} - set(BASE_METRICS + FIDELITY_METRICS))
     return BASE_METRICS + tuple(types) + FIDELITY_METRICS
 
 
 def policy_stats(
-    policy: str, runs: Sequence[RunResult], names: Sequence[str], base: Sequence[RunResult]
+    policy: str, runs: Sequence[ComparedRun], names: Sequence[str], base: Sequence[ComparedRun]
 ) -> PolicyStats:
     """The statistics of one policy's runs (``base``: the baseline's runs, or empty)."""
     mine = [r for r in runs if r.policy == policy]
@@ -193,12 +193,12 @@ def policy_stats(
     )
 
 
-def _values(runs: Sequence[RunResult], metric: str) -> list[float]:
+def _values(runs: Sequence[ComparedRun], metric: str) -> list[float]:
     """The metric's values over ``runs`` (runs without it left out)."""
     return [v for r in runs if (v := r.metrics.get(metric)) is not None]
 
 
-def _speedup(base: Sequence[RunResult], done: Sequence[RunResult], metric: str) -> Speedup:
+def _speedup(base: Sequence[ComparedRun], done: Sequence[ComparedRun], metric: str) -> Speedup:
     """Baseline over policy on ``metric``, paired by repetition (both complete)."""
     by_rep = {r.repetition: r.metrics.get(metric) for r in base if not r.partial}
     pairs = [(by_rep[r.repetition], r.metrics.get(metric)) for r in done if r.repetition in by_rep]
@@ -211,7 +211,7 @@ def tabulate(
     scen_name: str,
     source: str,
     plan: Sequence[PlannedRun],
-    runs: Sequence[RunResult],
+    runs: Sequence[ComparedRun],
     interrupted: bool,
 ) -> Comparison:
     """The Comparison of the runs done out of ``plan``."""

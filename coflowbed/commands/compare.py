@@ -88,7 +88,7 @@ def _policies(text: str, source: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run every policy, print the table; return 1 if the comparison is partial (a run
     partial, or interrupted)."""
-    from coflowbed.compare import compare
+    from coflowbed.compare_runs import compare
     from coflowbed.scenario import load_scenario
 
     names = _policies(args.policies, "command line")
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 def _emulate_one(scen, check: bool = True):
     """One policy of a comparison on the emulated fabric (``check``: with its fidelity)."""
     from coflowbed.commands.run import check_can_run
-    from coflowbed.compare import Stopped
+    from coflowbed.compare_runs import Stopped
     from coflowbed.runner import run_scenario
 
     check_can_run(scen)

@@ -59,17 +59,28 @@ def test_run_without_root_is_a_user_error_before_any_folder(tmp_path, monkeypatc
 
 
 def test_compare_wraps_the_comparison_table(tmp_path):
-    import coflowbed.compare as table  # the module, imported first: still callable
-
-    assert table is coflowbed.compare and callable(table.compare)
-    cmp = coflowbed.compare("default", ["fair", "sebf"], out=tmp_path / "cmp", sim=True)
-    assert list(cmp.runs) == ["fair", "sebf"] and not cmp.partial
-    assert [dict(r) for r in cmp.rows] == json.loads(
-        (tmp_path / "cmp" / "compare.json").read_text()
+    cmp = coflowbed.compare(
+        "default", ["fair", "sebf"], out=tmp_path / "cmp", sim=True, repeat=2, seeds=[1, 2]
     )
-    assert cmp.row("sebf")["avg_cct_s"] == cmp.run("sebf").summary.avg_cct_s
+    assert list(cmp.runs) == ["fair", "sebf"] and not cmp.partial
+    table = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert cmp.table.to_dict() == table
+    sebf = cmp.stats("sebf").metrics["avg_cct_s"]
+    assert sebf.mean == pytest.approx(cmp.run("sebf", 2).summary.avg_cct_s)  # the simulator
+    assert cmp.speedup("fair").value == pytest.approx(1.0)
+    assert [r.path.name for r in cmp.runs["fair"]] == ["r1", "r2"]
     with pytest.raises(LookupError, match="'hermod' not compared"):
         cmp.run("hermod")
+    with pytest.raises(LookupError, match="runs 1..2"):
+        cmp.run("fair", 3)
+
+
+def test_compare_refuses_a_bad_repeat_before_running(tmp_path):
+    with pytest.raises(UserError, match="seeds: 1 seeds for repeat 2"):
+        coflowbed.compare("default", ["fair"], out=tmp_path / "c", sim=True, repeat=2, seeds=[1])
+    with pytest.raises(UserError, match="repeat: must be an integer >= 1"):
+        coflowbed.compare("default", ["fair"], out=tmp_path / "c", sim=True, repeat=0)
+    assert not (tmp_path / "c").exists()
 
 
 def test_compare_refuses_an_unknown_policy(tmp_path):

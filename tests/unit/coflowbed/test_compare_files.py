@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from coflowbed.compare_files import estimate_cell, speedup_cell, write_all
-from coflowbed.comparison import PlannedRun, RunResult, tabulate
+from coflowbed.comparison import ComparedRun, PlannedRun, tabulate
 from coflowbed.results import read_csv_rows
 from coflowbed.stats import estimate, speedup
 
@@ -25,7 +25,7 @@ TODAY = [
 ]
 
 
-def _run(policy: str, k: int, it: float) -> RunResult:
+def _run(policy: str, k: int, it: float) -> ComparedRun:
     metrics = {
         "avg_cct_s": it / 4,
         "p95_cct_s": it / 2,
@@ -34,7 +34,7 @@ def _run(policy: str, k: int, it: float) -> RunResult:
         "fidelity_iter": 1.0 + it / 100,
         "fidelity_cct_p50": None,
     }
-    return RunResult(policy, k, 1, f"/x/{policy}/r{k}", False, 3, None, metrics)
+    return ComparedRun(policy, k, 1, f"/x/{policy}/r{k}", False, 3, None, metrics)
 
 
 def _comparison(its: dict[str, list[float]]):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from coflowbed import compare_plots
-from coflowbed.compare import compare
+from coflowbed.compare_runs import compare
 from coflowbed.scenario import load_scenario
 from tests.data import DEFAULT_SCENARIO
 from tests.unit.coflowbed.compare_fakes import FakeRuns

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from coflowbed.comparison import PlannedRun, RunResult, tabulate
+from coflowbed.comparison import ComparedRun, PlannedRun, tabulate
 from coflowbed.stats import estimate, speedup
 
 
-def _run(policy: str, k: int, it: float, partial: bool = False) -> RunResult:
+def _run(policy: str, k: int, it: float, partial: bool = False) -> ComparedRun:
     metrics = {"avg_cct_s": it / 4, "p95_cct_s": it / 2, "iteration_time_s": it}
-    return RunResult(policy, k, 1, f"/x/{policy}/r{k}", partial, 3, None, metrics)
+    return ComparedRun(policy, k, 1, f"/x/{policy}/r{k}", partial, 3, None, metrics)
 
 
 def _plan(policies, n):

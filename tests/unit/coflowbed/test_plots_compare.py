@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from coflowbed.compare import compare
+from coflowbed.compare_runs import compare
 from coflowbed.plots import plot_run
 from coflowbed.results import (
     CoflowRecord,

@@ -17,7 +17,7 @@ from pathlib import Path
 from coflowbed import progress
 from coflowbed.compare_files import write_all
 from coflowbed.compare_plots import plot_comparison
-from coflowbed.comparison import Comparison, PlannedRun, RunResult, run_result, tabulate
+from coflowbed.comparison import ComparedRun, Comparison, PlannedRun, run_result, tabulate
 from coflowbed.results import RunSummary
 from coflowbed.scenario import Scenario
 
@@ -85,9 +85,9 @@ def compare(
 
 def execute(
     plan: Sequence[PlannedRun], scens: dict[int, Scenario], out_dir: Path, run_one: RunOne
-) -> tuple[list[RunResult], bool]:
+) -> tuple[list[ComparedRun], bool]:
     """The planned runs in order, with a progress bar; (runs done, interrupted)."""
-    runs: list[RunResult] = []
+    runs: list[ComparedRun] = []
     with progress.bar(len(plan), "compare") as b, _sigterm_stops():
         for p in plan:
             b.set_postfix_str(p.name)
@@ -102,7 +102,7 @@ def execute(
     return runs, False
 
 
-def _one(p: PlannedRun, scen: Scenario, out_dir: Path, run_one: RunOne) -> RunResult:
+def _one(p: PlannedRun, scen: Scenario, out_dir: Path, run_one: RunOne) -> ComparedRun:
     """One planned run into ``out_dir/<policy>/r<k>``."""
     log.info("run %s (seed %d)", p.name, p.seed)
     folder = run_dir(out_dir, p)

@@ -1,4 +1,4 @@
-"""coflowbed.compare: interleaved repetitions, seeds, folders, Ctrl-C/SIGTERM, with a
+"""coflowbed.compare_runs: interleaved repetitions, seeds, folders, Ctrl-C/SIGTERM, with a
 fake run_one (no fabric)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from coflowbed.compare import Stopped, compare, plan_runs, with_seed
+from coflowbed.compare_runs import Stopped, compare, plan_runs, with_seed
 from coflowbed.results import read_csv_rows
 from coflowbed.scenario import load_scenario
 from tests.data import DEFAULT_SCENARIO, SCENARIOS
