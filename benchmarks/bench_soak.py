@@ -1,7 +1,7 @@
 """Soak benchmark (root; run under the fabric lock; not part of ``make bench``):
 
     flock /tmp/coflowbed-fabric.lock .venv/bin/python benchmarks/bench_soak.py \\
-        [--runs 50] [--kills 10] [--scenario coflowbed/scenarios/default.yaml]
+        [--runs 50] [--kills 10] [--scenario coflowbed/scenarios/mechanism.yaml]
 
 Phase 1: ``--runs`` back-to-back runs of the scenario in this process (as ``coflowbed
 compare`` runs them: one runner, many runs).  Phase 2: ``--kills`` times, a ``coflowbed
@@ -47,7 +47,7 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=50, help="back-to-back runs (phase 1)")
     p.add_argument("--kills", type=int, default=10, help="SIGKILLed runs, each + a normal run")
-    p.add_argument("--scenario", type=Path, default=REPO / "coflowbed/scenarios/default.yaml")
+    p.add_argument("--scenario", type=Path, default=REPO / "coflowbed/scenarios/mechanism.yaml")
     p.add_argument("--seed", type=int, default=1, help="seed of the kill instants")
     p.add_argument("--out", type=Path, default=None, help="results parent (default: a tmp dir)")
     a = p.parse_args()

@@ -26,7 +26,7 @@ RESULTS = Path("results")  # parent of the default run folders, as for the CLI
 
 def scenario_path(scenario: str | Path) -> Path:
     """A scenario file: ``scenario`` itself, or the shipped ``<name>.yaml`` when
-    ``scenario`` is a bare name that is no file here (``"default"``)."""
+    ``scenario`` is a bare name that is no file here (``"mechanism"``)."""
     path = Path(scenario)
     shipped = SHIPPED / f"{scenario}.yaml"
     if not path.exists() and path.name == str(scenario) and shipped.exists():

@@ -142,3 +142,25 @@ def notes(c: Comparison) -> list[str]:
         out.append(f"PARTIAL comparison ({why}): runs not done: {left}.")
     out.append("Every run: runs.csv (policy, repetition, seed, run_dir, partial, metrics).")
     return out
+
+
+def answer(c: Comparison) -> str:
+    """The comparison in one line: each policy's mean iteration time, its speed-up over
+    the baseline with the interval, and the emulated/simulated ratio (when checked)."""
+    parts = []
+    for ps in c.stats:
+        it, fid = ps.metrics.get("iteration_time_s"), ps.metrics.get("fidelity_iter")
+        text = f"{ps.policy} {fmt(it.mean if it else None)} s"
+        up = ps.speedups.get("speedup_iteration_time")
+        if ps.policy != c.baseline and up is not None and up.value is not None:
+            text += f" (x{up.value:.2f}"
+            if up.ci_low is not None and up.ci_high is not None:
+                text += f" [{up.ci_low:.2f}, {up.ci_high:.2f}]"
+            text += ")"
+        if fid is not None and fid.mean is not None:
+            text += f", emulated/simulated {fid.mean:.2f}"
+        parts.append(text)
+    n = min((ps.n for ps in c.stats), default=0)
+    ci = f"{c.confidence:.0%} CI over {n} paired runs" if n > 1 else "one run each"
+    partial = "; PARTIAL" if c.partial else ""
+    return f"iteration: {'; '.join(parts)} (speed-up over {c.baseline}, {ci}){partial}"

@@ -7,4 +7,4 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FB_TRACE = REPO / "data" / "FB2010-1Hr-150-0.txt"
 SCENARIOS = REPO / "coflowbed" / "scenarios"
-DEFAULT_SCENARIO = SCENARIOS / "default.yaml"
+MECHANISM_SCENARIO = SCENARIOS / "mechanism.yaml"

@@ -98,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S')}-compare-{scen.name}"
     run_one = _simulate_one if args.sim else _emulate_one(scen, args.check)
     result = compare(scen, names, out.resolve(), run_one, repeat, seeds)
+    from coflowbed.compare_files import answer
+
     print((out / "compare.md").read_text(), end="")
+    print(answer(result))
     print(f"-> {out}")
     return 1 if result.partial else 0
 

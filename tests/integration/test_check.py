@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 def test_default_scenario_agrees_with_its_simulation(tmp_path):
     out = tmp_path / "run"
-    coflowbed_ok("run", SCENARIOS / "default.yaml", "--out", out, timeout=300)
+    coflowbed_ok("run", SCENARIOS / "mechanism.yaml", "--out", out, timeout=300)
     rows = compare_run(out)
     assert {r["coflow_id"] for r in rows} == {"bulk", "urgent", "metered"}
     for r in rows:

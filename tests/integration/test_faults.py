@@ -19,7 +19,7 @@ import yaml
 
 from coflowbed import runstate
 from tests.cli import coflowbed
-from tests.data import DEFAULT_SCENARIO
+from tests.data import MECHANISM_SCENARIO
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ LEAVES = ("l1", "l2", "l3", "l4")
 
 
 def scenario(tmp: Path, name: str, faults: list[dict], policy: str | None = None) -> Path:
-    data = yaml.safe_load(DEFAULT_SCENARIO.read_text())
+    data = yaml.safe_load(MECHANISM_SCENARIO.read_text())
     data["name"] = name
     if policy is not None:
         data["policy"] = policy

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 # (level 7) on the same downlinks: measured 0.83-1.23 s in three runs (2026-12-01).
 USER_TEST = """
 def test_urgent_overtakes_bulk(coflowbed_run):
-    res = coflowbed_run("default")
+    res = coflowbed_run("mechanism")
     alone_s = 10e6 * 8 / 100e6
     assert not res.partial and (res.path / "controller.log").exists()
     assert res.coflow("urgent").cct_s <= 1.75 * alone_s < res.coflow("bulk").cct_s

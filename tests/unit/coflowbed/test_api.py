@@ -17,50 +17,50 @@ from coflowbed.errors import UserError
 from coflowbed.run_result import RunResult
 
 REPO = Path(__file__).resolve().parents[3]
-DEFAULT = REPO / "coflowbed" / "scenarios" / "default.yaml"
+MECHANISM = REPO / "coflowbed" / "scenarios" / "mechanism.yaml"
 
 
 def test_a_bare_name_is_a_shipped_scenario_and_a_file_wins(tmp_path, monkeypatch):
-    assert api.scenario_path("default") == DEFAULT
+    assert api.scenario_path("mechanism") == MECHANISM
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "default").write_text("name: mine\n")
-    assert api.scenario_path("default") == Path("default")
+    (tmp_path / "mechanism").write_text("name: mine\n")
+    assert api.scenario_path("mechanism") == Path("mechanism")
     assert api.scenario_path("nowhere") == Path("nowhere")
     with pytest.raises(UserError, match="nowhere: cannot read"):
         api.load("nowhere")
 
 
 def test_simulate_returns_the_folder_it_wrote(tmp_path):
-    res = coflowbed.simulate("default", out=tmp_path / "sim", policy="fair")
+    res = coflowbed.simulate("mechanism", out=tmp_path / "sim", policy="fair")
     assert res == RunResult.read(tmp_path / "sim") and res.path == (tmp_path / "sim").resolve()
     assert res.summary.policy == "fair" and res.fidelity is None and not res.partial
     assert {cf.coflow_id for cf in res.coflows} == {"bulk", "urgent", "metered"}
 
 
 def test_overrides_reach_the_simulation(tmp_path):
-    slow = coflowbed.simulate(DEFAULT, out=tmp_path / "a")
+    slow = coflowbed.simulate(MECHANISM, out=tmp_path / "a")
     faster = {"fabric.host_bw_mbps": 200, "fabric.fabric_bw_mbps": 400}
-    fast = coflowbed.simulate(DEFAULT, out=tmp_path / "b", **faster)
+    fast = coflowbed.simulate(MECHANISM, out=tmp_path / "b", **faster)
     # urgent (level 0) has its path to itself: every link twice as fast, half the time
     assert fast.coflow("urgent").cct_s == pytest.approx(slow.coflow("urgent").cct_s / 2)
 
 
 def test_a_bad_override_starts_nothing(tmp_path):
     with pytest.raises(UserError, match=r"\(overrides\): fabric.host_bw_mbpz: unknown key"):
-        coflowbed.simulate("default", out=tmp_path / "x", **{"fabric.host_bw_mbpz": 200})
+        coflowbed.simulate("mechanism", out=tmp_path / "x", **{"fabric.host_bw_mbpz": 200})
     assert not (tmp_path / "x").exists()
 
 
 def test_run_without_root_is_a_user_error_before_any_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(UserError, match="an emulated run needs root"):
-        coflowbed.run("default", out=tmp_path / "run")
+        coflowbed.run("mechanism", out=tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 
 def test_compare_wraps_the_comparison_table(tmp_path):
     cmp = coflowbed.compare(
-        "default", ["fair", "sebf"], out=tmp_path / "cmp", sim=True, repeat=2, seeds=[1, 2]
+        "mechanism", ["fair", "sebf"], out=tmp_path / "cmp", sim=True, repeat=2, seeds=[1, 2]
     )
     assert list(cmp.runs) == ["fair", "sebf"] and not cmp.partial
     table = json.loads((tmp_path / "cmp" / "compare.json").read_text())
@@ -77,15 +77,15 @@ def test_compare_wraps_the_comparison_table(tmp_path):
 
 def test_compare_refuses_a_bad_repeat_before_running(tmp_path):
     with pytest.raises(UserError, match="seeds: 1 seeds for repeat 2"):
-        coflowbed.compare("default", ["fair"], out=tmp_path / "c", sim=True, repeat=2, seeds=[1])
+        coflowbed.compare("mechanism", ["fair"], out=tmp_path / "c", sim=True, repeat=2, seeds=[1])
     with pytest.raises(UserError, match="repeat: must be an integer >= 1"):
-        coflowbed.compare("default", ["fair"], out=tmp_path / "c", sim=True, repeat=0)
+        coflowbed.compare("mechanism", ["fair"], out=tmp_path / "c", sim=True, repeat=0)
     assert not (tmp_path / "c").exists()
 
 
 def test_compare_refuses_an_unknown_policy(tmp_path):
     with pytest.raises(UserError, match="unknown policy 'nope'"):
-        coflowbed.compare("default", ["fair", "nope"], out=tmp_path / "c", sim=True)
+        coflowbed.compare("mechanism", ["fair", "nope"], out=tmp_path / "c", sim=True)
     assert not (tmp_path / "c").exists()
 
 

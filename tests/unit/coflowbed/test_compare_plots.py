@@ -8,7 +8,7 @@ import pytest
 from coflowbed import compare_plots
 from coflowbed.compare_runs import compare
 from coflowbed.scenario import load_scenario
-from tests.data import DEFAULT_SCENARIO
+from tests.data import MECHANISM_SCENARIO
 from tests.unit.coflowbed.compare_fakes import FakeRuns
 
 TIMES = {"fair": [10.0, 12.0, 11.0], "hermod": [8.0, 9.0, 10.0]}
@@ -17,7 +17,7 @@ TIMES = {"fair": [10.0, 12.0, 11.0], "hermod": [8.0, 9.0, 10.0]}
 @pytest.fixture
 def result(tmp_path):
     fake = FakeRuns(TIMES, partial={("hermod", 3)})
-    return compare(load_scenario(DEFAULT_SCENARIO), list(TIMES), tmp_path, fake, 3)
+    return compare(load_scenario(MECHANISM_SCENARIO), list(TIMES), tmp_path, fake, 3)
 
 
 def test_ccts_are_pooled_per_type_and_policy_over_complete_runs(result):

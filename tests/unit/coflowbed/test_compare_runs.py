@@ -12,7 +12,7 @@ import pytest
 from coflowbed.compare_runs import Stopped, compare, plan_runs, with_seed
 from coflowbed.results import read_csv_rows
 from coflowbed.scenario import load_scenario
-from tests.data import DEFAULT_SCENARIO, SCENARIOS
+from tests.data import MECHANISM_SCENARIO, SCENARIOS
 from tests.unit.coflowbed.compare_fakes import FakeRuns
 
 TIMES = {"fair": [10.0, 12.0, 11.0], "hermod": [8.0, 9.0, 10.0], "fifo": [12.0, 12.0, 12.0]}
@@ -32,7 +32,7 @@ def test_plan_interleaves_policies_within_each_repetition():
 
 def test_repetitions_run_interleaved_into_policy_r_k_folders(tmp_path):
     fake = FakeRuns(TIMES)
-    result = compare(load_scenario(DEFAULT_SCENARIO), ["fair", "hermod"], tmp_path, fake, 3)
+    result = compare(load_scenario(MECHANISM_SCENARIO), ["fair", "hermod"], tmp_path, fake, 3)
     assert [(p, out.relative_to(tmp_path).as_posix()) for p, _, out in fake.seen] == [
         ("fair", "fair/r1"),
         ("hermod", "hermod/r1"),
@@ -75,9 +75,9 @@ def test_with_seed_changes_the_jobs_expert_routing():
 def test_bad_repeat_or_seed_count_is_refused_before_any_run(tmp_path):
     fake = FakeRuns(TIMES)
     with pytest.raises(ValueError):
-        compare(load_scenario(DEFAULT_SCENARIO), ["fair"], tmp_path, fake, 0)
+        compare(load_scenario(MECHANISM_SCENARIO), ["fair"], tmp_path, fake, 0)
     with pytest.raises(ValueError):
-        compare(load_scenario(DEFAULT_SCENARIO), ["fair"], tmp_path, fake, 2, [1])
+        compare(load_scenario(MECHANISM_SCENARIO), ["fair"], tmp_path, fake, 2, [1])
     assert fake.seen == []
 
 
@@ -101,7 +101,9 @@ def test_an_interrupt_keeps_the_runs_done_and_names_the_rest(tmp_path, exc):
     keep = isinstance(exc, Stopped)  # an emulated run hands back its partial summary
     run_one = _stop_at(fake, 4, exc, keep)
     try:
-        result = compare(load_scenario(DEFAULT_SCENARIO), ["fair", "hermod"], tmp_path, run_one, 3)
+        result = compare(
+            load_scenario(MECHANISM_SCENARIO), ["fair", "hermod"], tmp_path, run_one, 3
+        )
     except KeyboardInterrupt:  # would end the test session, not just fail the test
         pytest.fail("the comparison let KeyboardInterrupt through")
     done = ["fair/r1", "hermod/r1", "fair/r2"] + (["hermod/r2"] if keep else [])
@@ -124,7 +126,7 @@ def test_sigterm_between_runs_stops_the_comparison(tmp_path):
         return summary
 
     before = signal.getsignal(signal.SIGTERM)
-    result = compare(load_scenario(DEFAULT_SCENARIO), ["fair", "hermod"], tmp_path, run_one, 2)
+    result = compare(load_scenario(MECHANISM_SCENARIO), ["fair", "hermod"], tmp_path, run_one, 2)
     assert result.interrupted and [r.name for r in result.runs] == ["fair/r1"]
     assert result.not_done == ("hermod/r1", "fair/r2", "hermod/r2")
     assert signal.getsignal(signal.SIGTERM) is before

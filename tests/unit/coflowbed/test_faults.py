@@ -13,11 +13,11 @@ from coflowbed import faults
 from coflowbed.errors import UserError
 from coflowbed.results import RunSummary, summarize
 from coflowbed.scenario import load_scenario
-from tests.data import DEFAULT_SCENARIO as DEFAULT
+from tests.data import MECHANISM_SCENARIO as MECHANISM
 
 
 def write(tmp_path: Path, fault_list, **top) -> Path:
-    data = yaml.safe_load(DEFAULT.read_text())
+    data = yaml.safe_load(MECHANISM.read_text())
     data["faults"] = fault_list
     data.update(top)
     p = tmp_path / "s.yaml"
@@ -43,7 +43,7 @@ def test_the_issues_example_parses(tmp_path):
     assert f[0].links(scen.plan) == [(1, 1)]
     assert f[1].links(scen.plan) == [(lf, 2) for lf in range(1, 5)]
     assert (f[3].target, f[3].after, f[3].at_s, f[3].down_s) == ("l3-s2", "bulk", 0.0, None)
-    assert load_scenario(DEFAULT).faults == ()
+    assert load_scenario(MECHANISM).faults == ()
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_faults_together_must_not_overlap_or_cut_the_fabric(tmp_path, entries, k
 
 
 def test_one_spine_can_lose_a_link_for_a_while_only(tmp_path):
-    data = yaml.safe_load(DEFAULT.read_text())
+    data = yaml.safe_load(MECHANISM.read_text())
     data["fabric"]["spines"] = 1
     data["faults"] = [{"at_s": 1, "link": ["l1", "s1"], "down_s": 1}]
     p = tmp_path / "s.yaml"

@@ -10,7 +10,7 @@ from coflowbed.errors import UserError
 from coflowbed.overrides import apply_overrides
 from coflowbed.scenario import load_scenario
 
-DEFAULT = Path(__file__).resolve().parents[3] / "coflowbed" / "scenarios" / "default.yaml"
+MECHANISM = Path(__file__).resolve().parents[3] / "coflowbed" / "scenarios" / "mechanism.yaml"
 
 
 def test_dotted_keys_reach_nested_mappings_and_leave_the_input_alone():
@@ -32,9 +32,9 @@ def test_an_empty_segment_is_refused(key):
 
 
 def test_overrides_change_the_loaded_scenario():
-    scen = load_scenario(DEFAULT, {"fabric.host_bw_mbps": 200, "policy": "hermod", "seed": 7})
+    scen = load_scenario(MECHANISM, {"fabric.host_bw_mbps": 200, "policy": "hermod", "seed": 7})
     assert (scen.plan.host_bw_mbps, scen.policy, scen.seed) == (200, "hermod", 7)
-    assert scen.plan.fabric_bw_mbps == load_scenario(DEFAULT).plan.fabric_bw_mbps
+    assert scen.plan.fabric_bw_mbps == load_scenario(MECHANISM).plan.fabric_bw_mbps
 
 
 @pytest.mark.parametrize(
@@ -48,11 +48,11 @@ def test_overrides_change_the_loaded_scenario():
 )
 def test_a_bad_override_is_one_line_naming_the_override(overrides, key):
     with pytest.raises(UserError) as info:
-        load_scenario(DEFAULT, overrides)
+        load_scenario(MECHANISM, overrides)
     message = str(info.value)
-    assert message.startswith(f"{DEFAULT} (overrides): {key}") and "\n" not in message
+    assert message.startswith(f"{MECHANISM} (overrides): {key}") and "\n" not in message
 
 
 def test_an_error_in_the_file_itself_still_names_the_file():
-    with pytest.raises(UserError, match=rf"^{DEFAULT}: workload.coflows\[0\].level"):
-        load_scenario(DEFAULT, {"levels": 4})  # the file's coflow at level 7 is now the error
+    with pytest.raises(UserError, match=rf"^{MECHANISM}: workload.coflows\[0\].level"):
+        load_scenario(MECHANISM, {"levels": 4})  # the file's coflow at level 7 is now the error

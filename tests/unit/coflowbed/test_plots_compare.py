@@ -15,7 +15,7 @@ from coflowbed.results import (
     write_results,
 )
 from coflowbed.scenario import load_scenario
-from tests.data import DEFAULT_SCENARIO as DEFAULT, SCENARIOS
+from tests.data import MECHANISM_SCENARIO as MECHANISM, SCENARIOS
 
 
 def _write_run(out, ccts: dict[str, float | None]) -> dict:
@@ -57,7 +57,7 @@ def test_plots_are_written_as_png(tmp_path):
 
 
 def test_compare_tabulates_every_policy_with_speedups_against_fair(tmp_path):
-    scen = load_scenario(DEFAULT)
+    scen = load_scenario(MECHANISM)
     ccts = {"fair": 2.0, "fifo": 4.0, "sebf": 1.0}
     seen = []
 

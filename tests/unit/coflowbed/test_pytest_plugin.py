@@ -27,7 +27,7 @@ def _modules_loaded(tmp_path_factory):
     import coflowbed.runner  # noqa: F401  (the emulated path, up to its skip)
     from coflowbed import api
 
-    api.compare("default", ["fair"], out=tmp_path_factory.mktemp("warm"), sim=True)
+    api.compare("mechanism", ["fair"], out=tmp_path_factory.mktemp("warm"), sim=True)
 
 
 PLUGIN = ("-p", "coflowbed.pytest_plugin")
@@ -36,7 +36,7 @@ PLUGIN = ("-p", "coflowbed.pytest_plugin")
 # time it takes alone, whatever the policy passed in.
 CCT_BOUND = """
 def test_urgent_is_not_slowed(coflowbed_sim):
-    res = coflowbed_sim("default", policy="{policy}")
+    res = coflowbed_sim("mechanism", policy="{policy}")
     alone_s = 10e6 * 8 / 100e6
     assert res.coflow("urgent").cct_s <= 1.05 * alone_s
     assert res.path.is_relative_to(res.path.parents[1]) and (res.path / "summary.json").exists()
@@ -73,11 +73,11 @@ def test_on_the_fabric(coflowbed_run):
 
 def test_coflowbed_run_skips_without_root(pytester, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    pytester.makepyfile(RUN_TEST.format(scenario="default"))
+    pytester.makepyfile(RUN_TEST.format(scenario="mechanism"))
     result = pytester.runpytest(*PLUGIN, "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
-        ["SKIPPED *coflowbed_run: *default.yaml: an emulated run needs root*"]
+        ["SKIPPED *coflowbed_run: *mechanism.yaml: an emulated run needs root*"]
     )
 
 
@@ -95,7 +95,7 @@ def test_coflowbed_run_skips_without_open_vswitch(pytester, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda t: None if t == "ovs-vswitchd" else which(t))
-    pytester.makepyfile(RUN_TEST.format(scenario="default"))
+    pytester.makepyfile(RUN_TEST.format(scenario="mechanism"))
     result = pytester.runpytest(*PLUGIN, "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED *coflowbed_run: *ovs-vswitchd not installed*"])

@@ -10,7 +10,7 @@ import yaml
 
 from coflowbed.errors import UserError
 from coflowbed.scenario import load_scenario
-from tests.data import DEFAULT_SCENARIO as DEFAULT
+from tests.data import MECHANISM_SCENARIO as MECHANISM
 
 
 def write(tmp_path, data) -> Path:
@@ -20,11 +20,11 @@ def write(tmp_path, data) -> Path:
 
 
 def base() -> dict:
-    return yaml.safe_load(DEFAULT.read_text())
+    return yaml.safe_load(MECHANISM.read_text())
 
 
 def test_default_scenario_loads():
-    s = load_scenario(DEFAULT)
+    s = load_scenario(MECHANISM)
     assert (s.plan.spines, s.plan.leaves) == (2, 4)
     assert s.static_levels == {"bulk": 7, "urgent": 0, "metered": 3}
     assert s.static_rates_mbps == {"metered": 20.0}
@@ -81,7 +81,7 @@ def test_bad_scenarios_fail_with_file_key_and_reason(tmp_path, mutate, key, reas
 def test_fabric_mtu_defaults_to_9000_and_is_kept_in_the_resolved_scenario(tmp_path):
     from coflowbed.rundir import fabric_record, resolved_scenario
 
-    assert load_scenario(DEFAULT).plan.mtu == 9000
+    assert load_scenario(MECHANISM).plan.mtu == 9000
     data = base()
     data["fabric"]["mtu"] = 1500
     scen = load_scenario(write(tmp_path, data))
@@ -96,7 +96,7 @@ def test_fabric_json_and_versions_record_the_ovs_datapath(monkeypatch):
     from coflowbed import rundir
 
     monkeypatch.setattr(rundir, "detect_datapath", lambda: "system")
-    scen = load_scenario(DEFAULT)
+    scen = load_scenario(MECHANISM)
     assert rundir.fabric_record(scen)["datapath"] == "system"
     assert rundir.versions()["ovs_datapath"] == "system"
     scen.switch = "bmv2"
