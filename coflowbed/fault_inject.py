@@ -153,20 +153,22 @@ class OvsFaults:
         return f"{name} {what} equal to before the restart ({len(now)} entries, {took:.0f} ms)"
 
     def restart_controller(self, plan: FabricPlan) -> Restart:
-        """Dump every switch's tables; hold the scheduling connection; SIGKILL the
-        controller and start it again with ``--resume``; once it reports every switch
-        ready, dump the tables again (nothing may have changed), then resume the
-        scheduling connection (answers the old one decided, the rest resent)."""
+        """Hold the scheduling connection; SIGKILL the controller; dump every switch's
+        tables (as the crash left them: nothing writes them now); start it again with
+        ``--resume``; once it reports every switch ready, dump the tables again (a
+        take-over writes only what the old one left undone), then resume the scheduling
+        connection (answers the old one decided, the rest resent)."""
         from controller.client import ControllerClient
 
         if self.controller is None or self.client is None:
             raise RuntimeError("a controller restart needs the run's controller")
         names = [sw.name for sw in plan.switches]
-        before = {n: switch_tables(n) for n in names}
         self.client.hold()
         killed = time.monotonic()
         try:
             self.controller.kill()
+            before = {n: switch_tables(n) for n in names}  # nothing writes them now
+            started = time.monotonic()
             self.controller.start(resume=True)
             up = time.monotonic()
             with ControllerClient(self.controller.api, timeout=RESYNC_TIMEOUT_S) as c:
@@ -181,8 +183,8 @@ class OvsFaults:
         differ = [f"{n}: {_differ(before[n], after[n])}" for n in names if before[n] != after[n]]
         entries = sum(len(v) for v in after.values())
         note = (
-            f"controller back in {(up - killed) * 1e3:.0f} ms, switches taken over in "
-            f"{(ready - up) * 1e3:.0f} ms; "
+            f"controller back {(up - killed) * 1e3:.0f} ms after the kill (started in "
+            f"{(up - started) * 1e3:.0f} ms), switches taken over in {(ready - up) * 1e3:.0f} ms; "
             + (
                 "tables differ: " + "; ".join(differ)
                 if differ
