@@ -14,6 +14,7 @@ from typing import Any
 from coflowbed.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.errors import UserError
 from coflowbed.faults import Fault, parse_faults
+from coflowbed.simfabric import SimFabric, parse_sim_fabric
 from topo.plan import (
     DEFAULT_MTU,
     MAX_HOSTS_PER_LEAF,
@@ -58,6 +59,7 @@ class Scenario:
     plugins: list[str] = field(default_factory=list)
     policy_rates: str = "meters"
     faults: tuple[Fault, ...] = ()
+    sim_fabric: SimFabric | None = None  # simulator-only fabric (the DAG is on its hosts)
 
     @property
     def byte_scale(self) -> float:
@@ -71,7 +73,13 @@ def load_scenario(path: Path | str, overrides: dict | None = None) -> Scenario:
     raw = load_yaml(path)
     if isinstance(raw, dict) and overrides:
         raw = {**raw, **overrides}
-    top = Section(raw, str(path))
+    return scenario_from_raw(raw, path)
+
+
+def scenario_from_raw(raw: Any, path: Path, source: str | None = None) -> Scenario:
+    """Validate a scenario mapping as read from ``path`` (relative paths in it are
+    relative to ``path``'s folder; errors name ``source``, default ``path``)."""
+    top = Section(raw, source or str(path))
     scen = _parse(top, path)
     top.done()
     return scen
@@ -88,10 +96,14 @@ def _parse(top: Section, path: Path) -> Scenario:
     seed = top.get("seed", 1, integer(0))
     timeout_s = top.get("timeout_s", 600.0, number(positive=True))
     policy_rates = top.get("policy_rates", "meters", choice(POLICY_RATES))
-    dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path)
+    sim = parse_sim_fabric(top.section("sim_fabric")) if top.has("sim_fabric") else None
+    wl = top.section("workload")
+    dag, static_levels, rates, sim = _parse_workload(wl, plan, levels, path, sim)
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     faults = parse_faults(top, plan, (cf.coflow_id for cf in dag.coflows), timeout_s)
+    if faults and sim is not None:
+        raise top.fail("faults", "link faults need the emulated fabric, not sim_fabric")
     return Scenario(
         str(path),
         name,
@@ -110,6 +122,7 @@ def _parse(top: Section, path: Path) -> Scenario:
         plugins,
         policy_rates,
         faults,
+        sim,
     )
 
 
@@ -173,26 +186,34 @@ def _mapping(v: Any) -> dict:
 
 
 def _parse_workload(
-    sec: Section, plan: FabricPlan, levels: int, path: Path
-) -> tuple[Dag, dict, dict]:
+    sec: Section, plan: FabricPlan, levels: int, path: Path, sim: SimFabric | None
+) -> tuple[Dag, dict, dict, SimFabric | None]:
+    """The DAG (on the emulated plan's hosts, or on ``sim``'s, then sized to the job),
+    static levels and rates, and the sized ``sim``."""
     kinds = [k for k in ("coflows", "job", "trace") if sec.has(k)]
     if len(kinds) != 1:
         raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace")
-    if kinds[0] == "coflows":
-        dag, lv, rates = _parse_coflows(sec, plan, levels)
-    elif kinds[0] == "job":
-        dag, lv, rates = _parse_job(sec, plan, path), {}, {}
+    if kinds[0] == "job":
+        dag, sim = _parse_job(sec, plan, path, sim)
+        lv: dict[str, int] = {}
+        rates: dict[str, float] = {}
     else:
-        dag, lv, rates = _parse_trace(sec, plan, path), {}, {}
+        if sim is not None and not sim.hosts:
+            raise UserError(str(path), "sim_fabric.hosts", f"needed with a {kinds[0]} workload")
+        hosts = sim.job_hosts() if sim else plan.host_names()
+        if kinds[0] == "coflows":
+            dag, lv, rates = _parse_coflows(sec, hosts, levels)
+        else:
+            dag, lv, rates = _parse_trace(sec, hosts, path), {}, {}
     sec.done()
-    return dag, lv, rates
+    return dag, lv, rates, sim
 
 
-def _parse_coflows(sec: Section, plan: FabricPlan, levels: int) -> tuple[Dag, dict, dict]:
+def _parse_coflows(sec: Section, host_list: list[str], levels: int) -> tuple[Dag, dict, dict]:
     items = sec.get("coflows")
     if not isinstance(items, list) or not items:
         raise sec.fail("coflows", "must be a non-empty list")
-    hosts = set(plan.host_names())
+    hosts = set(host_list)
     coflows: list[Coflow] = []
     lv: dict[str, int] = {}
     rates: dict[str, float] = {}
@@ -253,8 +274,11 @@ def _parse_flow(fs: Section, flow_id: str, hosts: set[str]) -> Flow:
     return Flow(flow_id, src, dst, nbytes)
 
 
-def _parse_job(sec: Section, plan: FabricPlan, path: Path) -> Dag:
-    """An LLM job: a preset name or a job YAML path (relative to the scenario)."""
+def _parse_job(
+    sec: Section, plan: FabricPlan, path: Path, sim: SimFabric | None
+) -> tuple[Dag, SimFabric | None]:
+    """An LLM job: a preset name or a job YAML path (relative to the scenario), on the
+    plan's hosts or on ``sim`` sized to what the job needs."""
     from workload import generate
     from workload.jobspec import load_job, preset_path
 
@@ -263,14 +287,15 @@ def _parse_job(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     overrides = sec.get("overrides", {}, _mapping)
     try:
         job = load_job(job_path, overrides=overrides)
-        return generate(job, plan.host_names())
+        sim = sim.sized(job.hosts_needed) if sim else None
+        return generate(job, sim.job_hosts() if sim else plan.host_names()), sim
     except UserError:
         raise  # already names the job file and key
     except ValueError as exc:
         raise UserError(str(job_path), None, str(exc)) from None
 
 
-def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
+def _parse_trace(sec: Section, hosts: list[str], path: Path) -> Dag:
     """A coflow-benchmark trace mapped onto the fabric's hosts (docs/workloads.md)."""
     from workload import fbtrace
 
@@ -285,7 +310,7 @@ def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     ts.done()
     try:
         trace = fbtrace.read_trace(trace_path)
-        dag = fbtrace.to_dag(trace, plan.host_names(), **opts)
+        dag = fbtrace.to_dag(trace, hosts, **opts)
     except ValueError as exc:
         raise UserError(str(trace_path), None, str(exc)) from None
     # one connection per host pair and coflow, as a host would open (docs/scenarios.md)

@@ -46,6 +46,8 @@ def check_can_run(scen: Scenario) -> None:
     from coflowbed.fault_inject import check_supported
 
     check_supported(scen.faults, scen.switch, scen.source)
+    if scen.sim_fabric is not None:
+        raise UserError(scen.source, "sim_fabric", "simulator only: coflowbed run needs fabric")
     if os.geteuid() != 0:
         raise UserError(scen.source, None, "an emulated run needs root (Mininet, OVS, tc)")
     if scen.switch == "bmv2" and shutil.which("simple_switch_grpc") is None:
