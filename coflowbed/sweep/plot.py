@@ -55,8 +55,13 @@ def _panel(ax, rows: list[dict], x: str, y: str) -> None:
 def plot_sweep(sweep_dir: Path) -> Path:
     """Redraw a sweep folder's plot from its sweep.json (the plot its sweep file named,
     else the metric against the first grid key)."""
+    from coflowbed.errors import UserError
     from coflowbed.sweep.table import read
 
     data = read(sweep_dir)
+    if not data.get("plot") and not data["keys"]:
+        raise UserError(
+            str(sweep_dir), "plot", "a sweep without a grid has nothing to plot against"
+        )
     plot = data.get("plot") or {"x": data["keys"][0], "y": "speedup_iteration", "panels": None}
     return sweep_lines(data["rows"], plot, sweep_dir / plot.get("file", "sweep.png"), data["name"])

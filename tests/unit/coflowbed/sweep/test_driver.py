@@ -124,3 +124,16 @@ def test_a_failing_run_is_recorded_and_the_sweep_is_partial(tiny_sweep, tmp_path
     assert outcome.partial and all(
         r["error"] == "RuntimeError: simulator broke" for r in outcome.rows
     )
+
+
+def test_the_named_plot_is_drawn_and_plot_redraws_it(tiny_sweep, tmp_path, capsys):
+    from coflowbed.cli import main
+
+    path = write(tmp_path, TINY + "plot: {x: fabric.host_bw_mbps, panels: levels}\n")
+    out = tmp_path / "out"
+    run_sweep(load_sweep(path), out, backends.serial, FakeRun())
+    png = out / "sweep.png"
+    assert png.stat().st_size > 1000
+    png.unlink()
+    assert main(["plot", str(out)]) == 0 and png.is_file()
+    assert str(png) in capsys.readouterr().out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from coflowbed.errors import UserError
@@ -57,3 +59,11 @@ def test_scenario_file_is_relative_to_the_sweep(tmp_path):
     path = write(tmp_path, "scenario: base.yaml\npolicies: [fair]\n")
     spec = load_sweep(path)
     assert spec.scenario == {"name": "base"} and spec.scenario_path == tmp_path / "base.yaml"
+
+
+@pytest.mark.parametrize("name", ["bandwidth", "fabric-conditions", "job-conditions"])
+def test_shipped_sweeps_are_valid(name):
+    from coflowbed.commands.sweep import sweep_path
+
+    spec = load_sweep(sweep_path(Path(name)))
+    assert spec.mode == "sim" and "fair" in spec.policies and spec.plot is not None
