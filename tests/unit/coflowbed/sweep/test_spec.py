@@ -61,7 +61,9 @@ def test_scenario_file_is_relative_to_the_sweep(tmp_path):
     assert spec.scenario == {"name": "base"} and spec.scenario_path == tmp_path / "base.yaml"
 
 
-@pytest.mark.parametrize("name", ["bandwidth", "fabric-conditions", "job-conditions"])
+@pytest.mark.parametrize(
+    "name", ["bandwidth", "fabric-conditions", "job-conditions", "nic-per-gpu"]
+)
 def test_shipped_sweeps_are_valid(name):
     from coflowbed.commands.sweep import sweep_path
 
