@@ -24,7 +24,7 @@ log = logging.getLogger("sweep")
 
 @dataclass(frozen=True)
 class SweepOutcome:
-    """What a sweep did: runs in all, skipped as already complete, run now, and whether
+    """What a sweep did: runs in all, skipped as already complete, finished now, and whether
     the table is partial (a run failed or the sweep was interrupted)."""
 
     runs: int
@@ -83,30 +83,31 @@ def run_sweep(
         "%d runs: %d already complete (skipped), %d to run", len(specs), len(results), len(todo)
     )
     out_dir.mkdir(parents=True, exist_ok=True)
+    skipped = len(results)
     interrupted = _run_all(todo, run, backend, results)
     rows = table.rows(specs, results, spec.keys)
-    partial = interrupted or len(rows) < len(specs) or any(r["partial"] for r in rows)
-    meta = _meta(spec, len(specs), len(specs) - len(todo), partial)
-    table.write(rows, out_dir, meta)
+    partial = len(rows) < len(specs) or any(r["partial"] for r in rows)
+    table.write(rows, out_dir, _meta(spec, len(specs), skipped, partial))
     _plot(spec, rows, out_dir)
-    return SweepOutcome(
-        len(specs), len(specs) - len(todo), len(todo), partial, interrupted, tuple(rows)
-    )
+    ran = len(results) - skipped
+    return SweepOutcome(len(specs), skipped, ran, partial, interrupted, tuple(rows))
 
 
 def _run_all(todo: list[RunSpec], run: RunFn, backend: Backend, results: dict) -> bool:
     """Run ``todo`` on ``backend`` into ``results``; True if Ctrl-C stopped it."""
+    done: list[str] = []
     with bar(len(todo), "sweep") as b:
 
         def on_done(r: RunResult) -> None:
             results[r.run_id] = r
+            done.append(r.run_id)
             b.update(1)
             b.set_postfix_str(r.run_id)
 
         try:
             backend(todo, run, on_done)
         except KeyboardInterrupt:
-            log.warning("interrupted: %d of %d runs finished", b.n, len(todo))
+            log.warning("interrupted: %d of %d runs finished", len(done), len(todo))
             return True
     return False
 
