@@ -49,7 +49,8 @@ def _panel(ax, rows: list[dict], x: str, y: str) -> None:
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if lines:
+        ax.legend(fontsize=8)
 
 
 def plot_sweep(sweep_dir: Path) -> Path:
