@@ -16,7 +16,7 @@ import sys
 from coflowbed.errors import UserError
 from coflowbed.runstate import RunBusy
 
-COMMANDS = ("run", "compare", "clean", "workload", "simulate", "check", "plot", "report")
+COMMANDS = ("run", "compare", "clean", "workload", "simulate", "check", "plot", "report", "sweep")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from coflowbed.comparison import FIDELITY_METRICS, Comparison, PolicyStats
 from coflowbed.stats import Estimate, Speedup
@@ -69,6 +70,13 @@ def fmt(v) -> str:
     if not isinstance(v, float):
         return str(v)
     return f"{v:.3f}" if v == 0 or abs(v) >= 0.1 else f"{v:.3g}"
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], cols: Sequence[str]) -> str:
+    """A Markdown table of ``rows`` (cells by ``fmt``)."""
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def estimate_cell(e: Estimate) -> str:

@@ -16,6 +16,7 @@ from coflowbed.errors import UserError
 from coflowbed.faults import Fault, parse_faults
 from coflowbed.overrides import Overrides, apply_overrides, blamed_on_overrides
 from coflowbed.sampler import DEFAULT_PERIOD_S
+from coflowbed.simfabric import SimFabric, parse_sim_fabric
 from topo.plan import (
     DEFAULT_MTU,
     MAX_HOSTS_PER_LEAF,
@@ -62,6 +63,7 @@ class Scenario:
     policy_rates: str = "meters"
     faults: tuple[Fault, ...] = ()
     sample_period_s: float = DEFAULT_PERIOD_S  # 0: no sampling (coflowbed.sampler)
+    sim_fabric: SimFabric | None = None  # simulator-only fabric (the DAG is on its hosts)
 
     @property
     def byte_scale(self) -> float:
@@ -75,9 +77,15 @@ def load_scenario(path: Path | str, overrides: Overrides | None = None) -> Scena
     path = Path(path)
     raw = apply_overrides(load_yaml(path), overrides or {}, str(path))
     with blamed_on_overrides(overrides, str(path)):
-        top = Section(raw, str(path))
-        scen = _parse(top, path)
-        top.done()
+        return scenario_from_raw(raw, path)
+
+
+def scenario_from_raw(raw: Any, path: Path, source: str | None = None) -> Scenario:
+    """Validate a scenario mapping as read from ``path`` (relative paths in it are
+    relative to ``path``'s folder; errors name ``source``, default ``path``)."""
+    top = Section(raw, source or str(path))
+    scen = _parse(top, path)
+    top.done()
     return scen
 
 
@@ -92,13 +100,17 @@ def _parse(top: Section, path: Path) -> Scenario:
     seed = top.get("seed", 1, integer(0))
     timeout_s = top.get("timeout_s", 600.0, number(positive=True))
     policy_rates = top.get("policy_rates", "meters", choice(POLICY_RATES))
-    dag, static_levels, rates = _parse_workload(top.section("workload"), plan, levels, path)
+    sim = parse_sim_fabric(top.section("sim_fabric")) if top.has("sim_fabric") else None
+    wl = top.section("workload")
+    dag, static_levels, rates, sim = _parse_workload(wl, plan, levels, path, sim)
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     faults = parse_faults(top, plan, (cf.coflow_id for cf in dag.coflows), timeout_s)
     period = top.get("sample_period_s", DEFAULT_PERIOD_S, number(lo=0.0, hi=60.0))
     if 0 < period < MIN_SAMPLE_PERIOD_S:
         raise top.fail("sample_period_s", f"must be 0 (off) or at least {MIN_SAMPLE_PERIOD_S} s")
+    if faults and sim is not None:
+        raise top.fail("faults", "link faults need the emulated fabric, not sim_fabric")
     return Scenario(
         str(path),
         name,
@@ -118,6 +130,7 @@ def _parse(top: Section, path: Path) -> Scenario:
         policy_rates,
         faults,
         period,
+        sim,
     )
 
 
@@ -181,26 +194,34 @@ def _mapping(v: Any) -> dict:
 
 
 def _parse_workload(
-    sec: Section, plan: FabricPlan, levels: int, path: Path
-) -> tuple[Dag, dict, dict]:
+    sec: Section, plan: FabricPlan, levels: int, path: Path, sim: SimFabric | None
+) -> tuple[Dag, dict, dict, SimFabric | None]:
+    """The DAG (on the emulated plan's hosts, or on ``sim``'s, then sized to the job),
+    static levels and rates, and the sized ``sim``."""
     kinds = [k for k in ("coflows", "job", "trace") if sec.has(k)]
     if len(kinds) != 1:
         raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace")
-    if kinds[0] == "coflows":
-        dag, lv, rates = _parse_coflows(sec, plan, levels)
-    elif kinds[0] == "job":
-        dag, lv, rates = _parse_job(sec, plan, path), {}, {}
+    if kinds[0] == "job":
+        dag, sim = _parse_job(sec, plan, path, sim)
+        lv: dict[str, int] = {}
+        rates: dict[str, float] = {}
     else:
-        dag, lv, rates = _parse_trace(sec, plan, path), {}, {}
+        if sim is not None and not sim.hosts:
+            raise UserError(str(path), "sim_fabric.hosts", f"needed with a {kinds[0]} workload")
+        hosts = sim.job_hosts() if sim else plan.host_names()
+        if kinds[0] == "coflows":
+            dag, lv, rates = _parse_coflows(sec, hosts, levels)
+        else:
+            dag, lv, rates = _parse_trace(sec, hosts, path), {}, {}
     sec.done()
-    return dag, lv, rates
+    return dag, lv, rates, sim
 
 
-def _parse_coflows(sec: Section, plan: FabricPlan, levels: int) -> tuple[Dag, dict, dict]:
+def _parse_coflows(sec: Section, host_list: list[str], levels: int) -> tuple[Dag, dict, dict]:
     items = sec.get("coflows")
     if not isinstance(items, list) or not items:
         raise sec.fail("coflows", "must be a non-empty list")
-    hosts = set(plan.host_names())
+    hosts = set(host_list)
     coflows: list[Coflow] = []
     lv: dict[str, int] = {}
     rates: dict[str, float] = {}
@@ -261,8 +282,11 @@ def _parse_flow(fs: Section, flow_id: str, hosts: set[str]) -> Flow:
     return Flow(flow_id, src, dst, nbytes)
 
 
-def _parse_job(sec: Section, plan: FabricPlan, path: Path) -> Dag:
-    """An LLM job: a preset name or a job YAML path (relative to the scenario)."""
+def _parse_job(
+    sec: Section, plan: FabricPlan, path: Path, sim: SimFabric | None
+) -> tuple[Dag, SimFabric | None]:
+    """An LLM job: a preset name or a job YAML path (relative to the scenario), on the
+    plan's hosts or on ``sim`` sized to what the job needs."""
     from workload import generate
     from workload.jobspec import load_job, preset_path
 
@@ -271,14 +295,15 @@ def _parse_job(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     overrides = sec.get("overrides", {}, _mapping)
     try:
         job = load_job(job_path, overrides=overrides)
-        return generate(job, plan.host_names())
+        sim = sim.sized(job.hosts_needed) if sim else None
+        return generate(job, sim.job_hosts() if sim else plan.host_names()), sim
     except UserError:
         raise  # already names the job file and key
     except ValueError as exc:
         raise UserError(str(job_path), None, str(exc)) from None
 
 
-def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
+def _parse_trace(sec: Section, hosts: list[str], path: Path) -> Dag:
     """A coflow-benchmark trace mapped onto the fabric's hosts (docs/workloads.md)."""
     from workload import fbtrace
 
@@ -293,7 +318,7 @@ def _parse_trace(sec: Section, plan: FabricPlan, path: Path) -> Dag:
     ts.done()
     try:
         trace = fbtrace.read_trace(trace_path)
-        dag = fbtrace.to_dag(trace, plan.host_names(), **opts)
+        dag = fbtrace.to_dag(trace, hosts, **opts)
     except ValueError as exc:
         raise UserError(str(trace_path), None, str(exc)) from None
     # one connection per host pair and coflow, as a host would open (docs/scenarios.md)

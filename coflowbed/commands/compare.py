@@ -125,11 +125,11 @@ def _emulate_one(scen, check: bool = True):
 
 def _simulate_one(scen, out):
     """One policy of a comparison in the flow-level simulator (the scenario's K levels)."""
-    from coflowbed.commands.simulate import make_policy, scenario_fabric, scenario_faults
+    from coflowbed.commands.simulate import make_policy, scenario_faults, sim_fabric_of
     from coflowbed.sim import simulate
 
     policy = make_policy(scen.policy, scen.policy_params, scen.source)
-    fabric = scenario_fabric(scen.plan, None)
+    fabric = sim_fabric_of(scen)
     faults = scenario_faults(scen, fabric)
     result = simulate(scen.dag, fabric, policy, scen.levels, faults=faults)
     return result.write(out, {"source": scen.source, "simulated": True})

@@ -10,19 +10,26 @@ from coflowbed.errors import UserError
 NAME = "plot"
 HELP = (
     "draw timeline.png, cct_cdf.png, gantt.png and (with samples/) utilisation.png and "
-    "queues.png in a run folder"
+    "queues.png in a run folder (a sweep folder: its line plot)"
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``plot``."""
-    p.add_argument("run_dir", type=Path, help="a results folder with coflows.csv")
+    p.add_argument(
+        "run_dir", type=Path, help="a results folder with coflows.csv, or a sweep folder"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Draw the plots and print their paths."""
     from coflowbed.plots import plot_run
 
+    if (args.run_dir / "sweep.json").is_file():  # a sweep folder: its line plot
+        from coflowbed.sweep.plot import plot_sweep
+
+        print(plot_sweep(args.run_dir))
+        return 0
     if not (args.run_dir / "coflows.csv").is_file():
         raise UserError(str(args.run_dir), None, "no coflows.csv here: not a run folder")
     for path in plot_run(args.run_dir):

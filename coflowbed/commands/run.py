@@ -70,6 +70,8 @@ def check_can_run(scen: Scenario) -> None:
     from coflowbed.fault_inject import check_supported
 
     check_supported(scen.faults, scen.switch, scen.source)
+    if scen.sim_fabric is not None:
+        raise UserError(scen.source, "sim_fabric", "simulator only: coflowbed run needs fabric")
     missing = machine_missing(scen)
     if missing is not None:
         raise missing

@@ -126,7 +126,7 @@ def _scenario_job(args: argparse.Namespace):
 
     overrides = {"policy": args.policy} if args.policy else None
     scen = load_scenario(args.scenario, overrides)
-    fabric = scenario_fabric(scen.plan, args.fabric)
+    fabric = sim_fabric_of(scen, args.fabric)
     levels = _levels(args, scen.levels)
     return scen.dag, fabric, scenario_policy(scen), levels, scen.name, scenario_faults(scen, fabric)
 
@@ -166,6 +166,16 @@ def policy_spec(scen):
         scen.static_rates_mbps,
         tuple(scen.plugins),
     )
+
+
+def sim_fabric_of(scen, spec: str | None = None):
+    """The fabric a scenario is simulated on: its ``sim_fabric`` when it has one (no
+    ``--fabric`` choice then), else ``scenario_fabric`` of its emulated plan."""
+    if scen.sim_fabric is None:
+        return scenario_fabric(scen.plan, spec)
+    if spec is not None:
+        raise UserError("--fabric", None, f"{scen.source} has a sim_fabric; drop --fabric")
+    return scen.sim_fabric.model()
 
 
 def scenario_fabric(plan, spec: str | None):

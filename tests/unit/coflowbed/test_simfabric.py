@@ -1,0 +1,53 @@
+"""Scenario ``sim_fabric``: sizing to the job, oversubscription, placement order."""
+
+from __future__ import annotations
+
+import pytest
+
+from coflowbed.errors import UserError
+from coflowbed.scenario import scenario_from_raw
+from coflowbed.simfabric import SimFabric
+
+BASE = {
+    "fabric": {"spines": 1, "leaves": 1, "hosts_per_leaf": 2, "host_bw_mbps": 10},
+    "policy": "fair",
+    "workload": {"job": "tiny-moe"},  # 8 hosts
+}
+
+
+def load(tmp_path, **sim):
+    return scenario_from_raw({**BASE, "sim_fabric": sim}, tmp_path / "s.yaml")
+
+
+def test_job_is_placed_on_the_sized_sim_fabric(tmp_path):
+    scen = load(tmp_path, host_gbps=100, hosts_per_leaf=3, spines=2)
+    assert scen.sim_fabric is not None and scen.sim_fabric.hosts == 9  # 8 -> 3 whole leaves
+    used = {f.src for cf in scen.dag.coflows for f in cf.flows}
+    assert used <= set(scen.sim_fabric.host_names()) and "h1_1" in used
+    model = scen.sim_fabric.model()
+    assert model.host_bps == 100e9 and model.fabric_bps == pytest.approx(150e9)
+
+
+def test_oversubscription_divides_the_core():
+    fab = SimFabric("leafspine", 100, 32, 16, 4, oversubscription=4)
+    assert fab.core_gbps == pytest.approx(100) and fab.leaves == 2
+
+
+def test_spread_placement_puts_neighbours_on_other_leaves():
+    fab = SimFabric("leafspine", 1, 6, 3, 1, placement="spread")
+    assert fab.job_hosts() == ["h1_1", "h2_1", "h1_2", "h2_2", "h1_3", "h2_3"]
+    assert SimFabric("leafspine", 1, 6, 3, 1).job_hosts()[:2] == ["h1_1", "h1_2"]
+
+
+def test_unknown_and_contradictory_keys(tmp_path):
+    with pytest.raises(UserError, match=r"sim_fabric\.rails: unknown"):
+        load(tmp_path, host_gbps=1, rails=8)
+    with pytest.raises(UserError, match=r"sim_fabric\.oversubscription: give fabric_gbps"):
+        load(tmp_path, host_gbps=1, fabric_gbps=1, oversubscription=2)
+
+
+def test_emulated_run_refuses_a_sim_fabric(tmp_path):
+    from coflowbed.commands.run import check_can_run
+
+    with pytest.raises(UserError, match="sim_fabric: simulator only"):
+        check_can_run(load(tmp_path, host_gbps=1, kind="bigswitch"))
