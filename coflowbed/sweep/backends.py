@@ -1,6 +1,6 @@
 """Where a sweep's runs execute: in this process one after another (``serial``: emulated
 runs, one fabric at a time), a process pool on this machine (``local``), or Ray tasks on
-a cluster (``ray``).  Each backend calls ``on_done`` with every RunResult as it arrives;
+a cluster (``ray``).  Each backend calls ``on_done`` with every SweepResult as it arrives;
 Ctrl-C (KeyboardInterrupt) cancels what has not started and is raised again, after the
 runs already finished have been handed over."""
 
@@ -14,12 +14,12 @@ from typing import Any
 
 from coflowbed.errors import UserError
 from coflowbed.sweep.grid import RunSpec
-from coflowbed.sweep.worker import RunResult, failed
+from coflowbed.sweep.worker import SweepResult, failed
 
 log = logging.getLogger("sweep")
 
-RunFn = Callable[[RunSpec], RunResult]
-OnDone = Callable[[RunResult], None]
+RunFn = Callable[[RunSpec], SweepResult]
+OnDone = Callable[[SweepResult], None]
 Backend = Callable[[Sequence[RunSpec], RunFn, OnDone], None]
 
 
@@ -29,7 +29,7 @@ def serial(specs: Sequence[RunSpec], run: RunFn, on_done: OnDone) -> None:
         on_done(_guarded(run, spec))
 
 
-def _guarded(run: RunFn, spec: RunSpec) -> RunResult:
+def _guarded(run: RunFn, spec: RunSpec) -> SweepResult:
     """``run(spec)``; an error (not Ctrl-C) becomes the run's failed result, logged."""
     try:
         return run(spec)

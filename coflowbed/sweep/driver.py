@@ -17,7 +17,7 @@ from coflowbed.sweep import table
 from coflowbed.sweep.backends import Backend, RunFn
 from coflowbed.sweep.grid import RunSpec, expand
 from coflowbed.sweep.spec import SweepSpec
-from coflowbed.sweep.worker import RunResult, execute, finished
+from coflowbed.sweep.worker import SweepResult, execute, finished
 
 log = logging.getLogger("sweep")
 
@@ -98,7 +98,7 @@ def _run_all(todo: list[RunSpec], run: RunFn, backend: Backend, results: dict) -
     done: list[str] = []
     with bar(len(todo), "sweep") as b:
 
-        def on_done(r: RunResult) -> None:
+        def on_done(r: SweepResult) -> None:
             results[r.run_id] = r
             done.append(r.run_id)
             b.update(1)

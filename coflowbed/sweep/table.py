@@ -11,14 +11,14 @@ from typing import Any
 
 from coflowbed.compare_files import markdown_table
 from coflowbed.sweep.grid import RunSpec
-from coflowbed.sweep.worker import RunResult
+from coflowbed.sweep.worker import SweepResult
 
 BASELINE = "fair"
 SPEEDUPS = (("iteration_time_s", "speedup_iteration"), ("avg_cct_s", "speedup_avg_cct"))
 
 
 def rows(
-    specs: Sequence[RunSpec], results: Mapping[str, RunResult], keys: Sequence[str]
+    specs: Sequence[RunSpec], results: Mapping[str, SweepResult], keys: Sequence[str]
 ) -> list[dict]:
     """A row per run that has a result, in grid order, with speed-ups over fair."""
     out = [_row(s, results[s.run_id], keys) for s in specs if s.run_id in results]
@@ -26,7 +26,7 @@ def rows(
     return out
 
 
-def _row(spec: RunSpec, r: RunResult, keys: Sequence[str]) -> dict:
+def _row(spec: RunSpec, r: SweepResult, keys: Sequence[str]) -> dict:
     """One run's row."""
     point = dict(spec.point)
     row: dict[str, Any] = {k: _cell(point[k]) for k in keys}

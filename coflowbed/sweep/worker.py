@@ -1,5 +1,5 @@
 """One run of a sweep, in whatever process executes it (pool worker, Ray task, or the
-sweep's own for emulated runs): RunSpec in, RunResult out.  A run is written into
+sweep's own for emulated runs): RunSpec in, SweepResult out.  A run is written into
 ``<out>.part`` and renamed into place when done, so a folder with ``result.json`` is a
 finished run and an interrupted one leaves no half-written result behind."""
 
@@ -20,7 +20,7 @@ INTERRUPTED = ("Interrupted", "KeyboardInterrupt")  # how runner.py names a stop
 
 
 @dataclass(frozen=True)
-class RunResult:
+class SweepResult:
     """What a run measured (None where it has no figure), as it crosses back."""
 
     run_id: str
@@ -41,13 +41,13 @@ class RunResult:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunResult:
+    def from_json(cls, data: dict[str, Any]) -> SweepResult:
         """Inverse of ``to_json``."""
         by_type = tuple((str(t), v) for t, v in data["cct_by_type"])
         return cls(**{**data, "cct_by_type": by_type})
 
 
-def execute(spec: RunSpec) -> RunResult:
+def execute(spec: RunSpec) -> SweepResult:
     """Run ``spec`` (simulated or emulated) into its folder; its result."""
     part = spec.out_dir.with_name(spec.out_dir.name + ".part")
     shutil.rmtree(part, ignore_errors=True)
@@ -103,10 +103,10 @@ def _simulate(scen, spec: RunSpec, out: Path) -> RunSummary:
     return summary
 
 
-def result_of(spec: RunSpec, s: RunSummary, wall_s: float) -> RunResult:
+def result_of(spec: RunSpec, s: RunSummary, wall_s: float) -> SweepResult:
     """The sweep's figures of one run's summary."""
     fid = s.fidelity or {}
-    return RunResult(
+    return SweepResult(
         spec.run_id,
         spec.fingerprint,
         s.partial,
@@ -121,9 +121,9 @@ def result_of(spec: RunSpec, s: RunSummary, wall_s: float) -> RunResult:
     )
 
 
-def failed(spec: RunSpec, error: BaseException, wall_s: float = 0.0) -> RunResult:
+def failed(spec: RunSpec, error: BaseException, wall_s: float = 0.0) -> SweepResult:
     """The result of a run that raised ``error`` (recorded, and the sweep is partial)."""
-    return RunResult(
+    return SweepResult(
         spec.run_id,
         spec.fingerprint,
         True,
@@ -137,11 +137,11 @@ def failed(spec: RunSpec, error: BaseException, wall_s: float = 0.0) -> RunResul
     )
 
 
-def finished(spec: RunSpec) -> RunResult | None:
+def finished(spec: RunSpec) -> SweepResult | None:
     """The stored result of ``spec`` when it is complete and of the same inputs."""
     file = spec.out_dir / RESULT_FILE
     if not file.is_file():
         return None
-    result = RunResult.from_json(json.loads(file.read_text()))
+    result = SweepResult.from_json(json.loads(file.read_text()))
     ok = result.fingerprint == spec.fingerprint and not result.partial
     return result if ok else None

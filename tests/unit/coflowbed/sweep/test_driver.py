@@ -13,7 +13,7 @@ from coflowbed.sweep import backends
 from coflowbed.sweep.driver import run_sweep
 from coflowbed.sweep.grid import RunSpec
 from coflowbed.sweep.spec import load_sweep
-from coflowbed.sweep.worker import RESULT_FILE, RunResult
+from coflowbed.sweep.worker import RESULT_FILE, SweepResult
 from tests.unit.coflowbed.sweep.conftest import TINY, write
 
 
@@ -25,13 +25,13 @@ class FakeRun:
         self.calls: list[str] = []
         self.stop_at, self.partial = stop_at, partial or set()
 
-    def __call__(self, spec: RunSpec) -> RunResult:
+    def __call__(self, spec: RunSpec) -> SweepResult:
         self.calls.append(spec.run_id)
         if self.stop_at == len(self.calls):
             raise KeyboardInterrupt
         raw = yaml.safe_load(spec.scenario_yaml)
         it = 100 / raw["fabric"]["host_bw_mbps"] * (0.8 if spec.policy == "hermod" else 1.0)
-        r = RunResult(
+        r = SweepResult(
             spec.run_id,
             spec.fingerprint,
             spec.run_id in self.partial,
@@ -117,7 +117,7 @@ def test_a_grid_point_that_breaks_the_job_is_rejected_up_front(tmp_path):
 
 
 def test_a_failing_run_is_recorded_and_the_sweep_is_partial(tiny_sweep, tmp_path):
-    def boom(spec: RunSpec) -> RunResult:
+    def boom(spec: RunSpec) -> SweepResult:
         raise RuntimeError("simulator broke")
 
     outcome = run_sweep(load_sweep(tiny_sweep), tmp_path / "out", backends.serial, boom)
