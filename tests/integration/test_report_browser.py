@@ -97,3 +97,28 @@ def test_key_figures_and_type_summary_equal_the_run_files(report, browser):
         assert int(cells[3]) == sum(int(r["bytes"]) for r in mine)
         top = max(float(r["cct_s"]) for r in mine)
         assert float(cells[6]) == pytest.approx(top, rel=1e-5)
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory):
+    """A simulated ``compare --repeat 3`` folder of tiny-moe with its report."""
+    out = tmp_path_factory.mktemp("report") / "cmp-tiny-moe"
+    args = ("compare", SCENARIOS / "tiny-moe.yaml", "--policies", "fair,hermod", "--sim")
+    coflowbed_ok(*args, "--repeat", "3", "--out", out, timeout=300)
+    coflowbed_ok("report", out)
+    return out
+
+
+def test_a_comparison_report_loads_cleanly_and_shows_its_tables_cell_for_cell(comparison, browser):
+    logs = _open(browser, comparison)
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == []
+    widths = browser.execute_script("return [...document.images].map(i => i.naturalWidth)")
+    pngs = {p.name for p in comparison.glob("*.png")}
+    assert {"compare_iteration.png", "compare_cct_cdf.png"} <= pngs
+    assert len(widths) == len(pngs) and all(w > 0 for w in widths), widths
+    files = {p.name: p for p in csv_files(comparison)}
+    assert {"compare.csv", "runs.csv"} <= set(files)
+    for name in ("compare.csv", "runs.csv"):
+        rows = list(csv.reader(files[name].open(newline="")))
+        assert _cells(browser, name) == rows[: MAX_ROWS + 1], name
+    assert len(_cells(browser, "runs.csv")) == 1 + 2 * 3  # header + 2 policies x 3 runs
