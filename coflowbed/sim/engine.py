@@ -27,6 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +91,7 @@ class Simulator:
         self.dagstate = DagState(self.dag)
         n = len(self.dag.coflows)
         self.outcomes = [CoflowOutcome() for _ in range(n)]
+        self._bar: Any = None  # a progress bar once the run takes long (_report_progress)
         self.view = self.fabric.view(self.levels or MAX_LEVELS)
         self.states: dict[int, CoflowState] = {}  # active coflows, release order
         self.left = np.diff(self.flows.offsets)  # unfinished flows per coflow
@@ -158,6 +160,9 @@ class Simulator:
             self.stats.events += 1
         self.stats.finished = self.dagstate.all_done()
         self.stats.sim_end_s = self.now
+        if self._bar is not None:
+            self._bar.update(self.done - self._bar.n)
+            self._bar.close()
         self.stats.wall_s = time.perf_counter() - t0
         log.info(
             "simulated %d coflows, %d flows: %d events, %d policy calls, %.3f s wall",
@@ -201,7 +206,13 @@ class Simulator:
         log.info("simulated %.3f s: %d leaf-spine links down", self.now, len(down))
 
     def _report_progress(self, wall_s: float) -> None:
-        """One progress line of a long run (simulated time, coflows done, load)."""
+        """One progress line of a long run (simulated time, coflows done, load), and a
+        progress bar of coflows done (on a terminal; from the first report on)."""
+        if self._bar is None:
+            from coflowbed import progress
+
+            self._bar = progress.bar(len(self.outcomes), "simulate", unit="coflow")
+        self._bar.update(self.done - self._bar.n)
         log.info(
             "simulated %.1f s: %d/%d coflows done, %d coflows and %d flows active, "
             "%d events, %.0f s wall",
