@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from coflowbed.comparison import Comparison
-from coflowbed.plots import plt
+from coflowbed.plots import plt, save_figure
 from coflowbed.results import read_coflows_csv
 
 ITERATION_PNG = "compare_iteration.png"
@@ -32,7 +32,7 @@ def iteration_ci(c: Comparison, out: Path) -> Path:
     ax.set_ylabel("iteration time (s)")
     ax.set_title(f"{c.scenario}: iteration time, {c.confidence:.0%} CI (dots: runs)")
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def _complete_values(c: Comparison, policy: str, metric: str) -> list[float]:
@@ -71,15 +71,7 @@ def cct_cdf_by_type(c: Comparison, out: Path) -> Path:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("fraction of coflows")
     fig.suptitle(f"{c.scenario}: CCT CDF per coflow type (complete runs pooled)")
-    return _save(fig, out)
-
-
-def _save(fig, out: Path) -> Path:
-    """Lay out, write and close a figure."""
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def plot_comparison(c: Comparison, out_dir: Path) -> list[Path]:

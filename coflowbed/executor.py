@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from coflowbed.results import CoflowRecord, ComputeRecord, FlowRecord, IterationRecord
+from coflowbed.results import (
+    CoflowRecord,
+    ComputeRecord,
+    FlowRecord,
+    IterationRecord,
+    compute_records,
+)
 from workload.dag import Coflow, Compute, Dag, node_id
 
 log = logging.getLogger("executor")
@@ -163,18 +169,7 @@ class DagExecutor:
 
     def compute_records(self) -> list[ComputeRecord]:
         """Start and end (run time) of every compute node, None where it did not run."""
-        return [
-            ComputeRecord(
-                c.node_id,
-                c.host,
-                c.label,
-                c.iteration,
-                c.duration_s,
-                self._started.get(c.node_id),
-                self._finished.get(c.node_id),
-            )
-            for c in self.dag.computes
-        ]
+        return compute_records(self.dag, self._started, self._finished)
 
     def unfinished_flows(self, hosts: set[str]) -> tuple[list[str], list[str]]:
         """Flows sent from or to ``hosts`` that did not finish: (those of coflows already

@@ -44,10 +44,7 @@ def timeline(rows: list[dict], out: Path, title: str, faults: list[dict] | None 
     ax.invert_yaxis()
     ax.set_xlabel("time since start (s)")
     ax.set_title(f"{title}: coflows from arrival to completion (colour = level, 0 darkest)")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def mark_fault(ax, f: dict, end: float) -> None:
@@ -88,10 +85,7 @@ def cct_cdf(rows: list[dict], out: Path, title: str) -> Path:
     ax.set_title(f"{title}: CCT distribution")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def plot_run(run_dir: Path) -> list[Path]:
@@ -125,6 +119,11 @@ def compare_bars(table: list[dict], out: Path, title: str) -> Path:
         ax.set_title(f"{label} (s)")
         ax.tick_params(axis="x", rotation=45)
     fig.suptitle(title)
+    return save_figure(fig, out)
+
+
+def save_figure(fig, out: Path) -> Path:
+    """Lay ``fig`` out, write it to ``out`` (PNG, 110 dpi) and close it; ``out``."""
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -16,7 +16,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from workload.dag import Coflow
+from workload.dag import Coflow, Dag
 
 
 @dataclass
@@ -89,6 +89,25 @@ class ComputeRecord:
     duration_s: float  # the DAG's
     start_s: float | None
     finish_s: float | None
+
+
+def compute_records(
+    dag: Dag, started: Mapping[str, float], finished: Mapping[str, float]
+) -> list[ComputeRecord]:
+    """A ``ComputeRecord`` per compute node of ``dag``, with its start and finish from
+    ``started`` / ``finished`` (node id -> run seconds; absent: it did not run)."""
+    return [
+        ComputeRecord(
+            c.node_id,
+            c.host,
+            c.label,
+            c.iteration,
+            c.duration_s,
+            started.get(c.node_id),
+            finished.get(c.node_id),
+        )
+        for c in dag.computes
+    ]
 
 
 @dataclass

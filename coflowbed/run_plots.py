@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from coflowbed.plots import save_figure  # noqa: E402
 from coflowbed.results import read_csv_rows  # noqa: E402
 
 BUSIEST_LINKS = 6
@@ -71,7 +72,7 @@ def plot_utilisation(run_dir: Path, out: Path) -> Path | None:
     ax.set_title(f"{run_dir.name}: busiest links (sampled every {meta['period_s']:g} s)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def bottleneck(rows: list[dict]) -> str | None:
@@ -108,7 +109,7 @@ def plot_queues(run_dir: Path, out: Path) -> Path | None:
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def first_iteration(coflows: list[dict]) -> int | None:
@@ -161,15 +162,7 @@ def plot_gantt(run_dir: Path, out: Path) -> Path | None:
     ax.invert_yaxis()
     ax.set_xlabel("time since start (s)")
     ax.set_title(f"{run_dir.name}: iteration {it}, compute and outgoing flows per host")
-    return _save(fig, out)
-
-
-def _save(fig, out: Path) -> Path:
-    """Write ``fig`` to ``out`` and close it."""
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def plot_samples(run_dir: Path) -> list[Path]:

@@ -13,30 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from coflowbed.results import CctStats, RunSummary
-
-
-@dataclass(frozen=True)
-class CoflowResult:
-    """One coflow of a run (a row of ``coflows.csv``); times in seconds from time zero,
-    None while unfinished."""
-
-    coflow_id: str
-    ctype: str
-    job: str
-    iteration: int
-    mid: int
-    lid: int
-    collective: str
-    step: int
-    flows: int
-    bytes: int
-    arrival_s: float | None
-    start_s: float | None
-    finish_s: float | None
-    level: int | None
-    rank: str
-    cct_s: float | None
+from coflowbed.results import CctStats, CoflowRecord, RunSummary
 
 
 @dataclass(frozen=True)
@@ -62,7 +39,7 @@ class RunResult:
 
     path: Path
     summary: RunSummary
-    coflows: tuple[CoflowResult, ...]
+    coflows: tuple[CoflowRecord, ...]
     fidelity: FidelityRatios | None
 
     @property
@@ -75,7 +52,7 @@ class RunResult:
         """Mean time of the finished training iterations (None if none finished)."""
         return self.summary.iteration_time_s
 
-    def coflow(self, coflow_id: str) -> CoflowResult:
+    def coflow(self, coflow_id: str) -> CoflowRecord:
         """The coflow ``coflow_id``; NotInRun naming the run's ids if absent."""
         for cf in self.coflows:
             if cf.coflow_id == coflow_id:
@@ -108,7 +85,7 @@ def ratios(block: Mapping[str, Any] | None) -> FidelityRatios | None:
     return FidelityRatios(**{f.name: block[f.name] for f in fields(FidelityRatios)})
 
 
-def read_coflows(path: Path) -> tuple[CoflowResult, ...]:
+def read_coflows(path: Path) -> tuple[CoflowRecord, ...]:
     """The rows of a ``coflows.csv`` (empty file: no coflow); ValueError naming it."""
     try:
         with path.open(newline="") as fh:
@@ -122,9 +99,9 @@ def read_coflows(path: Path) -> tuple[CoflowResult, ...]:
 _CONVERT: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": float}
 
 
-def _coflow(row: Mapping[str, str]) -> CoflowResult:
+def _coflow(row: Mapping[str, str]) -> CoflowRecord:
     """One ``coflows.csv`` row, each column converted to its field's type."""
-    return CoflowResult(**{f.name: _value(row[f.name], str(f.type)) for f in fields(CoflowResult)})
+    return CoflowRecord(**{f.name: _value(row[f.name], str(f.type)) for f in fields(CoflowRecord)})
 
 
 def _value(text: str, kind: str) -> Any:

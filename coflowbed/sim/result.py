@@ -13,6 +13,7 @@ from coflowbed.results import (
     FlowRecord,
     IterationRecord,
     RunSummary,
+    compute_records,
     iteration_records,
     summarize,
     write_results,
@@ -78,18 +79,7 @@ class SimResult:
     def compute_records(self) -> list[ComputeRecord]:
         """Start and end of every compute node (None where it did not run)."""
         st = self.sim.dagstate
-        return [
-            ComputeRecord(
-                c.node_id,
-                c.host,
-                c.label,
-                c.iteration,
-                c.duration_s,
-                st.compute_start.get(c.node_id),
-                st.compute_end.get(c.node_id),
-            )
-            for c in self.sim.dag.computes
-        ]
+        return compute_records(self.sim.dag, st.compute_start, st.compute_end)
 
     def iteration_records(self) -> list[IterationRecord]:
         """One record per iteration of the DAG."""

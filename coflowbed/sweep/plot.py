@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display on these machines
 import matplotlib.pyplot as plt  # noqa: E402
 
+from coflowbed.plots import save_figure  # noqa: E402
+
 
 def sweep_lines(rows: list[dict], plot: dict, out: Path, title: str) -> Path:
     """Draw ``plot`` (PlotSpec as a mapping: x, y, panels) from the table into ``out``."""
@@ -23,10 +25,7 @@ def sweep_lines(rows: list[dict], plot: dict, out: Path, title: str) -> Path:
         _panel(ax, part, plot["x"], plot["y"])
         ax.set_title(f"{plot['panels']} = {value}" if plot.get("panels") else title)
     fig.suptitle(title if plot.get("panels") else "")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def _split(rows: list[dict], key: str | None) -> dict[Any, list[dict]]:

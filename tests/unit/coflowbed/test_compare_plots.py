@@ -47,7 +47,7 @@ def test_iteration_bars_carry_the_confidence_interval(result, tmp_path, monkeypa
 
 def test_one_cdf_panel_per_coflow_type(result, tmp_path, monkeypatch):
     titles = []
-    real = compare_plots._save
+    real = compare_plots.save_figure
 
     def spy(fig, out):
         titles.extend(ax.get_title() for ax in fig.axes)
@@ -55,6 +55,6 @@ def test_one_cdf_panel_per_coflow_type(result, tmp_path, monkeypatch):
         assert lines == [2, 2]
         return real(fig, out)
 
-    monkeypatch.setattr(compare_plots, "_save", spy)
+    monkeypatch.setattr(compare_plots, "save_figure", spy)
     compare_plots.cct_cdf_by_type(result, tmp_path / "c.png")
     assert titles == ["DP coflows", "PP coflows"]
