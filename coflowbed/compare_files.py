@@ -119,12 +119,18 @@ def markdown_row(c: Comparison, ps: PolicyStats, cols: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+ANSWER_PREFIX = "**Answer.** "  # compare.md's one-line answer (the report's headline)
+
+
 def markdown(c: Comparison) -> str:
-    """compare.md: a title, how to read it, the table, and what was left out."""
+    """compare.md: a title, the one-line answer, how to read it, the table, and what was
+    left out."""
     cols = table_columns(c)
     seeds = ",".join(str(s) for s in c.seeds)
     lines = [
         f"# {c.scenario}: {', '.join(c.policies)} ({c.repeat} repetition(s), seeds {seeds})",
+        "",
+        ANSWER_PREFIX + answer(c),
         "",
         f"Mean over the complete runs; with n >= 2: ± sample std [{c.confidence:.0%} CI, t "
         f"distribution].  Speed-up = {c.baseline} / policy: {c.speedup_method}.  "

@@ -23,6 +23,7 @@ from coflowbed.results import percentile, read_csv_rows
 MAX_ROWS = 200  # rows of a CSV shown; the page says how many more the file has
 STYLE = (
     "body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
+    ".answer{font-size:17px;font-weight:bold;background:#eef4ff;padding:.6em}"
     "table{border-collapse:collapse;margin:.5em 0 1.5em}"
     "td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px;text-align:right}"
     "th{background:#eee}td:first-child,th:first-child{text-align:left}"
@@ -194,12 +195,22 @@ def csv_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.csv")) + sorted((folder / "samples").glob("*.csv"))
 
 
+def headline(compare_md: str) -> str:
+    """A comparison's one-line answer (from compare.md) as the page's first paragraph."""
+    from coflowbed.compare_files import ANSWER_PREFIX
+
+    line = next((ln for ln in compare_md.splitlines() if ln.startswith(ANSWER_PREFIX)), "")
+    return f'<p class="answer">{esc(line.removeprefix(ANSWER_PREFIX))}</p>' if line else ""
+
+
 def page(folder: Path) -> str:
     """The whole HTML page of ``folder``."""
     body = run_sections(folder) if (folder / "summary.json").is_file() else []
     md = folder / "compare.md"
     if md.is_file():
-        body.append(f"<h2>compare.md</h2><pre>{esc(md.read_text())}</pre>")
+        text = md.read_text()
+        body.insert(0, headline(text))
+        body.append(f"<h2>compare.md</h2><pre>{esc(text)}</pre>")
     body.append("<h2>Tables</h2>" + "".join(csv_section(p) for p in csv_files(folder)))
     body.append(images(folder))
     title = esc(folder.resolve().name)

@@ -72,6 +72,9 @@ def test_repetitions_fill_every_interval_column_and_the_markdown(tmp_path):
     assert estimate_cell(e) == "9.000 ± 1.000 [6.516, 11.484]" and estimate_cell(e) in md
     assert speedup_cell(s) == "1.222 [0.911, 1.533]" and speedup_cell(s) in md
     assert c.speedup_method in md
+    (line,) = [ln for ln in md.splitlines() if ln.startswith("**Answer.** iteration: fair 11")]
+    assert "; hermod 9.000 s (x1.22 [0.91, 1.53]), emulated/simulated 1.09 " in line
+    assert line.endswith("(speed-up over fair, 95% CI over 3 paired runs)")
     runs = read_csv_rows(tmp_path / "runs.csv")
     assert [(r["policy"], r["repetition"]) for r in runs] == [
         ("fair", 1),

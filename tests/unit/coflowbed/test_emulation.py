@@ -24,9 +24,11 @@ class FakeAgents:
     def __init__(self, gate: threading.Event | None = None):
         self.levels, self.rates, self.orders, self.asked = [], [], [], []
         self.gate = gate
+        self.waiting = threading.Event()  # set once a set_level waits at the gate
 
     def set_level(self, host, tag, level):
         if self.gate is not None:
+            self.waiting.set()
             self.gate.wait(5)
         self.levels.append((host, tag, level))
 
@@ -76,6 +78,7 @@ def test_host_updates_queued_behind_a_slow_one_are_coalesced():
     agents = FakeAgents(gate)
     w = HostWriter(agents, {"h2": "10.0.2.1"})
     w.put(HostUpdates((HostLevel("h1", 2, 1),)))  # stuck in the fake until the gate opens
+    assert agents.waiting.wait(5)  # the first is being applied: the rest queue behind it
     for level in (2, 3, 4):
         w.put(HostUpdates((HostLevel("h1", 3, level),)))
     gate.set()

@@ -62,3 +62,13 @@ def test_a_comparison_folder_renders_every_csv(tmp_path):
 def test_a_folder_that_is_neither_run_nor_comparison_is_refused(tmp_path):
     with pytest.raises(UserError, match="not a run or comparison"):
         check_folder(tmp_path)
+
+
+def test_a_comparison_report_opens_with_its_one_line_answer(tmp_path):
+    from coflowbed.compare_files import ANSWER_PREFIX
+
+    answer = "iteration: fair 7.0 s; hermod 5.9 s (x1.19 [1.15, 1.22]) (speed-up over fair)"
+    (tmp_path / "compare.md").write_text(f"# t\n\n{ANSWER_PREFIX}{answer}\n\n| policy |\n")
+    (tmp_path / "compare.csv").write_text("policy\nfair\n")
+    body = write_report(tmp_path).read_text().split("<body>", 1)[1]
+    assert body.startswith(f'<h1>{tmp_path.name}</h1><p class="answer">{answer}</p>')
