@@ -391,9 +391,11 @@ class ControlPlane:
         try:
             written = self.driver.apply(diffs, self.cfg.op_timeout_s)
         except SouthboundError as e:
+            connected = set(self.driver.connected())
             for name in leaves if resync else ():
-                self.switch_connected(name)
-            gone = sorted(set(leaves) - set(self.driver.connected()))
+                if name in connected:  # one that went away is reinstalled when it is back
+                    self.switch_connected(name)
+            gone = sorted(set(leaves) - connected)
             if resync and gone:  # a leaf went away mid-write: all get it on reinstall
                 log.warning("write failed as %s went away (%s): reinstalling", gone, e)
                 return 0

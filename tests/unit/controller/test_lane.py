@@ -10,7 +10,9 @@ import pytest
 from controller.lane import Lane
 
 
-def test_items_are_applied_in_order_and_merged_while_the_worker_is_busy():
+def held_merging_lane():
+    """A merging lane whose first item ([0]) is held in ``apply`` until ``gate`` is set:
+    (lane, gate, seen batches, the future of [0]), with [0] already being applied."""
     gate, entered, seen = threading.Event(), threading.Event(), []
 
     def apply(items):
@@ -20,9 +22,14 @@ def test_items_are_applied_in_order_and_merged_while_the_worker_is_busy():
         seen.append(items)
 
     lane = Lane("t", apply, merge=lambda batch: [x for b in batch for x in b])
-    futures = [lane.put([0])]
+    first = lane.put([0])
     assert entered.wait(5)
-    futures += [lane.put([i]) for i in range(1, 4)]
+    return lane, gate, seen, first
+
+
+def test_items_are_applied_in_order_and_merged_while_the_worker_is_busy():
+    lane, gate, seen, first = held_merging_lane()
+    futures = [first] + [lane.put([i]) for i in range(1, 4)]
     gate.set()
     lane.close()
     assert seen[0] == [0] and [x for b in seen for x in b] == [0, 1, 2, 3]
@@ -64,17 +71,7 @@ def test_a_failure_fails_its_caller_and_is_kept_for_later_ones():
 
 
 def test_nothing_queued_after_a_last_item_is_merged_with_it():
-    gate, entered, seen = threading.Event(), threading.Event(), []
-
-    def apply(items):
-        if items == [0]:
-            entered.set()
-            gate.wait(5)
-        seen.append(items)
-
-    lane = Lane("t", apply, merge=lambda batch: [x for b in batch for x in b])
-    lane.put([0])
-    assert entered.wait(5)
+    lane, gate, seen, _first = held_merging_lane()
     lane.put([1])
     urgent = lane.put([2], last=True)
     lane.put([3])
