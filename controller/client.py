@@ -231,6 +231,7 @@ class ResumableClient:
         # re-entrant: a reply that came before its callback was added settles in ``submit``
         self._lock = threading.RLock()
         self._unanswered: deque[tuple[dict, Future]] = deque()
+        self._unsent: deque[tuple[dict, Future]] = deque()  # held: to send on resume
         self._held = False
         self._failed: BaseException | None = None
         self._conn = PipelinedClient(self.path, timeout)
@@ -242,7 +243,9 @@ class ResumableClient:
             if self._failed is not None:
                 raise ConnectionError(f"{self.path}: no controller to resume: {self._failed}")
             self._unanswered.append((request, done))
-            if not self._held:
+            if self._held:
+                self._unsent.append((request, done))
+            else:
                 try:
                     self._send(request, done)
                 except ConnectionError:
@@ -297,9 +300,12 @@ class ResumableClient:
             self.answered += len(given)
             for done, r in zip(given, replies, strict=True):  # before any later answer
                 PipelinedClient._settle(done, r)
-            for request, done in self._unanswered:
-                self._send(request, done)
-            resent = len(self._unanswered)
+            # a reply can settle (and its callback submit more) inside ``_send``: send
+            # from a queue of its own, which later submits join while still held
+            self._unsent, resent = deque(self._unanswered), 0
+            while self._unsent:
+                self._send(*self._unsent.popleft())
+                resent += 1
             self._held = False
         old.close()
         return len(given), resent
@@ -309,6 +315,7 @@ class ResumableClient:
         with self._lock:
             self._failed, self._held = exc, False
             pending, self._unanswered = list(self._unanswered), deque()
+            self._unsent.clear()
         for _request, done in pending:
             if not done.done():
                 done.set_exception(

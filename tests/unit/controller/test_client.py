@@ -200,3 +200,36 @@ def test_an_abandoned_restart_fails_what_waits_and_what_comes(tmp_path):
     with pytest.raises(ConnectionError, match="no controller to resume"):
         client.submit({"op": "x"})
     client.close()
+
+
+def test_a_resume_whose_resent_requests_are_answered_at_once_sends_each_once(tmp_path, monkeypatch):
+    """The replies to resent requests may settle inside the resend (the integration
+    failure was 'deque mutated during iteration'), and a callback may submit more."""
+    from controller import client as client_module
+
+    path = tmp_path / "api.sock"
+    ScriptedServer(path, lambda req: None)  # killed before answering anything
+    client = client_module.ResumableClient(path, timeout=5)
+    first = client.submit({"op": "x", "i": 1})
+    client.hold()
+    second = client.submit({"op": "x", "i": 2})
+    later: list = []
+    second.add_done_callback(lambda f: later.append(client.submit({"op": "x", "i": 3})))
+    new = ScriptedServer(
+        path,
+        lambda req: {"ok": True, "replies": []} if req["op"] == "resume" else {"ok": True, **req},
+    )
+    submit = client_module.PipelinedClient.submit
+
+    def answered_before_returning(self, request):
+        done = submit(self, request)
+        done.exception(5)  # the callback added next runs at once, in this thread
+        return done
+
+    monkeypatch.setattr(client_module.PipelinedClient, "submit", answered_before_returning)
+    assert client.resume() == (0, 3)
+    assert first.result(5)["i"] == 1 and second.result(5)["i"] == 2
+    assert later[0].result(5)["i"] == 3
+    assert [r.get("i") for r in new.seen] == [None, 1, 2, 3]
+    assert client.answered == 3
+    client.close()
