@@ -5,7 +5,8 @@ collectives, built at host level with scaled bytes.  The schedule logic that dec
 Coflow ids (stable, documented in docs/workloads.md):
 ``i<it>.pp.s<from>-s<to>.h<j>.<F|B><mb>``,
 ``i<it>.ep.s<stage>g<group>.<F|B><mb>.L<lid>.<d|c>[.p<phase>]``,
-``i<it>.dp.s<stage>.L<lid>.<rs|ag|ar>.<dense|expert>[.k<step>]``; flow ids append ``:<n>``.
+``i<it>.dp.s<stage>.L<lid>.<rs|ag|ar>.<dense|expert>[.k<step>|.up|.down]`` (``.up`` /
+``.down``: NCCL tree all-reduce); flow ids append ``:<n>``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from workload import collectives as coll, sizes
+from workload import collectives as coll, hostcoll, nccl, sizes
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
 from workload.jobspec import JobSpec
 from workload.placement import Placement
@@ -162,11 +163,43 @@ class CommBuilder:
             prev = tuple(deps)
             for collective, short, width in plan:
                 base = f"i{it}.dp.s{stage}.L{lid}.{short}.{part}"
-                prev = self._ring(
-                    base, collective, stage, it, lid, mid, edges, width * params, n, prev
+                size = width * params
+                tree = self._tree(base, stage, it, lid, mid, rings, size, prev)
+                prev = tree or self._ring(
+                    base, collective, stage, it, lid, mid, edges, size, n, prev
                 )
             done[part] = prev[0]
         return done
+
+    def _tree(
+        self,
+        base: str,
+        stage: int,
+        it: int,
+        lid: int,
+        mid: int,
+        rings: Iterable[list[int]],
+        size: float,
+        deps: tuple[str, ...],
+    ) -> tuple[str, ...] | None:
+        """The all-reduce as NCCL's double binary trees over each ring's hosts (tp trees
+        in parallel), coflows ``.up`` then ``.down``, when ``collectives.algorithm``
+        picks tree for this bucket; None when it picks ring."""
+        c = self.job.collectives
+        groups = [hostcoll.distinct_hosts(r) for r in rings]
+        if c.algorithm == "ring":
+            return None
+        if nccl.pick_algorithm(c.algorithm, len(groups[0]), size, c.link_gbps) != "tree":
+            return None
+        tp = self.job.parallelism.tp
+        phases = hostcoll.merge([hostcoll.tree_phases(g, tp * size) for g in groups])
+        ident = CoflowIdentity(
+            CoflowType.DP, self.job.name, it, mid, lid, "all_reduce", 0, "", stage
+        )
+        row = self.pl.stage_hosts[stage]
+        made = hostcoll.chain_coflows(base, phases, row, ident, deps, self.scale)
+        self.out.extend(made)
+        return (made[-1].coflow_id,)
 
     def _ring(
         self,
