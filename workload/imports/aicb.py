@@ -84,7 +84,7 @@ def read(path: str) -> ImportedWorkload:
     v = header_values(path, n, tokens[1:])
     lay = layout(path, n, v)
     layers = parse_layers(path, lines, NS, suffixes=True, world=False)
-    ignored = tuple(k for k in IGNORED if v.get(k))
+    ignored = tuple(k for k in IGNORED if v.get(k, 0) > (k == "vpp"))
     return ImportedWorkload(
         path, "aicb", tokens[0], lay, layers, max(1, v.get("ga", 1)), v.get("pp_comm", 0), ignored
     )
