@@ -59,9 +59,10 @@ def test_aicb_example_counts_and_bytes():
 
 def test_aicb_two_gpus_per_host_keep_tp_inside():
     # 8 hosts of 2 GPUs: each TP pair shares a host, so TP traffic never reaches the
-    # fabric; EP pairs (ranks 2 apart) sit on different hosts and stay.
+    # fabric; EP pairs (ranks 2 apart) sit on different hosts and stay, and every DP /
+    # expert-DP group still has one rank per host (host = DP index): DP unchanged.
     n, b = per_type(load("aicb-moe-16.txt", "aicb", 8, gpus_per_host=2))
-    assert "TP" not in n and n["EP"] == 8 and b["EP"] == 64 * MiB
+    assert "TP" not in n and n["EP"] == 8 and b["EP"] == 64 * MiB and b["DP"] == 272 * MiB
     # PP: 4 host pairs x 2 microbatches x (F, B) = 16 coflows, each carrying both ranks
     # of the host: 2 x 1 MiB
     assert n["PP"] == 16 and b["PP"] == 16 * 2 * MiB
