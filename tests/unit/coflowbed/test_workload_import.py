@@ -103,3 +103,13 @@ def test_scenario_import_errors(tmp_path, workload, key, reason):
         load_scenario(scenario(tmp_path, workload))
     msg = str(info.value)
     assert "\n" not in msg and reason in msg and (key is None or f": {key}: " in msg), msg
+
+
+def test_shipped_import_scenario_loads():
+    # coflowbed/scenarios/aicb-moe-16.yaml: the AICB example on 2x4x4 hosts, bytes x 0.025:
+    # the example's 66 coflows (test_build) and its 496 MiB unscaled -> 496 MiB x 0.025,
+    # each flow rounded, so within one byte per flow (304 flows).
+    s = load_scenario(MECHANISM.parent / "aicb-moe-16.yaml")
+    assert len(s.dag.coflows) == 66 and s.byte_scale == 0.025
+    total = sum(c.bytes for c in s.dag.coflows)
+    assert abs(total - 496 * 2**20 * 0.025) <= 304
