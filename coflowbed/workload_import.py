@@ -19,31 +19,47 @@ IMPORT_WORD = "import"  # ``coflowbed workload import FILE``
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of ``coflowbed workload import FILE``."""
+    """Flags of ``coflowbed workload import FILE`` (defaults applied in options_from_args,
+    so that giving one without ``import`` can be refused)."""
     g = parser.add_argument_group("import (coflowbed workload import FILE --format ...)")
     g.add_argument("file", nargs="?", type=Path, help="workload file to import")
     g.add_argument("--format", choices=FORMATS, help="aicb (SimAI/AICB) or astrasim (1.0 text)")
-    g.add_argument("--byte-scale", type=float, default=1.0, help="multiply every flow's bytes")
-    g.add_argument("--gpus-per-host", type=int, default=1, help="ranks packed per host [1]")
+    g.add_argument("--byte-scale", type=float, help="multiply every flow's bytes [1]")
+    g.add_argument("--gpus-per-host", type=int, help="ranks packed per host [1]")
     g.add_argument("--npus", type=int, help="ASTRA-sim NPU count [all GPUs of the hosts]")
-    g.add_argument("--algorithm", choices=ALGORITHMS, default="ring", help="all-reduce [ring]")
-    g.add_argument("--iterations", type=int, default=1, help="passes over the layers [1]")
-    g.add_argument("--cycle-ns", type=float, default=1.0, help="ASTRA-sim cycle time [1 ns]")
+    g.add_argument("--algorithm", choices=ALGORITHMS, help="all-reduce algorithm [ring]")
+    g.add_argument("--iterations", type=int, help="passes over the layers [1]")
+    g.add_argument("--cycle-ns", type=float, help="ASTRA-sim cycle time [1 ns]")
+
+
+FLAGS = ("format", "byte_scale", "gpus_per_host", "npus", "algorithm", "iterations", "cycle_ns")
+
+
+def refuse_import_flags(args: argparse.Namespace) -> None:
+    """A job spec takes none of the import flags: name the first one given."""
+    for name in FLAGS:
+        if getattr(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            raise UserError(flag, None, f"only with 'workload {IMPORT_WORD} FILE'")
 
 
 def options_from_args(args: argparse.Namespace) -> ImportOptions:
-    """Checked import options from the flags."""
-    for flag, value in (("--byte-scale", args.byte_scale), ("--cycle-ns", args.cycle_ns)):
-        if not value > 0:
-            raise UserError(flag, str(value), "must be > 0")
-    for flag, value in (("--gpus-per-host", args.gpus_per_host), ("--iterations", args.iterations)):
+    """Checked import options from the flags (defaults for those not given)."""
+    if args.set:
+        raise UserError("--set", None, "only for job specs, not imports")
+    scale = 1.0 if args.byte_scale is None else args.byte_scale
+    gph = 1 if args.gpus_per_host is None else args.gpus_per_host
+    its = 1 if args.iterations is None else args.iterations
+    if not scale > 0:
+        raise UserError("--byte-scale", str(scale), "must be > 0")
+    for flag, value in (("--gpus-per-host", gph), ("--iterations", its)):
         if value < 1:
             raise UserError(flag, str(value), "must be >= 1")
     if args.npus is not None and args.npus < 1:
         raise UserError("--npus", str(args.npus), "must be >= 1")
-    return ImportOptions(
-        args.gpus_per_host, args.byte_scale, args.algorithm, DEFAULT_LINK_GBPS, args.iterations
-    )
+    if args.cycle_ns is not None and not args.cycle_ns > 0:
+        raise UserError("--cycle-ns", str(args.cycle_ns), "must be > 0")
+    return ImportOptions(gph, scale, args.algorithm or "ring", DEFAULT_LINK_GBPS, its)
 
 
 def dag_from_args(args: argparse.Namespace, hosts_for) -> Dag:
@@ -57,7 +73,7 @@ def dag_from_args(args: argparse.Namespace, hosts_for) -> Dag:
         if not (args.fabric or args.hosts):
             raise UserError("--npus", None, "needed for an astrasim file without --fabric/--hosts")
         npus = len(hosts_for(1)) * opts.gpus_per_host
-    wl = read_workload(args.file, args.format, npus or 1, args.cycle_ns * 1e-9)
+    wl = read_workload(args.file, args.format, npus or 1, (args.cycle_ns or 1.0) * 1e-9)
     return to_dag(wl, hosts_for(wl.layout.ranks // opts.gpus_per_host), opts)
 
 

@@ -12,7 +12,12 @@ from pathlib import Path
 import yaml
 
 from coflowbed.errors import UserError
-from coflowbed.workload_import import IMPORT_WORD, add_import_arguments, dag_from_args
+from coflowbed.workload_import import (
+    IMPORT_WORD,
+    add_import_arguments,
+    dag_from_args,
+    refuse_import_flags,
+)
 
 NAME = "workload"
 HELP = "generate the coflow DAG of an LLM training job (YAML file or preset name)"
@@ -101,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             str(args.file), None, f"unexpected argument (did you mean '{IMPORT_WORD}'?)"
         )
+    refuse_import_flags(args)
     from workload import critical_path, dagjson, generate
     from workload.jobspec import load_job
     from workload.presets import resolve

@@ -53,9 +53,7 @@ def layout(source: str, line: int, v: dict[str, int]) -> Layout:
     for key in ("model_parallel_NPU_group", "all_gpus"):
         if key not in v:
             raise line_error(source, line, f"header needs {key}:")
-    tp, pp, ep, gpus = (
-        max(v.get(k, 1), 0) for k in ("model_parallel_NPU_group", "pp", "ep", "all_gpus")
-    )
+    tp, pp, ep, gpus = (v.get(k, 1) for k in ("model_parallel_NPU_group", "pp", "ep", "all_gpus"))
     if min(tp, pp, ep, gpus) < 1:
         raise line_error(
             source, line, "header model_parallel_NPU_group, ep, pp, all_gpus must be >= 1"

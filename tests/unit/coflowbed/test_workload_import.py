@@ -54,6 +54,10 @@ def test_cli_astrasim_takes_npus_from_the_fabric(tmp_path, capsys):
         (["workload", "import", AICB, "--format", "aicb", "--fabric", "2x4x2"],
          "16 ranks need 16 hosts"),
         (["workload", "tiny-moe", AICB], "unexpected argument"),
+        (["workload", "tiny-moe", "--byte-scale", "0.5"], "--byte-scale: only with 'workload"),
+        (["workload", "import", AICB, "--format", "aicb", "--set", "a=1"], "--set: only for job"),
+        (["workload", "import", ASTRA, "--format", "astrasim", "--npus", "8", "--cycle-ns", "0"],
+         "--cycle-ns: 0.0: must be > 0"),
     ],
 )  # fmt: skip
 def test_cli_errors_exit_2_with_one_line(argv, needle, capsys):
