@@ -164,7 +164,9 @@ class CommBuilder:
             for collective, short, width in plan:
                 base = f"i{it}.dp.s{stage}.L{lid}.{short}.{part}"
                 size = width * params
-                tree = self._tree(base, stage, it, lid, mid, rings, size, prev)
+                tree = None
+                if collective == "all_reduce":
+                    tree = self._tree(base, stage, it, lid, mid, rings, size, prev)
                 prev = tree or self._ring(
                     base, collective, stage, it, lid, mid, edges, size, n, prev
                 )
@@ -186,9 +188,9 @@ class CommBuilder:
         in parallel), coflows ``.up`` then ``.down``, when ``collectives.algorithm``
         picks tree for this bucket; None when it picks ring."""
         c = self.job.collectives
-        groups = [hostcoll.distinct_hosts(r) for r in rings]
         if c.algorithm == "ring":
             return None
+        groups = [hostcoll.distinct_hosts(r) for r in rings]
         if nccl.pick_algorithm(c.algorithm, len(groups[0]), size, c.link_gbps) != "tree":
             return None
         tp = self.job.parallelism.tp

@@ -12,15 +12,15 @@ from workload.jobspec import parse_job
 from workload.placement import generic_hosts
 
 
-def job(hidden: int, algorithm: str, dp: int = 8):
-    """A dense 1-layer job, DP all-reduce over ``dp`` hosts (one rank each)."""
+def job(hidden: int, algorithm: str, dp: int = 8, dp_mode: str = "allreduce"):
+    """A dense 1-layer job, DP all-reduce (or ZeRO-2) over ``dp`` hosts (one rank each)."""
     return parse_job(
         {
             "name": "t",
             "model": {"layers": 1, "hidden": hidden, "seq_len": 16, "micro_batch": 1},
             "parallelism": {"dp": dp},
             "microbatches": 1,
-            "dp_mode": "allreduce",
+            "dp_mode": dp_mode,
             "byte_scale": 1.0,
             "collectives": {"algorithm": algorithm},
         }
@@ -70,3 +70,11 @@ def test_tree_buckets_carry_2s_per_inner_host():
 def test_auto_follows_nccl_cost_model(hidden, expected):
     ids = [c.coflow_id for c in dp_coflows(job(hidden, "auto"))]
     assert ids[0].endswith(".up") == (expected == "up")
+
+
+def test_auto_leaves_zero2_on_rings():
+    # h = 64 picks tree for an all-reduce (above), but NCCL has no tree reduce-scatter /
+    # all-gather: with ZeRO-2 the bucket stays a ring (steps k0.. of rs then ag).
+    ids = [c.coflow_id for c in dp_coflows(job(64, "auto", dp_mode="zero2"))]
+    assert ids and not any(i.endswith((".up", ".down")) for i in ids)
+    assert {i.split(".")[4] for i in ids} == {"rs", "ag"}
