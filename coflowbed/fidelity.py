@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from coflowbed.errors import UserError
 from coflowbed.results import RunSummary, mean, percentile, read_csv_rows
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
 from controller.policies.static import StaticPolicy
+from workload.dag import DEFAULT_JOB
 from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:
@@ -102,6 +103,8 @@ class Fidelity(_Block):
     sim_iteration_time_s: float | None
     sim_avg_cct_s: float | None  # over the compared coflows
     sim_wall_s: float
+    # multi-job runs: per job, emulated / simulated mean iteration time ({} for one job)
+    job_iteration_ratio: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -364,14 +367,16 @@ def figure(
     rp: Replay,
     inputs: RunInputs,
     rows: Sequence[CoflowComparison],
-    emulated_its: Mapping[int, float],
+    emulated_its: Mapping[tuple[str, int], float],
     partial: bool,
 ) -> Fidelity:
     """The block from a replay, its per-coflow rows and the run's iteration times."""
     compared = [r for r in rows if r.ratio is not None and math.isfinite(r.ratio)]
     ratios = [r.ratio for r in compared if r.ratio is not None]
     sim_its = {
-        it.iteration: it.time_s for it in rp.result.iteration_records() if it.time_s is not None
+        (it.job, it.iteration): it.time_s
+        for it in rp.result.iteration_records()
+        if it.time_s is not None
     }
     common = sorted(emulated_its.keys() & sim_its.keys())
     sim_it = mean([sim_its[i] for i in common])
@@ -391,12 +396,35 @@ def figure(
         sim_iteration_time_s=sim_it,
         sim_avg_cct_s=mean([r.simulated_cct_s for r in compared if r.simulated_cct_s is not None]),
         sim_wall_s=round(rp.wall_s, 3),
+        job_iteration_ratio=job_ratios(emulated_its, sim_its, common),
     )
 
 
-def _iteration_times(rows: Sequence[dict]) -> dict[int, float]:
-    """{iteration: time_s} of the finished iterations of an ``iterations.csv``."""
-    return {int(r["iteration"]): float(r["time_s"]) for r in rows if r.get("time_s") is not None}
+def job_ratios(
+    emulated: Mapping[tuple[str, int], float],
+    simulated: Mapping[tuple[str, int], float],
+    common: Sequence[tuple[str, int]],
+) -> dict[str, float | None]:
+    """Per job (when there are several): emulated / simulated mean iteration time over
+    the iterations both finished."""
+    jobs = sorted({job for job, _ in common})
+    if len(jobs) < 2:
+        return {}
+    out: dict[str, float | None] = {}
+    for job in jobs:
+        keys = [k for k in common if k[0] == job]
+        sim, emu = mean([simulated[k] for k in keys]), mean([emulated[k] for k in keys])
+        out[job] = emu / sim if sim and emu is not None else None
+    return out
+
+
+def _iteration_times(rows: Sequence[dict]) -> dict[tuple[str, int], float]:
+    """{(job, iteration): time_s} of the finished iterations of an ``iterations.csv``."""
+    return {
+        (str(r.get("job") or DEFAULT_JOB), int(r["iteration"])): float(r["time_s"])
+        for r in rows
+        if r.get("time_s") is not None
+    }
 
 
 def _rate_caps(rp: Replay, inputs: RunInputs) -> str:
