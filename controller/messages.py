@@ -102,6 +102,8 @@ class PolicySpec:
     @classmethod
     def from_wire(cls, d: Any, where: str = "policy") -> PolicySpec:
         """Parse the JSON form."""
+        if isinstance(d, dict):  # optional: event logs recorded before several jobs lack it
+            d = {"inter_job": None, **d}
         keys = {"name", "params", "static_levels", "static_rates_mbps", "plugins", "inter_job"}
         d = _fields(d, where, keys)
         if not isinstance(d["name"], str) or not isinstance(d["params"], dict):
