@@ -35,6 +35,7 @@ import numpy as np
 from coflowbed.errors import UserError
 from coflowbed.results import RunSummary, mean, percentile, read_csv_rows
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
+from controller.policies.interjob import InterJobPolicy, InterJobSpec
 from controller.policies.static import StaticPolicy
 from workload.dag import DEFAULT_JOB
 from workload.marking import MAX_LEVELS
@@ -62,6 +63,7 @@ class RunInputs:
     policy_rates: str = "meters"
     meters_bps: Mapping[str, float] | None = None  # scenario rate_mbps per coflow (static)
     faults: Sequence[LinkFault] = ()  # links down as the run's faults.csv recorded them
+    inter_job: InterJobSpec | None = None  # several jobs: the run's inter_job.json
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,21 @@ def read_inputs(run_dir: Path) -> RunInputs:
         scen.get("policy_rates", "meters"),
         _meters_bps(scen),
         tuple(recorded_sim_faults(run_dir, plan)),
+        _inter_job(run_dir),
     )
+
+
+def _inter_job(run_dir: Path) -> InterJobSpec | None:
+    """The run's inter-job rule and jobs (None for one job); UserError if unreadable."""
+    from coflowbed.rundir import INTER_JOB_FILE
+
+    path = run_dir / INTER_JOB_FILE
+    if not path.exists():
+        return None
+    try:
+        return InterJobSpec.from_wire(json.loads(path.read_text()))
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(path), None, str(exc)) from None
 
 
 def _read_plan(run_dir: Path, scen: dict):
@@ -273,7 +289,8 @@ def run_policy(inputs: RunInputs) -> Policy | None:
 
     if inputs.policy == "static":
         return None
-    return make_policy(inputs.policy, inputs.params, "scenario.yaml")
+    policy = make_policy(inputs.policy, inputs.params, "scenario.yaml")
+    return policy if inputs.inter_job is None else InterJobPolicy(policy, inputs.inter_job)
 
 
 def levels_policy(inputs: RunInputs, used: Mapping[str, int]) -> Policy:

@@ -143,3 +143,11 @@ def test_policy_plus_mode_sets_the_inter_job_rule_of_a_multi_job_scenario():
     assert scen.inter_job.mode == "crux" and len(scen.inter_job.jobs) == 2
     with pytest.raises(UserError, match="workload.jobs: needed by --policies fair"):
         with_policy(load_scenario(MECHANISM_SCENARIO), "fair+crux")
+
+
+def test_the_run_folder_records_the_inter_job_rule_the_run_used():
+    from coflowbed.compare_runs import with_policy
+    from coflowbed.rundir import resolved_scenario
+
+    scen = with_policy(load_scenario(SCENARIOS / "two-moe-shared.yaml"), "hermod+priority")
+    assert resolved_scenario(scen)["workload"]["inter_job"] == "priority"
