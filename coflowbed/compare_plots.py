@@ -13,6 +13,8 @@ from coflowbed.results import read_coflows_csv
 
 ITERATION_PNG = "compare_iteration.png"
 CCT_CDF_PNG = "compare_cct_cdf.png"
+JOBS_PNG = "compare_jobs.png"
+JOB_METRIC = "job_{}_iteration_time_s"  # comparison.job_metrics
 
 
 def iteration_ci(c: Comparison, out: Path) -> Path:
@@ -74,6 +76,34 @@ def cct_cdf_by_type(c: Comparison, out: Path) -> Path:
     return save_figure(fig, out)
 
 
+def compared_jobs(c: Comparison) -> list[str]:
+    """Jobs of a multi-job comparison (their per-job metrics), [] for one job."""
+    head, tail = JOB_METRIC.split("{}")
+    return sorted(
+        m[len(head) : -len(tail)] for m in c.metric_names if m.startswith(head) and m.endswith(tail)
+    )
+
+
+def job_iterations(c: Comparison, jobs: list[str], out: Path) -> Path:
+    """Mean iteration time of every job under every policy: one bar group per policy."""
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.6 * len(c.stats) + 2), 3.8))
+    width = 0.8 / len(jobs)
+    for k, job in enumerate(jobs):
+        means = [ps.metrics[JOB_METRIC.format(job)].mean for ps in c.stats]
+        xs = [i + (k - (len(jobs) - 1) / 2) * width for i in range(len(c.stats))]
+        ax.bar(xs, [m or 0.0 for m in means], width, label=f"job {job}")
+    ax.set_xticks(range(len(c.stats)), [f"{ps.policy}\nn={ps.n}" for ps in c.stats])
+    ax.set_ylabel("iteration time (s)")
+    ax.set_title(f"{c.scenario}: iteration time per job")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_figure(fig, out)
+
+
 def plot_comparison(c: Comparison, out_dir: Path) -> list[Path]:
-    """Both comparison plots into ``out_dir``."""
-    return [iteration_ci(c, out_dir / ITERATION_PNG), cct_cdf_by_type(c, out_dir / CCT_CDF_PNG)]
+    """The comparison plots into ``out_dir`` (per job too when there are several)."""
+    out = [iteration_ci(c, out_dir / ITERATION_PNG), cct_cdf_by_type(c, out_dir / CCT_CDF_PNG)]
+    jobs = compared_jobs(c)
+    if jobs:
+        out.append(job_iterations(c, jobs, out_dir / JOBS_PNG))
+    return out

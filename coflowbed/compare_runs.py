@@ -18,6 +18,7 @@ from coflowbed import progress
 from coflowbed.compare_files import write_all
 from coflowbed.compare_plots import plot_comparison
 from coflowbed.comparison import ComparedRun, Comparison, PlannedRun, run_result, tabulate
+from coflowbed.errors import UserError
 from coflowbed.results import RunSummary
 from coflowbed.scenario import Scenario
 
@@ -36,8 +37,15 @@ class Stopped(Exception):
 
 
 def with_policy(scen: Scenario, policy: str) -> Scenario:
-    """A copy of ``scen`` scheduled by ``policy`` (no parameters)."""
-    return replace(scen, policy=policy, policy_params={})
+    """A copy of ``scen`` scheduled by ``policy`` (no parameters); ``POLICY+MODE`` also
+    sets the inter-job rule of a scenario with several jobs (UserError without)."""
+    name, plus, mode = policy.partition("+")
+    if not plus:
+        return replace(scen, policy=policy, policy_params={})
+    if scen.inter_job is None:
+        raise UserError(scen.source, "workload.jobs", f"needed by --policies {policy}")
+    inter = replace(scen.inter_job, mode=mode)
+    return replace(scen, policy=name, policy_params={}, inter_job=inter)
 
 
 def with_seed(scen: Scenario, seed: int) -> Scenario:

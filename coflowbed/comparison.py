@@ -154,6 +154,18 @@ def run_metrics(summary: RunSummary) -> dict[str, float | None]:
     block = summary.fidelity or {}
     out["fidelity_iter"] = block.get("iteration_ratio")
     out["fidelity_cct_p50"] = block.get("cct_ratio_p50")
+    return {**out, **job_metrics(summary)}
+
+
+def job_metrics(summary: RunSummary) -> dict[str, float | None]:
+    """A multi-job run's per-job figures: iteration time and its emulated / simulated
+    ratio (``job_<name>_iteration_time_s``, ``job_<name>_fidelity_iter``)."""
+    ratios = (summary.fidelity or {}).get("job_iteration_ratio") or {}
+    out: dict[str, float | None] = {}
+    for job, block in sorted((summary.jobs or {}).items()):
+        out[f"job_{job}_iteration_time_s"] = block["iteration_time_s"]
+        if job in ratios:
+            out[f"job_{job}_fidelity_iter"] = ratios[job]
     return out
 
 

@@ -22,7 +22,7 @@ from coflowbed.results import (
     IterationRecord,
     compute_records,
 )
-from workload.dag import Coflow, Compute, Dag, node_id
+from workload.dag import SETUP_ITERATION, Coflow, Compute, Dag, node_id, node_iteration
 
 log = logging.getLogger("executor")
 
@@ -152,10 +152,12 @@ class DagExecutor:
 
     def iteration_records(self) -> list[IterationRecord]:
         """Start/finish of each iteration from its nodes' times (None if unfinished)."""
-        spans: dict[int, list] = {}
+        spans: dict[tuple[str, int], list] = {}
         for nid, n in self._nodes.items():
-            it = n.iteration if isinstance(n, Compute) else n.identity.iteration
-            s = spans.setdefault(it, [None, 0.0, True])
+            key = node_iteration(n)
+            if key[1] == SETUP_ITERATION:
+                continue
+            s = spans.setdefault(key, [None, 0.0, True])
             if nid in self._started:
                 s[0] = self._started[nid] if s[0] is None else min(s[0], self._started[nid])
             if nid in self._finished:
@@ -163,8 +165,8 @@ class DagExecutor:
             else:
                 s[2] = False
         return [
-            IterationRecord(i, s or 0.0, f if complete else None)
-            for i, (s, f, complete) in sorted(spans.items())
+            IterationRecord(i, s or 0.0, f if complete else None, job)
+            for (job, i), (s, f, complete) in sorted(spans.items())
         ]
 
     def compute_records(self) -> list[ComputeRecord]:

@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,9 @@ import numpy as np
 from coflowbed.errors import UserError
 from coflowbed.results import RunSummary, mean, percentile, read_csv_rows
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
+from controller.policies.interjob import InterJobPolicy, InterJobSpec
 from controller.policies.static import StaticPolicy
+from workload.dag import DEFAULT_JOB
 from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ class RunInputs:
     policy_rates: str = "meters"
     meters_bps: Mapping[str, float] | None = None  # scenario rate_mbps per coflow (static)
     faults: Sequence[LinkFault] = ()  # links down as the run's faults.csv recorded them
+    inter_job: InterJobSpec | None = None  # several jobs: the run's inter_job.json
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class Fidelity(_Block):
     sim_iteration_time_s: float | None
     sim_avg_cct_s: float | None  # over the compared coflows
     sim_wall_s: float
+    # multi-job runs: per job, emulated / simulated mean iteration time ({} for one job)
+    job_iteration_ratio: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -204,7 +209,21 @@ def read_inputs(run_dir: Path) -> RunInputs:
         scen.get("policy_rates", "meters"),
         _meters_bps(scen),
         tuple(recorded_sim_faults(run_dir, plan)),
+        _inter_job(run_dir),
     )
+
+
+def _inter_job(run_dir: Path) -> InterJobSpec | None:
+    """The run's inter-job rule and jobs (None for one job); UserError if unreadable."""
+    from coflowbed.rundir import INTER_JOB_FILE
+
+    path = run_dir / INTER_JOB_FILE
+    if not path.exists():
+        return None
+    try:
+        return InterJobSpec.from_wire(json.loads(path.read_text()))
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(path), None, str(exc)) from None
 
 
 def _read_plan(run_dir: Path, scen: dict):
@@ -270,7 +289,8 @@ def run_policy(inputs: RunInputs) -> Policy | None:
 
     if inputs.policy == "static":
         return None
-    return make_policy(inputs.policy, inputs.params, "scenario.yaml")
+    policy = make_policy(inputs.policy, inputs.params, "scenario.yaml")
+    return policy if inputs.inter_job is None else InterJobPolicy(policy, inputs.inter_job)
 
 
 def levels_policy(inputs: RunInputs, used: Mapping[str, int]) -> Policy:
@@ -364,14 +384,16 @@ def figure(
     rp: Replay,
     inputs: RunInputs,
     rows: Sequence[CoflowComparison],
-    emulated_its: Mapping[int, float],
+    emulated_its: Mapping[tuple[str, int], float],
     partial: bool,
 ) -> Fidelity:
     """The block from a replay, its per-coflow rows and the run's iteration times."""
     compared = [r for r in rows if r.ratio is not None and math.isfinite(r.ratio)]
     ratios = [r.ratio for r in compared if r.ratio is not None]
     sim_its = {
-        it.iteration: it.time_s for it in rp.result.iteration_records() if it.time_s is not None
+        (it.job, it.iteration): it.time_s
+        for it in rp.result.iteration_records()
+        if it.time_s is not None
     }
     common = sorted(emulated_its.keys() & sim_its.keys())
     sim_it = mean([sim_its[i] for i in common])
@@ -391,12 +413,35 @@ def figure(
         sim_iteration_time_s=sim_it,
         sim_avg_cct_s=mean([r.simulated_cct_s for r in compared if r.simulated_cct_s is not None]),
         sim_wall_s=round(rp.wall_s, 3),
+        job_iteration_ratio=job_ratios(emulated_its, sim_its, common),
     )
 
 
-def _iteration_times(rows: Sequence[dict]) -> dict[int, float]:
-    """{iteration: time_s} of the finished iterations of an ``iterations.csv``."""
-    return {int(r["iteration"]): float(r["time_s"]) for r in rows if r.get("time_s") is not None}
+def job_ratios(
+    emulated: Mapping[tuple[str, int], float],
+    simulated: Mapping[tuple[str, int], float],
+    common: Sequence[tuple[str, int]],
+) -> dict[str, float | None]:
+    """Per job (when there are several): emulated / simulated mean iteration time over
+    the iterations both finished."""
+    jobs = sorted({job for job, _ in common})
+    if len(jobs) < 2:
+        return {}
+    out: dict[str, float | None] = {}
+    for job in jobs:
+        keys = [k for k in common if k[0] == job]
+        sim, emu = mean([simulated[k] for k in keys]), mean([emulated[k] for k in keys])
+        out[job] = emu / sim if sim and emu is not None else None
+    return out
+
+
+def _iteration_times(rows: Sequence[dict]) -> dict[tuple[str, int], float]:
+    """{(job, iteration): time_s} of the finished iterations of an ``iterations.csv``."""
+    return {
+        (str(r.get("job") or DEFAULT_JOB), int(r["iteration"])): float(r["time_s"])
+        for r in rows
+        if r.get("time_s") is not None
+    }
 
 
 def _rate_caps(rp: Replay, inputs: RunInputs) -> str:

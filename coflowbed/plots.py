@@ -68,18 +68,28 @@ def mark_fault(ax, f: dict, end: float) -> None:
     ax.text(start, -0.6, label, color="tab:red", fontsize=7, va="bottom")
 
 
+def cct_groups(rows: list[dict]) -> dict[str, list[float]]:
+    """Sorted finished CCTs per coflow type, or per job and type when the rows hold
+    several jobs (``a EP``, ``b DP``, ...)."""
+    several = len({r.get("job") for r in rows}) > 1
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        if r["cct_s"] is not None:
+            key = f"{r['job']} {r['ctype']}" if several else r["ctype"]
+            out.setdefault(key, []).append(r["cct_s"])
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
 def cct_cdf(rows: list[dict], out: Path, title: str) -> Path:
-    """CDF of CCT, one line per coflow type."""
+    """CDF of CCT, one line per coflow type (per job and type with several jobs)."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for ctype in sorted({r["ctype"] for r in rows}):
-        ccts = sorted(r["cct_s"] for r in rows if r["ctype"] == ctype and r["cct_s"] is not None)
-        if ccts:
-            ax.step(
-                ccts,
-                [(i + 1) / len(ccts) for i in range(len(ccts))],
-                where="post",
-                label=f"{ctype} (n={len(ccts)})",
-            )
+    for label, ccts in cct_groups(rows).items():
+        ax.step(
+            ccts,
+            [(i + 1) / len(ccts) for i in range(len(ccts))],
+            where="post",
+            label=f"{label} (n={len(ccts)})",
+        )
     ax.set_xlabel("coflow completion time (s)")
     ax.set_ylabel("fraction of coflows")
     ax.set_title(f"{title}: CCT distribution")

@@ -16,7 +16,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from workload.dag import Coflow, Dag
+from workload.dag import DEFAULT_JOB, Coflow, Dag
 
 
 @dataclass
@@ -112,11 +112,13 @@ def compute_records(
 
 @dataclass
 class IterationRecord:
-    """One training iteration: from its first node's start to its last node's end."""
+    """One training iteration of one job: from its first node's start to its last
+    node's end."""
 
     iteration: int
     start_s: float
     finish_s: float | None
+    job: str = DEFAULT_JOB
 
     @property
     def time_s(self) -> float | None:
@@ -192,6 +194,7 @@ class RunSummary:
     faults: Sequence[Block] | None = None  # coflowbed.faults.FaultRecord per scenario fault
     lost: Block | None = None  # agents lost mid-run and their flows (emulation.name_losses)
     sampling: Block | None = None  # coflowbed.sampler.SamplingInfo (samples/)
+    jobs: Block | None = None  # multi-job runs: per job, ``job_summary`` (docs/results.md)
     # simulated runs (coflowbed.sim.result)
     mode: str | None = None
     simulated: bool | None = None  # a compare --sim run
@@ -263,6 +266,9 @@ def summarize(
         t: cct_stats(r for r in coflows if r.ctype == t) for t in sorted({r.ctype for r in coflows})
     }
     its = [it.time_s for it in iterations if it.time_s is not None]
+    jobs = sorted({r.job for r in coflows} | {it.job for it in iterations})
+    per_job = {j: job_summary(j, coflows, iterations) for j in jobs} if len(jobs) > 1 else None
+    extra = {"jobs": per_job, **(extra or {})}
     return RunSummary(
         partial,
         overall.count,
@@ -274,8 +280,27 @@ def summarize(
         len(its),
         mean(its),
         tuple(its),
-        **(extra or {}),
+        **extra,
     )
+
+
+def job_summary(
+    job: str, coflows: Sequence[CoflowRecord], iterations: Sequence[IterationRecord]
+) -> dict:
+    """JSON block of one job of a multi-job run: its iteration times (mean and each),
+    coflow count, average CCT and CCT figures per coflow type."""
+    mine = [r for r in coflows if r.job == job]
+    its = [it.time_s for it in iterations if it.job == job and it.time_s is not None]
+    return {
+        "iteration_time_s": mean(its),
+        "iteration_times_s": its,
+        "coflows": len(mine),
+        "avg_cct_s": cct_stats(mine).avg_s,
+        "cct_by_type": {
+            t: asdict(cct_stats(r for r in mine if r.ctype == t))
+            for t in sorted({r.ctype for r in mine})
+        },
+    }
 
 
 def _write_csv(path: Path, rows: Sequence, extra_cols: dict | None = None) -> None:
@@ -341,6 +366,8 @@ def _num(text: str):
     return text
 
 
-def iteration_records(spans: dict[int, tuple[float, float | None]]) -> list[IterationRecord]:
-    """IterationRecords from {iteration: (start_s, finish_s or None)}."""
-    return [IterationRecord(i, s, f) for i, (s, f) in sorted(spans.items())]
+def iteration_records(
+    spans: Mapping[tuple[str, int], tuple[float, float | None]],
+) -> list[IterationRecord]:
+    """IterationRecords from {(job, iteration): (start_s, finish_s or None)}."""
+    return [IterationRecord(i, s, f, job) for (job, i), (s, f) in sorted(spans.items())]

@@ -56,6 +56,8 @@ def resolved_scenario(scen: Scenario) -> dict:
     )
     if scen.plugins:
         out["plugins"] = scen.plugins  # absolute: the run folder is elsewhere
+    if scen.inter_job is not None:  # as run (compare's POLICY+MODE sets it)
+        out["workload"] = {**out["workload"], "inter_job": scen.inter_job.mode}
     out["fabric"] = {
         k: v for k, v in scen.plan.to_dict().items() if k not in ("hosts", "switches", "links")
     }
@@ -97,6 +99,9 @@ def fabric_record(scen: Scenario) -> dict:
     return out
 
 
+INTER_JOB_FILE = "inter_job.json"  # several jobs: the InterJobSpec the run used
+
+
 def write_inputs(scen: Scenario, out_dir: Path) -> None:
     """Write the resolved scenario, the DAG, the fabric plan and versions."""
     from workload import dagjson
@@ -106,3 +111,5 @@ def write_inputs(scen: Scenario, out_dir: Path) -> None:
     dagjson.dump(scen.dag, out_dir / "dag.json")
     (out_dir / "fabric.json").write_text(json.dumps(fabric_record(scen), indent=1))
     (out_dir / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
+    if scen.inter_job is not None:  # the jobs' classes, for the fidelity replay
+        (out_dir / INTER_JOB_FILE).write_text(json.dumps(scen.inter_job.to_wire(), indent=1))

@@ -2,7 +2,7 @@
 
 Everything is validated before anything starts; see docs/scenarios.md for the schema.
 The workload is one of: an explicit ``coflows`` list, an LLM ``job`` (preset name or job
-YAML), or a coflow-benchmark ``trace``.
+YAML), several ``jobs`` (coflowbed.multijob), or a coflow-benchmark ``trace``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from coflowbed.faults import Fault, parse_faults
 from coflowbed.overrides import Overrides, apply_overrides, blamed_on_overrides
 from coflowbed.sampler import DEFAULT_PERIOD_S
 from coflowbed.simfabric import SimFabric, parse_sim_fabric
+from controller.policies.interjob import InterJobSpec
 from topo.plan import (
     DEFAULT_MTU,
     MAX_HOSTS_PER_LEAF,
@@ -64,6 +65,7 @@ class Scenario:
     faults: tuple[Fault, ...] = ()
     sample_period_s: float = DEFAULT_PERIOD_S  # 0: no sampling (coflowbed.sampler)
     sim_fabric: SimFabric | None = None  # simulator-only fabric (the DAG is on its hosts)
+    inter_job: InterJobSpec | None = None  # workload.jobs: how the jobs share the levels
 
     @property
     def byte_scale(self) -> float:
@@ -102,7 +104,13 @@ def _parse(top: Section, path: Path) -> Scenario:
     policy_rates = top.get("policy_rates", "meters", choice(POLICY_RATES))
     sim = parse_sim_fabric(top.section("sim_fabric")) if top.has("sim_fabric") else None
     wl = top.section("workload")
-    dag, static_levels, rates, sim = _parse_workload(wl, plan, levels, path, sim)
+    inter_job = None
+    static_levels: dict[str, int] = {}
+    rates: dict[str, float] = {}
+    if wl.has("jobs"):
+        dag, inter_job = _parse_jobs(wl, plan, path, sim)
+    else:
+        dag, static_levels, rates, sim = _parse_workload(wl, plan, levels, path, sim)
     if policy == "static" and not static_levels:
         raise top.fail("policy", "'static' needs a coflows list with a level on each coflow")
     faults = parse_faults(top, plan, (cf.coflow_id for cf in dag.coflows), timeout_s)
@@ -131,6 +139,7 @@ def _parse(top: Section, path: Path) -> Scenario:
         faults,
         period,
         sim,
+        inter_job,
     )
 
 
@@ -200,7 +209,9 @@ def _parse_workload(
     static levels and rates, and the sized ``sim``."""
     kinds = [k for k in ("coflows", "job", "trace", "import") if sec.has(k)]
     if len(kinds) != 1:
-        raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace, import")
+        raise UserError(
+            str(path), "workload", "needs exactly one of coflows, job, jobs, trace, import"
+        )
     if kinds[0] == "job":
         dag, sim = _parse_job(sec, plan, path, sim)
         lv: dict[str, int] = {}
@@ -217,6 +228,22 @@ def _parse_workload(
             dag, lv, rates = _parse_trace(sec, hosts, path), {}, {}
     sec.done()
     return dag, lv, rates, sim
+
+
+def _parse_jobs(
+    sec: Section, plan: FabricPlan, path: Path, sim: SimFabric | None
+) -> tuple[Dag, InterJobSpec]:
+    """Several jobs on the emulated plan's hosts (coflowbed.multijob)."""
+    from coflowbed.multijob import parse_jobs
+
+    others = [k for k in ("coflows", "job", "trace", "import") if sec.has(k)]
+    if others:
+        raise sec.fail("jobs", f"cannot be combined with {others[0]}")
+    if sim is not None:
+        raise UserError(str(path), "sim_fabric", "not supported with workload.jobs")
+    multi = parse_jobs(sec, plan, path)
+    sec.done()
+    return multi.dag, multi.inter_job
 
 
 def _parse_coflows(sec: Section, host_list: list[str], levels: int) -> tuple[Dag, dict, dict]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.coflow_table import FlowRate
+from controller.policies.interjob import InterJobSpec
 from workload.dag import Coflow
 from workload.dagjson import coflow_from_dict, coflow_to_dict
 from workload.schema import SpecError
@@ -85,6 +86,7 @@ class PolicySpec:
     static_levels: Mapping[str, int] = field(default_factory=dict)
     static_rates_mbps: Mapping[str, float] = field(default_factory=dict)
     plugins: tuple[str, ...] = ()
+    inter_job: InterJobSpec | None = None  # several jobs: how they share the levels
 
     def to_wire(self) -> dict:
         """JSON form."""
@@ -94,12 +96,16 @@ class PolicySpec:
             "static_levels": dict(self.static_levels),
             "static_rates_mbps": dict(self.static_rates_mbps),
             "plugins": list(self.plugins),
+            "inter_job": None if self.inter_job is None else self.inter_job.to_wire(),
         }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "policy") -> PolicySpec:
         """Parse the JSON form."""
-        d = _fields(d, where, {"name", "params", "static_levels", "static_rates_mbps", "plugins"})
+        if isinstance(d, dict):  # optional: event logs recorded before several jobs lack it
+            d = {"inter_job": None, **d}
+        keys = {"name", "params", "static_levels", "static_rates_mbps", "plugins", "inter_job"}
+        d = _fields(d, where, keys)
         if not isinstance(d["name"], str) or not isinstance(d["params"], dict):
             raise ValueError(f"{where}: name must be a string and params an object")
         levels = {
@@ -110,8 +116,14 @@ class PolicySpec:
             str(k): _number(v, f"{where}.static_rates_mbps.{k}")
             for k, v in _mapping(d["static_rates_mbps"], f"{where}.static_rates_mbps").items()
         }
+        inter = d["inter_job"]
         return cls(
-            d["name"], dict(d["params"]), levels, rates, _strings(d["plugins"], f"{where}.plugins")
+            d["name"],
+            dict(d["params"]),
+            levels,
+            rates,
+            _strings(d["plugins"], f"{where}.plugins"),
+            None if inter is None else InterJobSpec.from_wire(inter, f"{where}.inter_job"),
         )
 
 

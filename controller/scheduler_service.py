@@ -38,6 +38,7 @@ from controller.messages import (
     Unregister,
 )
 from controller.policies.base import FabricView, Policy
+from controller.policies.interjob import InterJobPolicy
 from controller.policies.plugins import import_plugin
 from controller.policies.static import StaticPolicy
 from controller.scheduler import Changes, LiveScheduler
@@ -70,7 +71,8 @@ def build_policy(spec, levels: int) -> Policy:
         return StaticPolicy(
             spec.static_levels, levels - 1, {k: v * 1e6 for k, v in spec.static_rates_mbps.items()}
         )
-    return policies.get(spec.name, **spec.params)
+    policy = policies.get(spec.name, **spec.params)
+    return policy if spec.inter_job is None else InterJobPolicy(policy, spec.inter_job)
 
 
 def merge_changes(items: Sequence[Changes]) -> Changes:

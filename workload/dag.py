@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
+DEFAULT_JOB = "job0"  # the job of every node of a single-job DAG
+SETUP_ITERATION = -1  # iteration of nodes that belong to no iteration (a job's start delay)
+
 
 # Not StrEnum (ruff UP042): that would change str() and f-strings of a member from
 # "CoflowType.PP" to "PP", which logs and messages may carry.
@@ -35,7 +38,7 @@ class CoflowIdentity:
     """Static model factors of a coflow (Hermod's MID, CType, LID and the rest)."""
 
     ctype: CoflowType = CoflowType.OTHER
-    job: str = "job0"
+    job: str = DEFAULT_JOB
     iteration: int = 0
     mid: int = 0  # microbatch id within the iteration
     lid: int = 0  # layer id (global layer index)
@@ -91,7 +94,8 @@ class Compute:
     duration_s: float
     deps: tuple[str, ...] = ()
     label: str = ""  # e.g. "fwd mb3 stage1"
-    iteration: int = 0
+    iteration: int = 0  # SETUP_ITERATION: outside every iteration (a job's start delay)
+    job: str = DEFAULT_JOB
 
 
 Node = Coflow | Compute
@@ -142,6 +146,13 @@ class Dag:
 def node_id(n: Node) -> str:
     """The id of a compute or coflow node."""
     return n.node_id if isinstance(n, Compute) else n.coflow_id
+
+
+def node_iteration(n: Node) -> tuple[str, int]:
+    """(job, iteration) of a compute or coflow node: the key of its iteration span."""
+    if isinstance(n, Compute):
+        return n.job, n.iteration
+    return n.identity.job, n.identity.iteration
 
 
 def topological_order(dag: Dag) -> list[str]:

@@ -10,7 +10,16 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Dag, Flow
+from workload.dag import (
+    DEFAULT_JOB,
+    SETUP_ITERATION,
+    Coflow,
+    CoflowIdentity,
+    CoflowType,
+    Compute,
+    Dag,
+    Flow,
+)
 from workload.schema import Section, SpecError
 
 FORMAT = "coflowbed-dag"
@@ -32,6 +41,7 @@ def to_dict(dag: Dag) -> dict:
                 "deps": list(c.deps),
                 "label": c.label,
                 "iteration": c.iteration,
+                "job": c.job,
             }
             for c in dag.computes
         ],
@@ -117,7 +127,8 @@ def _compute(s: Section) -> Compute:
         s.float("duration_s", lo=0.0),
         _deps(s),
         s.raw("label", ""),
-        s.int("iteration", 0, lo=0),
+        s.int("iteration", 0, lo=SETUP_ITERATION),
+        s.str("job", DEFAULT_JOB),
     )
     if not isinstance(node.label, str):
         raise s.error("label", "must be a string")

@@ -70,10 +70,17 @@ def seed_list(text: str | None, repeat: int) -> list[int] | None:
 
 def _policies(text: str, source: str) -> list[str]:
     from controller import policies
+    from controller.policies.interjob import INTER_JOB_MODES
 
     names = [p.strip() for p in text.split(",") if p.strip()]
     known = policies.names()
-    bad = [n for n in names if n not in known]
+    # POLICY+MODE: the policy with inter_job MODE (a scenario with workload.jobs)
+    split = [n.partition("+") for n in names]
+    bad = [
+        n
+        for n, (p, plus, m) in zip(names, split)
+        if p not in known or (plus and m not in INTER_JOB_MODES)
+    ]
     if not names or bad:
         raise UserError(
             source,
@@ -88,13 +95,15 @@ def _policies(text: str, source: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run every policy, print the table; return 1 if the comparison is partial (a run
     partial, or interrupted)."""
-    from coflowbed.compare_runs import compare
+    from coflowbed.compare_runs import compare, with_policy
     from coflowbed.scenario import load_scenario
 
     names = _policies(args.policies, "command line")
     repeat = repeat_count(args.repeat)
     seeds = seed_list(args.seeds, repeat)
     scen = load_scenario(args.scenario)
+    for name in names:
+        with_policy(scen, name)  # POLICY+MODE needs workload.jobs: fail before any run
     out = args.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S')}-compare-{scen.name}"
     run_one = _simulate_one if args.sim else _emulate_one(scen, args.check)
     result = compare(scen, names, out.resolve(), run_one, repeat, seeds)
@@ -125,10 +134,10 @@ def _emulate_one(scen, check: bool = True):
 
 def _simulate_one(scen, out):
     """One policy of a comparison in the flow-level simulator (the scenario's K levels)."""
-    from coflowbed.commands.simulate import make_policy, scenario_faults, sim_fabric_of
+    from coflowbed.commands.simulate import scenario_faults, scenario_policy, sim_fabric_of
     from coflowbed.sim import simulate
 
-    policy = make_policy(scen.policy, scen.policy_params, scen.source)
+    policy = scenario_policy(scen)
     fabric = sim_fabric_of(scen)
     faults = scenario_faults(scen, fabric)
     result = simulate(scen.dag, fabric, policy, scen.levels, faults=faults)

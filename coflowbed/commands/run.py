@@ -27,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--results", type=Path, default=Path("results"), help="parent of the default results folder"
     )
     p.add_argument("--policy", default=None, help="override the scenario's policy")
+    add_inter_job(p)
     add_sample_period(p)
     add_no_check(p)
 
@@ -44,11 +45,24 @@ def add_sample_period(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_inter_job(p: argparse.ArgumentParser) -> None:
+    """``--inter-job MODE``: the scenario's ``workload.inter_job`` (several jobs)."""
+    p.add_argument(
+        "--inter-job",
+        default=None,
+        help="how several jobs share the levels: fair, priority or crux "
+        "(default: the scenario's workload.inter_job)",
+    )
+
+
 def overrides_of(args: argparse.Namespace) -> dict | None:
-    """Scenario keys the flags override (``--policy``, ``--sample-period``)."""
+    """Scenario keys the flags override (``--policy``, ``--inter-job``,
+    ``--sample-period``)."""
     out: dict = {}
     if getattr(args, "policy", None):
         out["policy"] = args.policy
+    if getattr(args, "inter_job", None):
+        out["workload.inter_job"] = args.inter_job
     if getattr(args, "sample_period", None) is not None:
         out["sample_period_s"] = args.sample_period
     return out or None

@@ -8,6 +8,7 @@ import logging
 import time
 from pathlib import Path
 
+from coflowbed.commands.run import add_inter_job, overrides_of
 from coflowbed.errors import UserError
 
 NAME = "simulate"
@@ -21,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=Path, nargs="?", help="scenario YAML (or use --trace)")
     p.add_argument("--trace", type=Path, help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt)")
     p.add_argument("--policy", help="policy name (default: the scenario's; fair for traces)")
+    add_inter_job(p)
     p.add_argument(
         "--levels",
         help="K (1..8) hardware queues or 'exact' (default: the scenario's K; exact for traces)",
@@ -124,8 +126,7 @@ def _scenario_job(args: argparse.Namespace):
     """(dag, fabric, policy, levels, name) of a scenario run."""
     from coflowbed.scenario import load_scenario
 
-    overrides = {"policy": args.policy} if args.policy else None
-    scen = load_scenario(args.scenario, overrides)
+    scen = load_scenario(args.scenario, overrides_of(args))
     fabric = sim_fabric_of(scen, args.fabric)
     levels = _levels(args, scen.levels)
     return scen.dag, fabric, scenario_policy(scen), levels, scen.name, scenario_faults(scen, fabric)
@@ -165,6 +166,7 @@ def policy_spec(scen):
         scen.static_levels,
         scen.static_rates_mbps,
         tuple(scen.plugins),
+        scen.inter_job,
     )
 
 

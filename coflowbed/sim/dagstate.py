@@ -8,7 +8,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from workload.dag import Compute, Dag, node_id
+from workload.dag import SETUP_ITERATION, Compute, Dag, node_id, node_iteration
 
 _RELEASE, _COMPUTE_END = 0, 1
 
@@ -36,7 +36,7 @@ class DagState:
         self.computes = {c.node_id: c for c in self.dag.computes}
         self.children: dict[str, list[str]] = {}
         self.waiting: dict[str, int] = {}
-        self.iterations: dict[int, IterationSpan] = {}
+        self.iterations: dict[tuple[str, int], IterationSpan] = {}  # (job, iteration)
         self._heap: list[tuple[float, int, int, str]] = []
         self._seq = 0
         for n in self.dag.nodes():
@@ -49,9 +49,11 @@ class DagState:
         self.compute_end: dict[str, float] = {}
 
     def _span(self, n) -> IterationSpan:
-        """The iteration span of node ``n``."""
-        it = n.iteration if isinstance(n, Compute) else n.identity.iteration
-        return self.iterations.setdefault(it, IterationSpan())
+        """The iteration span of node ``n`` (a throw-away one for setup nodes)."""
+        key = node_iteration(n)
+        if key[1] == SETUP_ITERATION:
+            return IterationSpan()
+        return self.iterations.setdefault(key, IterationSpan())
 
     def _node(self, nid: str):
         """The node called ``nid``."""
@@ -112,8 +114,9 @@ class DagState:
         """Whether every node has finished."""
         return self.done_nodes == len(self.waiting)
 
-    def iteration_spans(self) -> dict[int, tuple[float, float | None]]:
-        """{iteration: (start, finish or None if unfinished)} for ``iteration_records``."""
+    def iteration_spans(self) -> dict[tuple[str, int], tuple[float, float | None]]:
+        """{(job, iteration): (start, finish or None if unfinished)} for
+        ``iteration_records``."""
         out = {}
         for it, s in self.iterations.items():
             if s.start_s == math.inf:

@@ -130,3 +130,24 @@ def test_sigterm_between_runs_stops_the_comparison(tmp_path):
     assert result.interrupted and [r.name for r in result.runs] == ["fair/r1"]
     assert result.not_done == ("hermod/r1", "fair/r2", "hermod/r2")
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_policy_plus_mode_sets_the_inter_job_rule_of_a_multi_job_scenario():
+    from coflowbed.compare_runs import with_policy
+    from coflowbed.errors import UserError
+    from coflowbed.scenario import load_scenario
+    from tests.data import MECHANISM_SCENARIO, SCENARIOS
+
+    scen = with_policy(load_scenario(SCENARIOS / "two-moe-shared.yaml"), "lina+crux")
+    assert scen.policy == "lina" and scen.inter_job is not None
+    assert scen.inter_job.mode == "crux" and len(scen.inter_job.jobs) == 2
+    with pytest.raises(UserError, match="workload.jobs: needed by --policies fair"):
+        with_policy(load_scenario(MECHANISM_SCENARIO), "fair+crux")
+
+
+def test_the_run_folder_records_the_inter_job_rule_the_run_used():
+    from coflowbed.compare_runs import with_policy
+    from coflowbed.rundir import resolved_scenario
+
+    scen = with_policy(load_scenario(SCENARIOS / "two-moe-shared.yaml"), "hermod+priority")
+    assert resolved_scenario(scen)["workload"]["inter_job"] == "priority"

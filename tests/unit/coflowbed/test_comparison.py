@@ -58,3 +58,26 @@ def test_without_fair_there_is_no_speedup_and_runs_not_done_are_named():
     c = tabulate("s", "s.yaml", plan, [_run("fifo", 1, 4.0)], True)
     assert c.stats[0].speedups == {} and c.not_done == ("sebf/r1", "fifo/r2", "sebf/r2")
     assert c.stats[1].metrics["iteration_time_s"].n == 0 and c.partial
+
+
+def test_a_multi_job_run_gives_each_job_its_iteration_time_and_ratio():
+    """summary.jobs and fidelity.job_iteration_ratio become job_<j>_* metrics, which the
+    per-job comparison plot finds by name."""
+    from coflowbed.compare_plots import compared_jobs
+    from coflowbed.comparison import job_metrics, metric_names
+    from coflowbed.results import summarize
+
+    blank = summarize([], [], False)
+    jobs = {"a": {"iteration_time_s": 12.0}, "b": {"iteration_time_s": 17.5}}
+    fid = {"job_iteration_ratio": {"a": 1.02, "b": 0.97}}
+    got = job_metrics(summarize([], [], False, {"jobs": jobs, "fidelity": fid}))
+    assert got == {
+        "job_a_iteration_time_s": 12.0,
+        "job_a_fidelity_iter": 1.02,
+        "job_b_iteration_time_s": 17.5,
+        "job_b_fidelity_iter": 0.97,
+    }
+    assert job_metrics(blank) == {}
+    run = ComparedRun("hermod+crux", 1, 1, "/x", False, 3, None, got)
+    c = tabulate("s", "s.yaml", _plan(["hermod+crux"], 1), [run], False)
+    assert metric_names([run])[3:7] == tuple(sorted(got)) and compared_jobs(c) == ["a", "b"]

@@ -113,3 +113,21 @@ def test_unfinished_flows_of_lost_hosts_split_released_and_waiting():
         ex.run(deadline_s=100)
     assert ex.unfinished_flows({"b"}) == (["cut.0"], ["later.0"])
     assert ex.unfinished_flows({"a"}) == ([], ["elsewhere.0"])
+
+
+def test_iterations_are_per_job_and_a_start_delay_is_in_none():
+    """Job a (1 MB, 1 s) from 0; job b waits 2 s (its start node), then 1 MB: b's
+    iteration runs 2..3 s, its start node belongs to no iteration."""
+    from workload.multijob import JobDag, merge_jobs
+
+    one = Dag(coflows=[cf("c", [("a", "b", 1_000_000)])])
+    two = Dag(coflows=[cf("c", [("c", "d", 1_000_000)])])
+    dag = merge_jobs([JobDag("a", one), JobDag("b", two, 2.0)])
+    be = FakeBackend()
+    ex = DagExecutor(dag, be, clock=be.clock)
+    ex.run(deadline_s=100)
+    got = [(i.job, i.iteration, i.start_s, i.finish_s) for i in ex.iteration_records()]
+    assert got == [
+        ("a", 0, 0.0, pytest.approx(1.0)),
+        ("b", 0, pytest.approx(2.0), pytest.approx(3.0)),
+    ]

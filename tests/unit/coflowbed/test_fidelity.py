@@ -442,3 +442,20 @@ def test_check_replays_levels_even_for_dynamic_runs(tmp_path):
     rows = {r["coflow_id"]: r for r in compare_run(run)}
     assert rows["a"]["simulated_cct_s"] == pytest.approx(1.5)  # both at level 0: fair
     assert policies.get("fifo").ranks_by_identity is False
+
+
+def test_a_multi_job_run_is_replayed_with_its_inter_job_rule(tmp_path):
+    """The run folder keeps the InterJobSpec (inter_job.json); the policy reference of a
+    dynamic policy is rebuilt around it (sebf inside each job, strict job priority)."""
+    from coflowbed.compare_runs import with_policy
+    from coflowbed.fidelity import read_inputs, run_policy
+    from coflowbed.rundir import write_inputs
+    from coflowbed.scenario import load_scenario
+    from tests.data import SCENARIOS
+
+    scen = with_policy(load_scenario(SCENARIOS / "two-moe-shared.yaml"), "sebf+priority")
+    write_inputs(scen, tmp_path)
+    inputs = read_inputs(tmp_path)
+    assert inputs.inter_job == scen.inter_job
+    policy = run_policy(inputs)
+    assert policy is not None and policy.name == "sebf+priority"

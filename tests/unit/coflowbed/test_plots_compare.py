@@ -113,3 +113,17 @@ def test_timeline_marks_the_runs_faults(tmp_path, monkeypatch):
     texts = [t.get_text() for t in ax.texts]
     assert texts == ["l1-s1 down, rerouted in 10 ms"] and len(ax.patches) == 1
     plt.close(fig)
+
+
+def test_the_cct_cdf_has_a_line_per_job_and_type_when_there_are_several_jobs():
+    from coflowbed.plots import cct_groups
+
+    rows = [
+        {"job": "a", "ctype": "EP", "cct_s": 0.3},
+        {"job": "a", "ctype": "EP", "cct_s": 0.1},
+        {"job": "b", "ctype": "EP", "cct_s": 0.2},
+        {"job": "b", "ctype": "DP", "cct_s": None},
+    ]
+    assert cct_groups(rows) == {"a EP": [0.1, 0.3], "b EP": [0.2]}
+    one = [dict(r, job="job0") for r in rows]
+    assert cct_groups(one) == {"EP": [0.1, 0.2, 0.3]}

@@ -108,3 +108,18 @@ def test_check_reports_measured_over_simulated(tmp_path):
 def test_check_missing_files_is_a_user_error(tmp_path, capsys):
     assert main(["check", str(tmp_path)]) == 2
     assert "scenario.yaml: missing" in capsys.readouterr().err
+
+
+def test_simulate_inter_job_flag_picks_the_rule_and_a_bad_one_is_one_line(tmp_path, capsys):
+    """--inter-job crux on the shipped two-job scenario: the policy is hermod+crux and
+    summary.json has both jobs; --inter-job lottery: exit 2, one line naming the key."""
+    from tests.data import SCENARIOS
+
+    shared, out = str(SCENARIOS / "two-moe-shared.yaml"), tmp_path / "out"
+    assert main(["simulate", shared, "--inter-job", "crux", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["policy"] == "hermod+crux" and sorted(summary["jobs"]) == ["a", "b"]
+    capsys.readouterr()
+    assert main(["simulate", shared, "--inter-job", "lottery"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "workload.inter_job" in err and "lottery" in err and "\n" not in err

@@ -4,11 +4,13 @@ unchanged, and malformed ones are refused naming the key."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from controller import messages as m
 from controller.coflow_table import FlowRate
+from controller.policies.interjob import InterJobSpec, JobClass
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
 
 CF = Coflow(
@@ -24,6 +26,12 @@ HOSTS = m.HostUpdates(
 )
 SAMPLES = [
     m.PolicySpec("sebf", {"x": 1}, {"a": 2}, {"a": 10.0}, ("/p/plugin.py",)),
+    m.PolicySpec(
+        "hermod",
+        inter_job=InterJobSpec(
+            "crux", (JobClass("a", 0, 1.5, (1, 2)), JobClass("b", 1, math.inf, (2,)))
+        ),
+    ),
     m.OpenJob(m.PolicySpec("static", static_levels={"i0.ep.L1": 4}), True, (CF,)),
     m.JobOpened({"i0.ep.L1": m.Assignment(5, 4)}, None),
     m.JobOpened(None, m.POLL_COUNTERS),

@@ -184,3 +184,21 @@ def test_a_policy_that_raises_is_answered_as_a_policy_error(tmp_path):
         assert "ArithmeticError: exploded on purpose" in reply["error"]
     finally:
         policies.unregister("test-boom-plugin")
+
+
+def test_the_controller_applies_the_inter_job_rule_of_the_policy_spec():
+    """Hermod inside two jobs under strict priority (b first), K = 4: blocks 0..1 for b,
+    2..3 for a, so the ranks are (0,) for b's coflow and (2,) for a's; the whole-DAG
+    compression (static mode) keeps their order on levels 0 and 1: b before a."""
+    from controller.policies.interjob import InterJobSpec, JobClass
+    from workload.dag import CoflowIdentity, CoflowType
+
+    ja = Coflow("a/x", A.flows, CoflowIdentity(CoflowType.EP, "a"))
+    jb = Coflow("b/x", B.flows, CoflowIdentity(CoflowType.EP, "b"))
+    spec = InterJobSpec("priority", (JobClass("a", 1), JobClass("b", 0)))
+    plane, _ = ready_plane(PLAN, levels=4)
+    opened = call(plane, "open_job", OpenJob(PolicySpec("hermod", inter_job=spec), False, (ja, jb)))
+    assert opened["ok"] and {c: lv for c, (_, lv) in opened["fixed"].items()} == {
+        "b/x": 0,
+        "a/x": 1,
+    }
