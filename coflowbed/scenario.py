@@ -296,11 +296,17 @@ def _parse_job(
     try:
         job = load_job(job_path, overrides=overrides)
         sim = sim.sized(job.hosts_needed) if sim else None
-        return generate(job, sim.job_hosts() if sim else plan.host_names()), sim
+        hosts = sim.job_hosts() if sim else plan.host_names()
+        return generate(job, hosts, *_nics_slots(sim)), sim
     except UserError:
         raise  # already names the job file and key
     except ValueError as exc:
         raise UserError(str(job_path), None, str(exc)) from None
+
+
+def _nics_slots(sim: SimFabric | None) -> tuple[int, int]:
+    """NICs and job-host slots per server of the fabric a job is generated on."""
+    return (sim.nics, sim.slots) if sim and sim.kind == "rail" else (1, 1)
 
 
 def _parse_trace(sec: Section, hosts: list[str], path: Path) -> Dag:
