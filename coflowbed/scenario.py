@@ -34,6 +34,7 @@ MIN_SAMPLE_PERIOD_S = 0.05  # a tc dump of every port takes a few ms
 # How per-flow rates a policy allocates (SEBF's MADD) are enforced: switch meters (drop
 # band), or pacing at the sending host (SO_MAX_PACING_RATE), as Varys throttles senders.
 POLICY_RATES = ("meters", "pacing")
+FABRIC_KINDS = ("leafspine", "rail")
 # Link options Mininet's TCLink offers but this kernel cannot do (no netem): say so.
 UNSUPPORTED_LINK_KEYS = dict.fromkeys(
     ("delay", "delay_ms", "loss", "loss_pct", "jitter", "jitter_ms", "max_queue_size"),
@@ -156,14 +157,20 @@ def _load_plugins(top: Section, path: Path) -> list[str]:
 
 
 def _parse_fabric(sec: Section) -> FabricPlan:
+    kind = sec.get("kind", "leafspine", choice(FABRIC_KINDS))
     spines = sec.need("spines", integer(1, MAX_SPINES))
-    leaves = sec.need("leaves", integer(1, MAX_LEAVES))
-    hpl = sec.need("hosts_per_leaf", integer(1, MAX_HOSTS_PER_LEAF))
+    if kind == "rail":  # leaf i is NIC i's rail; every leaf holds one NIC per server
+        nics = sec.need("nics", integer(2, MAX_LEAVES))
+        leaves, hpl = nics, sec.need("hosts", integer(1, MAX_HOSTS_PER_LEAF))
+    else:
+        nics = 1
+        leaves = sec.need("leaves", integer(1, MAX_LEAVES))
+        hpl = sec.need("hosts_per_leaf", integer(1, MAX_HOSTS_PER_LEAF))
     host_bw = sec.need("host_bw_mbps", number(positive=True, hi=10000))
     fabric_bw = sec.get("fabric_bw_mbps", host_bw, number(positive=True, hi=10000))
     mtu = sec.get("mtu", DEFAULT_MTU, integer(MIN_MTU, MAX_MTU))
     sec.done(UNSUPPORTED_LINK_KEYS)
-    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw, mtu)
+    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw, mtu, nics)
 
 
 def _parse_policy(top: Section) -> tuple[str, dict]:
@@ -296,17 +303,19 @@ def _parse_job(
     try:
         job = load_job(job_path, overrides=overrides)
         sim = sim.sized(job.hosts_needed) if sim else None
-        hosts = sim.job_hosts() if sim else plan.host_names()
-        return generate(job, hosts, *_nics_slots(sim)), sim
+        return generate(job, *_job_hosts(plan, sim)), sim
     except UserError:
         raise  # already names the job file and key
     except ValueError as exc:
         raise UserError(str(job_path), None, str(exc)) from None
 
 
-def _nics_slots(sim: SimFabric | None) -> tuple[int, int]:
-    """NICs and job-host slots per server of the fabric a job is generated on."""
-    return (sim.nics, sim.slots) if sim and sim.kind == "rail" else (1, 1)
+def _job_hosts(plan: FabricPlan, sim: SimFabric | None) -> tuple[list[str], int, int]:
+    """Hosts a job is placed on, with NICs and job-host slots per server: ``sim``'s,
+    or the emulated plan's (a rail plan's servers, whose NICs are the plan's hosts)."""
+    if sim is not None:
+        return sim.job_hosts(), (sim.nics if sim.kind == "rail" else 1), sim.slots
+    return plan.server_names(), plan.nics, 1
 
 
 def _parse_trace(sec: Section, hosts: list[str], path: Path) -> Dag:
