@@ -205,9 +205,9 @@ def _parse_workload(
 ) -> tuple[Dag, dict, dict, SimFabric | None]:
     """The DAG (on the emulated plan's hosts, or on ``sim``'s, then sized to the job),
     static levels and rates, and the sized ``sim``."""
-    kinds = [k for k in ("coflows", "job", "trace") if sec.has(k)]
+    kinds = [k for k in ("coflows", "job", "trace", "import") if sec.has(k)]
     if len(kinds) != 1:
-        raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace")
+        raise UserError(str(path), "workload", "needs exactly one of coflows, job, trace, import")
     if kinds[0] == "job":
         dag, sim = _parse_job(sec, plan, path, sim)
         lv: dict[str, int] = {}
@@ -218,6 +218,8 @@ def _parse_workload(
         hosts = sim.job_hosts() if sim else plan.host_names()
         if kinds[0] == "coflows":
             dag, lv, rates = _parse_coflows(sec, hosts, levels)
+        elif kinds[0] == "import":
+            dag, lv, rates = _parse_import(sec, hosts, path), {}, {}
         else:
             dag, lv, rates = _parse_trace(sec, hosts, path), {}, {}
     sec.done()
@@ -316,6 +318,13 @@ def _job_hosts(plan: FabricPlan, sim: SimFabric | None) -> tuple[list[str], int,
     if sim is not None:
         return sim.job_hosts(), (sim.nics if sim.kind == "rail" else 1), sim.slots
     return plan.server_names(), plan.nics, 1
+
+
+def _parse_import(sec: Section, hosts: list[str], path: Path) -> Dag:
+    """A SimAI/AICB or ASTRA-sim workload file (coflowbed.workload_import)."""
+    from coflowbed.workload_import import dag_from_scenario
+
+    return dag_from_scenario(sec, hosts, path)
 
 
 def _parse_trace(sec: Section, hosts: list[str], path: Path) -> Dag:

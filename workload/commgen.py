@@ -5,21 +5,23 @@ collectives, built at host level with scaled bytes.  The schedule logic that dec
 Coflow ids (stable, documented in docs/workloads.md):
 ``i<it>.pp.s<from>-s<to>.h<j>.<F|B><mb>``,
 ``i<it>.ep.s<stage>g<group>.<F|B><mb>.L<lid>.<d|c>[.p<phase>]``,
-``i<it>.dp.s<stage>.L<lid>.<rs|ag|ar>.<dense|expert>[.k<step>]``; flow ids append ``:<n>``.
+``i<it>.dp.s<stage>.L<lid>.<rs|ag|ar>.<dense|expert>[.k<step>|.up|.down]`` (``.up`` /
+``.down``: NCCL tree all-reduce); flow ids append ``:<n>``.
 
 On hosts with several NICs (``Placement.nics``) flows run between NIC endpoints: each
-GPU's traffic on its own NIC, traffic between GPUs of one host dropped (workload.nics).
+GPU's traffic on its own NIC, traffic between GPUs of one host dropped (workload.nics);
+DP all-reduces are then rings (no NCCL trees).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
-from workload import collectives as coll, sizes
+from workload import collectives as coll, hostcoll, nccl, sizes
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Flow
 from workload.jobspec import JobSpec
 from workload.nics import dense_rank_rings, expert_rank_rings, pp_pairs
@@ -202,14 +204,17 @@ class CommBuilder:
         """GPU rings (one per TP rank) of ``part`` crossing each endpoint pair."""
         p = self.job.parallelism
         if not self.multi:
-            rings: Iterable[list[int]] = (
-                coll.dense_dp_rings(p.dp, self.k)
-                if part == "dense"
-                else coll.expert_dp_rings(p.dp, p.ep, self.k)
-            )
+            rings = self._host_rings(part)
             return Counter({e: w * p.tp for e, w in coll.ring_edge_weights(rings).items()})
         ranks = dense_rank_rings(p.dp) if part == "dense" else expert_rank_rings(p.dp, p.ep)
         return self.maps[stage].ring_edges(ranks)
+
+    def _host_rings(self, part: str) -> list[list[int]]:
+        """Host index of each rank of ``part``'s rings (one NIC per host)."""
+        p = self.job.parallelism
+        if part == "dense":
+            return coll.dense_dp_rings(p.dp, self.k)
+        return coll.expert_dp_rings(p.dp, p.ep, self.k)
 
     def dp(self, it: int, stage: int, lid: int, deps: Sequence[str], mid: int) -> dict[str, str]:
         """ZeRO-2 reduce-scatter + all-gather (or one all-reduce) of each bucket of layer
@@ -228,11 +233,46 @@ class CommBuilder:
             prev = tuple(deps)
             for collective, short, width in plan:
                 base = f"i{it}.dp.s{stage}.L{lid}.{short}.{part}"
-                prev = self._ring(
-                    base, collective, stage, it, lid, mid, edges, width * params, n, prev
+                size = width * params
+                tree = None
+                if collective == "all_reduce":
+                    tree = self._tree(base, stage, it, lid, mid, part, size, prev)
+                prev = tree or self._ring(
+                    base, collective, stage, it, lid, mid, edges, size, n, prev
                 )
             done[part] = prev[0]
         return done
+
+    def _tree(
+        self,
+        base: str,
+        stage: int,
+        it: int,
+        lid: int,
+        mid: int,
+        part: str,
+        size: float,
+        deps: tuple[str, ...],
+    ) -> tuple[str, ...] | None:
+        """The all-reduce as NCCL's double binary trees over each ring's hosts (tp trees
+        in parallel), coflows ``.up`` then ``.down``, when ``collectives.algorithm``
+        picks tree for this bucket; None when it picks ring (always on multi-NIC hosts:
+        the trees are built host to host)."""
+        c = self.job.collectives
+        if c.algorithm == "ring" or self.multi:
+            return None
+        groups = [hostcoll.distinct_hosts(r) for r in self._host_rings(part)]
+        if nccl.pick_algorithm(c.algorithm, len(groups[0]), size, c.link_gbps) != "tree":
+            return None
+        tp = self.job.parallelism.tp
+        phases = hostcoll.merge([hostcoll.tree_phases(g, tp * size) for g in groups])
+        ident = CoflowIdentity(
+            CoflowType.DP, self.job.name, it, mid, lid, "all_reduce", 0, "", stage
+        )
+        row = self.pl.stage_hosts[stage]
+        made = hostcoll.chain_coflows(base, phases, row, ident, deps, self.scale)
+        self.out.extend(made)
+        return (made[-1].coflow_id,)
 
     def _ring(
         self,

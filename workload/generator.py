@@ -209,4 +209,5 @@ def job_meta(job: JobSpec, placement: Placement) -> dict:
         "seed": job.seed,
         "ring": job.collectives.ring,
         "ep_matching": job.collectives.ep_matching,
+        "algorithm": job.collectives.algorithm,
     }

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from workload.nccl import ALGORITHMS, DEFAULT_LINK_GBPS
 from workload.schema import Section, SpecError, check_float, check_int
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved-1f1b")
@@ -90,11 +91,15 @@ class ComputeSpec:
 class CollectiveSpec:
     """How collectives become coflows: ring steps or one collapsed coflow per ring
     (``auto``: steps while the ring has at most ``ring_steps_max`` ranks), and whether
-    EP all-to-alls are decomposed into matchings (Hermod's Hungarian sub-phases)."""
+    EP all-to-alls are decomposed into matchings (Hermod's Hungarian sub-phases);
+    ``algorithm`` of DP all-reduces (ring, NCCL's double binary tree, or NCCL's
+    ``auto`` pick for links of ``link_gbps``, see workload.nccl)."""
 
     ring: str = "auto"
     ring_steps_max: int = 16
     ep_matching: bool = False
+    algorithm: str = "ring"
+    link_gbps: float = DEFAULT_LINK_GBPS
 
     def use_steps(self, ranks: int) -> bool:
         """Whether a ring over ``ranks`` ranks is expanded step by step."""
@@ -230,7 +235,7 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
         seed=skew.int("seed", 0) if skew else 0,
         byte_scale=top.float("byte_scale", lo=0.0, hi=1.0, lo_open=True),
         collectives=coll,
-        description=top.str("description", ""),
+        description=top.str("description", None) or "",
         source=source,
     )
     if skew:
@@ -352,6 +357,8 @@ def _collectives(s: Section | None) -> CollectiveSpec:
         s.str("ring", "auto", RING_MODES),
         s.int("ring_steps_max", 16, lo=1),
         s.bool("ep_matching", False),
+        s.str("algorithm", "ring", ALGORITHMS),
+        s.float("link_gbps", DEFAULT_LINK_GBPS, lo=0.0, lo_open=True),
     )
     s.done()
     return spec
@@ -393,6 +400,11 @@ def check_consistency(job: JobSpec) -> None:
         fail("parallelism.ep", f"ep={p.ep} must divide model.moe.experts={m.moe.experts}")
     if p.ep % k and k % p.ep:
         fail("parallelism.ep", f"ep={p.ep} and DP ranks per host ({k}) must divide one another")
+    if job.collectives.algorithm == "tree" and job.dp_mode != "allreduce":
+        fail(
+            "collectives.algorithm",
+            "tree needs dp_mode allreduce (NCCL has no tree reduce-scatter / all-gather)",
+        )
     if p.sequence_parallel and p.tp == 1:
         fail("parallelism.sequence_parallel", "needs tp > 1")
     sh = job.placement.stage_hosts

@@ -1,5 +1,7 @@
 """``coflowbed workload JOB -o DAG.json``: turn an LLM job spec (file or preset name)
-into a coflowbed-dag JSON file and print coflows and bytes per type."""
+into a coflowbed-dag JSON file and print coflows and bytes per type;
+``coflowbed workload import FILE --format aicb|astrasim`` does the same for a SimAI/AICB
+or ASTRA-sim workload file (coflowbed.workload_import)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,12 @@ from pathlib import Path
 import yaml
 
 from coflowbed.errors import UserError
+from coflowbed.workload_import import (
+    IMPORT_WORD,
+    add_import_arguments,
+    dag_from_args,
+    refuse_import_flags,
+)
 
 NAME = "workload"
 HELP = "generate the coflow DAG of an LLM training job (YAML file or preset name)"
@@ -40,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="also print the critical-path lower bound at this host rate",
     )
+    add_import_arguments(parser)
 
 
 def parse_sets(items: list[str]) -> dict:
@@ -90,7 +99,14 @@ def type_table(dag) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Generate, write and summarise the DAG."""
+    """Generate (or import), write and summarise the DAG."""
+    if args.job == IMPORT_WORD:
+        return run_import(args)
+    if args.file is not None:
+        raise UserError(
+            str(args.file), None, f"unexpected argument (did you mean '{IMPORT_WORD}'?)"
+        )
+    refuse_import_flags(args)
     from workload import critical_path, dagjson, generate
     from workload.jobspec import load_job
     from workload.presets import resolve
@@ -108,6 +124,28 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"job {job.name}: {job.world_gpus} GPUs on {job.hosts_needed} hosts, "
         f"{len(dag.computes)} computes, byte_scale {job.byte_scale:g}"
+    )
+    print(type_table(dag))
+    if args.line_rate_mbps:
+        print(
+            f"critical path at {args.line_rate_mbps:g} Mbit/s: "
+            f"{critical_path(dag, args.line_rate_mbps * 1e6):.3f} s"
+        )
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """Import, write and summarise a SimAI/AICB or ASTRA-sim workload's DAG."""
+    from workload import critical_path, dagjson
+
+    dag = dag_from_args(args, lambda n: host_names(args, n))
+    if args.output:
+        dagjson.dump(dag, args.output)
+        log.info("wrote %s", args.output)
+    m = dag.meta
+    print(
+        f"{m['format']} {args.file}: {m['parallelism']}, ga {m['ga']}, {m['layers']} layers on "
+        f"{len(m['hosts'])} hosts, {len(dag.computes)} computes, byte_scale {m['byte_scale']:g}"
     )
     print(type_table(dag))
     if args.line_rate_mbps:

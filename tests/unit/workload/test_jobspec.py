@@ -109,3 +109,34 @@ def test_preset_path_and_nested_overrides():
     )
     assert (job.parallelism.pp, job.parallelism.dp, job.parallelism.ep) == (2, 8, 8)
     assert job.model.moe.top_k == 2 and job.model.moe.experts == 16
+
+
+def test_collectives_algorithm_parses(tmp_path):
+    job = load_job(
+        write(tmp_path, TINY),
+        {"dp_mode": "allreduce", "collectives": {"algorithm": "tree", "link_gbps": 400}},
+    )
+    assert (job.collectives.algorithm, job.collectives.link_gbps) == ("tree", 400.0)
+    assert load_job(write(tmp_path, TINY)).collectives.algorithm == "ring"
+
+
+@pytest.mark.parametrize(
+    "overrides,key,reason",
+    [
+        ({"collectives.algorithm": "butterfly"}, "collectives.algorithm", "must be one of ring"),
+        ({"collectives.link_gbps": 0}, "collectives.link_gbps", "must be in (0"),
+        (
+            {"collectives.algorithm": "tree"},
+            "collectives.algorithm",
+            "tree needs dp_mode allreduce",
+        ),
+    ],
+)
+def test_collectives_algorithm_errors(tmp_path, overrides, key, reason):
+    msg = error_of(tmp_path, overrides)
+    assert f": {key}: " in msg and reason in msg, msg
+
+
+def test_description_is_optional(tmp_path):
+    data = {k: v for k, v in TINY.items() if k != "description"}
+    assert load_job(write(tmp_path, data)).description == ""
