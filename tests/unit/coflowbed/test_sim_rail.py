@@ -72,3 +72,19 @@ def test_bad_rail_rate_is_rejected():
 def test_rail_hosts_must_be_the_nic_endpoints():
     with pytest.raises(ValueError, match="NIC endpoints"):
         Rail(("a", "b"), 1, 1, 1e6, 1e6, ("h1",), 2)
+
+
+def test_generated_pp_on_rails_takes_its_nic_share_closed_form():
+    """tiny-moe made dense PP2 x DP4 with one microbatch (its forward and backward PP
+    never overlap), 4 GPUs per server, 2 NICs of 8 Mbit/s: each PP coflow is two flows
+    of 2 messages x 2bsh x byte_scale = 2 x 262144 x 0.25 = 131072 bytes on separate
+    rails, so it takes 131072 x 8 / 8e6 = 0.131072 s (on one shared NIC: twice that)."""
+    from workload import generate
+    from workload.presets import load_preset
+
+    over = {"model.moe": None, "parallelism.ep": 1, "placement.gpus_per_host": 4}
+    over["microbatches"] = 1
+    dag = generate(load_preset("tiny-moe", over), ["h1", "h2"], nics=2)
+    res = simulate(dag, rail(nic_bps=8e6, core_bps=8e6), OneLevel())
+    pp = [r for r in res.coflow_records() if ".pp." in r.coflow_id]
+    assert len(pp) == 2 and {round(r.finish_s - r.start_s, 9) for r in pp} == {0.131072}
