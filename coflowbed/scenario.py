@@ -157,6 +157,7 @@ def _load_plugins(top: Section, path: Path) -> list[str]:
 
 
 def _parse_fabric(sec: Section) -> FabricPlan:
+    """The emulated ``fabric``: a leaf-spine, or a rail fabric of servers with NICs."""
     kind = sec.get("kind", "leafspine", choice(FABRIC_KINDS))
     spines = sec.need("spines", integer(1, MAX_SPINES))
     if kind == "rail":  # leaf i is NIC i's rail; every leaf holds one NIC per server

@@ -221,6 +221,7 @@ class Rail(LeafSpine):
     nics: int = 1
 
     def __post_init__(self) -> None:
+        """Check the hosts are the servers' endpoints; describe the fabric."""
         super().__post_init__()
         if self.hosts != rail_endpoints(self.servers, self.nics):
             raise ValueError("rail hosts must be the servers' NIC endpoints, rail by rail")

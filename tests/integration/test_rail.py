@@ -68,6 +68,8 @@ def payload(counters: dict, switch: str, port: int, key: str) -> int:
 
 
 def test_every_coflow_completes(rail_run):
+    """The run is complete and all three coflows finished."""
+    """A flow of a coflows workload."""
     summary = json.loads((rail_run["out"] / "summary.json").read_text())
     assert summary["partial"] is False
     rows = read_coflows_csv(rail_run["out"] / "coflows.csv")

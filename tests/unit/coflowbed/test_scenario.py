@@ -194,6 +194,7 @@ def test_rail_fabric_places_a_job_on_its_servers_nics(tmp_path):
     ],
 )
 def test_bad_rail_fabrics_fail_with_key_and_reason(tmp_path, change, key, reason):
+    """Leaf-spine dimensions, one NIC, no NICs, an unknown kind: file, key and reason."""
     data = {**base(), "fabric": {k: v for k, v in {**RAIL, **change}.items() if v is not None}}
     with pytest.raises(UserError, match=rf"{key}: {reason}"):
         load_scenario(write(tmp_path, data))

@@ -24,25 +24,25 @@ def test_endpoints_are_listed_rail_by_rail():
 
 
 def test_same_rail_crosses_only_its_leaf_other_rail_a_spine():
-    # NIC 100 Mbit/s, core 10 Mbit/s, B = 1e7 bit.  h1n0 -> h2n0 (rail 0): NIC links only,
-    # 1e7 / 1e8 = 0.1 s.  h2n1 -> h1n0 (rail 1 -> rail 0, no link shared with the first)
-    # crosses the 10 Mbit/s core: 1e7 / 1e7 = 1 s.
+    """NIC 100 Mbit/s, core 10 Mbit/s, B = 1e7 bit.  h1n0 -> h2n0 (rail 0): NIC links only,
+    1e7 / 1e8 = 0.1 s.  h2n1 -> h1n0 (rail 1 -> rail 0, no link shared with the first)
+    crosses the 10 Mbit/s core: 1e7 / 1e7 = 1 s."""
     dag = Dag([cf("same", [("h1n0", "h2n0", B)]), cf("cross", [("h2n1", "h1n0", B)])])
     assert finish(simulate(dag, rail(), OneLevel())) == {"same": approx(0.1), "cross": approx(1.0)}
 
 
 def test_one_nic_per_gpu_all_to_all_between_two_servers():
-    # 2 GPUs per server, one NIC each.  GPU g of h1 sends B to GPU g of h2 (same rail):
-    # the two flows use different NICs and leaves, each at the full 1e8 bit/s: both end
-    # at 1e7 / 1e8 = 0.1 s (on one shared NIC they would end at 2 x 0.1 = 0.2 s).
+    """2 GPUs per server, one NIC each.  GPU g of h1 sends B to GPU g of h2 (same rail):
+    the two flows use different NICs and leaves, each at the full 1e8 bit/s: both end
+    at 1e7 / 1e8 = 0.1 s (on one shared NIC they would end at 2 x 0.1 = 0.2 s)."""
     dag = Dag([cf("a2a", [("h1n0", "h2n0", B), ("h1n1", "h2n1", B)])])
     res = simulate(dag, rail(core_bps=1e6), OneLevel())
     assert [f.finish_s for f in res.flow_records()] == [approx(0.1)] * 2
 
 
 def test_cross_rail_flows_share_the_leaf_spine_link():
-    # One spine, core 10 Mbit/s.  h1n0 -> h2n1 and h2n0 -> h1n1 both go leaf0 -> spine ->
-    # leaf1 and share leaf0's uplink: 5 Mbit/s each, 1e7 / 5e6 = 2 s.
+    """One spine, core 10 Mbit/s.  h1n0 -> h2n1 and h2n0 -> h1n1 both go leaf0 -> spine ->
+    leaf1 and share leaf0's uplink: 5 Mbit/s each, 1e7 / 5e6 = 2 s."""
     dag = Dag([cf("x", [("h1n0", "h2n1", B), ("h2n0", "h1n1", B)])])
     assert finish(simulate(dag, rail(), OneLevel())) == {"x": approx(2.0)}
 
@@ -60,16 +60,19 @@ def test_parse_rail_spec():
     "spec", ["rail:4x2:1Gbps", "rail:0x2x2:1Gbps", "rail:4x2x2", "rail:4xax2:1Gbps"]
 )
 def test_bad_rail_specs_are_rejected(spec):
+    """Wrong dimension count, a zero, no rate, a non-number: each names the form."""
     with pytest.raises(ValueError, match=r"expected rail:<servers>x<nics>x<spines>"):
         parse_fabric_spec(spec)
 
 
 def test_bad_rail_rate_is_rejected():
+    """A rate that is not <number><prefix>bps."""
     with pytest.raises(ValueError, match="must look like"):
         parse_fabric_spec("rail:4x2x2:fast")
 
 
 def test_rail_hosts_must_be_the_nic_endpoints():
+    """Hosts that are not the servers' endpoints rail by rail are refused."""
     with pytest.raises(ValueError, match="NIC endpoints"):
         Rail(("a", "b"), 1, 1, 1e6, 1e6, ("h1",), 2)
 

@@ -74,6 +74,7 @@ def test_rail_sim_fabric_slots_and_model(tmp_path):
 
 
 def test_rail_keys_are_strict(tmp_path):
+    """Leaf-spine keys on a rail, rail keys on a leaf-spine, and bad values: one line each."""
     with pytest.raises(UserError, match=r"sim_fabric\.hosts_per_leaf: not a key of a rail"):
         load(tmp_path, kind="rail", host_gbps=1, hosts_per_leaf=2)
     with pytest.raises(UserError, match=r"sim_fabric\.nics: not a key of a leafspine"):

@@ -30,6 +30,7 @@ def test_every_nic_is_an_endpoint_on_its_rail():
 
 
 def test_rail_needs_one_leaf_per_nic():
+    """Rail i is leaf i+1: leaves must equal NICs."""
     with pytest.raises(ValueError, match="one leaf per NIC"):
         FabricPlan(2, 3, 2, 25, 50, nics=2)
 
@@ -46,6 +47,7 @@ def test_topo_has_one_host_per_server_and_an_interface_per_nic():
 
 
 def test_source_routes_send_each_nic_address_out_of_its_interface():
+    """Table 100 + i holds the fabric route out of eth<i>, chosen by NIC i's source."""
     plan = _plan()
     mine = [h for h in plan.hosts if h.host_node == "h2"]
     assert net.rail_route_lines(mine) == [
@@ -57,6 +59,7 @@ def test_source_routes_send_each_nic_address_out_of_its_interface():
 
 
 def test_every_nic_gets_its_own_scheduler():
+    """Each NIC endpoint's egress is its own interface of the server."""
     _root, hosts = net.port_schedulers(_plan(), levels=2, queue_packets=10)
     assert {name: ps.dev for name, ps in hosts.items()} == {
         "h1n0": "h1-eth0",

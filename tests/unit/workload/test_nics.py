@@ -14,6 +14,7 @@ from workload.schema import SpecError
 
 
 def test_names():
+    """Endpoint and slot names, and slot names parsed back."""
     assert endpoint_name("h1", 1, 2) == "h1n1" and endpoint_name("h1", 0, 1) == "h1"
     assert slot_name("h3", 2, 4) == "h3s2" and slot_of("h3s2", 4) == ("h3", 2)
     assert slot_of("h3", 1) == ("h3", 0)
@@ -99,6 +100,7 @@ def test_pp_between_slots_of_one_server_is_a_zero_time_compute():
 
 
 def test_more_nics_than_gpus_is_rejected():
+    """4 GPUs per server cannot feed 8 NICs."""
     with pytest.raises(SpecError, match="cannot feed 8 NICs"):
         generate(pp_job(), ["h1", "h2"], nics=8)
 
