@@ -97,6 +97,10 @@ def _parse(top: Section, path: Path) -> Scenario:
     levels = top.get("levels", MAX_LEVELS, integer(1, MAX_LEVELS))
     queue_packets = top.get("queue_packets", 100, integer(2, 100000))
     switch = top.get("switch", "ovs", choice(SWITCH_KINDS))
+    if switch == "bmv2" and plan.nics > 1:
+        raise top.fail(
+            "switch", "a rail fabric runs on ovs only (the BMv2 fabric has one NIC per host)"
+        )
     policy, params = _parse_policy(top)
     seed = top.get("seed", 1, integer(0))
     timeout_s = top.get("timeout_s", 600.0, number(positive=True))

@@ -198,3 +198,10 @@ def test_bad_rail_fabrics_fail_with_key_and_reason(tmp_path, change, key, reason
     data = {**base(), "fabric": {k: v for k, v in {**RAIL, **change}.items() if v is not None}}
     with pytest.raises(UserError, match=rf"{key}: {reason}"):
         load_scenario(write(tmp_path, data))
+
+
+def test_rail_fabric_on_bmv2_is_refused_before_anything_starts(tmp_path):
+    """The BMv2 fabric builds one interface per host: a rail plan is bad input there."""
+    data = {**base(), "fabric": RAIL, "switch": "bmv2"}
+    with pytest.raises(UserError, match=r"switch: a rail fabric runs on ovs only"):
+        load_scenario(write(tmp_path, data))
