@@ -71,10 +71,16 @@ class Calibration:
 
 
 def burst_pairs(plan: FabricPlan) -> list[tuple[HostPlan, HostPlan]]:
-    """(sender, receiver): each host to the same-index host of the next leaf."""
-    if plan.leaves < 2:
+    """(sender, receiver): each host to the same-index host of the next leaf (on a
+    rail fabric, that of the next server: the same index is the sender's own server)."""
+    if plan.leaves < 2 or (plan.nics > 1 and plan.hosts_per_leaf < 2):
         return []
-    return [(h, plan.host(f"h{h.leaf % plan.leaves + 1}{h.index}")) for h in plan.hosts]
+    shift = 1 if plan.nics > 1 else 0
+    at = {(h.leaf, h.index): h for h in plan.hosts}
+    return [
+        (h, at[(h.leaf % plan.leaves + 1, (h.index - 1 + shift) % plan.hosts_per_leaf + 1)])
+        for h in plan.hosts
+    ]
 
 
 def _leaf_limited(counts: dict[int, int], plan: FabricPlan) -> float:

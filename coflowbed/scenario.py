@@ -35,6 +35,7 @@ MIN_SAMPLE_PERIOD_S = 0.05  # a tc dump of every port takes a few ms
 # How per-flow rates a policy allocates (SEBF's MADD) are enforced: switch meters (drop
 # band), or pacing at the sending host (SO_MAX_PACING_RATE), as Varys throttles senders.
 POLICY_RATES = ("meters", "pacing")
+FABRIC_KINDS = ("leafspine", "rail")
 # Link options Mininet's TCLink offers but this kernel cannot do (no netem): say so.
 UNSUPPORTED_LINK_KEYS = dict.fromkeys(
     ("delay", "delay_ms", "loss", "loss_pct", "jitter", "jitter_ms", "max_queue_size"),
@@ -98,6 +99,10 @@ def _parse(top: Section, path: Path) -> Scenario:
     levels = top.get("levels", MAX_LEVELS, integer(1, MAX_LEVELS))
     queue_packets = top.get("queue_packets", 100, integer(2, 100000))
     switch = top.get("switch", "ovs", choice(SWITCH_KINDS))
+    if switch == "bmv2" and plan.nics > 1:
+        raise top.fail(
+            "switch", "a rail fabric runs on ovs only (the BMv2 fabric has one NIC per host)"
+        )
     policy, params = _parse_policy(top)
     seed = top.get("seed", 1, integer(0))
     timeout_s = top.get("timeout_s", 600.0, number(positive=True))
@@ -165,14 +170,21 @@ def _load_plugins(top: Section, path: Path) -> list[str]:
 
 
 def _parse_fabric(sec: Section) -> FabricPlan:
+    """The emulated ``fabric``: a leaf-spine, or a rail fabric of servers with NICs."""
+    kind = sec.get("kind", "leafspine", choice(FABRIC_KINDS))
     spines = sec.need("spines", integer(1, MAX_SPINES))
-    leaves = sec.need("leaves", integer(1, MAX_LEAVES))
-    hpl = sec.need("hosts_per_leaf", integer(1, MAX_HOSTS_PER_LEAF))
+    if kind == "rail":  # leaf i is NIC i's rail; every leaf holds one NIC per server
+        nics = sec.need("nics", integer(2, MAX_LEAVES))
+        leaves, hpl = nics, sec.need("hosts", integer(1, MAX_HOSTS_PER_LEAF))
+    else:
+        nics = 1
+        leaves = sec.need("leaves", integer(1, MAX_LEAVES))
+        hpl = sec.need("hosts_per_leaf", integer(1, MAX_HOSTS_PER_LEAF))
     host_bw = sec.need("host_bw_mbps", number(positive=True, hi=10000))
     fabric_bw = sec.get("fabric_bw_mbps", host_bw, number(positive=True, hi=10000))
     mtu = sec.get("mtu", DEFAULT_MTU, integer(MIN_MTU, MAX_MTU))
     sec.done(UNSUPPORTED_LINK_KEYS)
-    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw, mtu)
+    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw, mtu, nics)
 
 
 def _parse_policy(top: Section) -> tuple[str, dict]:
@@ -325,11 +337,19 @@ def _parse_job(
     try:
         job = load_job(job_path, overrides=overrides)
         sim = sim.sized(job.hosts_needed) if sim else None
-        return generate(job, sim.job_hosts() if sim else plan.host_names()), sim
+        return generate(job, *_job_hosts(plan, sim)), sim
     except UserError:
         raise  # already names the job file and key
     except ValueError as exc:
         raise UserError(str(job_path), None, str(exc)) from None
+
+
+def _job_hosts(plan: FabricPlan, sim: SimFabric | None) -> tuple[list[str], int, int]:
+    """Hosts a job is placed on, with NICs and job-host slots per server: ``sim``'s,
+    or the emulated plan's (a rail plan's servers, whose NICs are the plan's hosts)."""
+    if sim is not None:
+        return sim.job_hosts(), (sim.nics if sim.kind == "rail" else 1), sim.slots
+    return plan.server_names(), plan.nics, 1
 
 
 def _parse_import(sec: Section, hosts: list[str], path: Path) -> Dag:

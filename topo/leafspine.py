@@ -1,5 +1,8 @@
 """The leaf-spine fabric as a pure Mininet ``Topo``, built only from a FabricPlan:
-explicit dpids, explicit port numbers on both ends of every link, host IP/MAC."""
+explicit dpids, explicit port numbers on both ends of every link, host IP/MAC.
+
+A rail-optimised plan (``plan.nics`` > 1) gives each server one Mininet host with one
+interface per NIC (``h<n>-eth<i>`` to leaf i+1), each with its NIC's own IP and MAC."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
 # isort: split
 from mininet.topo import Topo
 
-from topo.plan import FABRIC_PREFIX_LEN, FabricPlan
+from topo.plan import FABRIC_PREFIX_LEN, FabricPlan, HostPlan
 
 HOST_PREFIX_LEN = FABRIC_PREFIX_LEN  # every host reaches every other on one /16
 
@@ -21,9 +24,19 @@ class LeafSpineTopo(Topo):
         for sw in plan.switches:
             self.addSwitch(sw.name, dpid=sw.dpid_str)
         for h in plan.hosts:
-            self.addHost(h.name, ip=f"{h.ip}/{HOST_PREFIX_LEN}", mac=h.mac)
+            if h.port == 0:  # a server's first NIC names its default interface
+                self.addHost(h.host_node, ip=f"{h.ip}/{HOST_PREFIX_LEN}", mac=h.mac)
+        nics = {(h.host_node, h.port): h for h in plan.hosts if h.port}
         for link in plan.links:
-            self.addLink(link.node1, link.node2, port1=link.port1, port2=link.port2)
+            extra = nic_params(nics.get((link.node1, link.port1)))
+            self.addLink(link.node1, link.node2, port1=link.port1, port2=link.port2, **extra)
+
+
+def nic_params(h: HostPlan | None) -> dict:
+    """``addLink`` keywords giving a server's further NIC its own IP and MAC."""
+    if h is None:
+        return {}
+    return {"params1": {"ip": f"{h.ip}/{HOST_PREFIX_LEN}"}, "addr1": h.mac}
 
 
 def intf_name(node: str, port: int) -> str:

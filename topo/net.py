@@ -20,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import topo.mininet_log  # noqa: F401  (before Mininet: keeps our loggers plain)
 
@@ -38,12 +39,13 @@ from topo.ovs import (
     restore_sysctl,
     stop_daemons,
 )
-from topo.plan import FabricPlan
+from topo.plan import FABRIC_NET, FABRIC_PREFIX_LEN, FabricPlan, HostPlan
 from topo.switch import PlainRemoteController, set_linux_noop_qos, switch_class
 from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("topo.net")
 CMD_TIMEOUT_S = 30.0
+RAIL_TABLE_BASE = 100  # routing table of a rail server's NIC i: 100 + i
 RECORD = "fabric.json"
 
 
@@ -75,15 +77,18 @@ def interface_names(plan: FabricPlan) -> list[str]:
 def port_schedulers(
     plan: FabricPlan, levels: int, queue_packets: int
 ) -> tuple[list[qos.PortScheduler], dict[str, qos.PortScheduler]]:
-    """Schedulers for both ends of every link: (root-namespace ones, host -> its NIC's)."""
-    root, hosts = [], {}
+    """Schedulers for both ends of every link: (root-namespace ones, host -> its NIC's;
+    on a rail fabric NIC endpoint -> its interface's)."""
+    root: list[qos.PortScheduler] = []
+    hosts: dict[str, qos.PortScheduler] = {}
+    endpoint = {(h.host_node, h.port): h.name for h in plan.hosts}
     for link in plan.links:
         for node, port in ((link.node1, link.port1), (link.node2, link.port2)):
             ps = qos.PortScheduler(
                 intf_name(node, port), link.bw_mbps, levels, queue_packets, plan.mtu
             )
             if node.startswith("h"):
-                hosts[node] = ps
+                hosts[endpoint[(node, port)]] = ps
             else:
                 root.append(ps)
     return root, hosts
@@ -104,8 +109,11 @@ class Fabric:
     datapath: str = USER_DATAPATH
 
     def host(self, name: str):
-        """The Mininet host called ``name``."""
-        return self.net.get(name)
+        """The Mininet host called ``name``, or a rail NIC endpoint of one."""
+        if self.plan.nics == 1:
+            return self.net.get(name)
+        h = self.plan.host(name)
+        return NicEndpoint(name, h.ip, self.net.get(h.host_node))
 
     def stop_switch(self, name: str) -> None:
         """Take switch ``name`` away as a crash would: its bridge is deleted (flows,
@@ -147,6 +155,29 @@ class Fabric:
         log.info("fabric stopped in %.2f s", time.monotonic() - t0)
 
 
+@dataclass(frozen=True)
+class NicEndpoint:
+    """One NIC of a rail server, as an agent host: its own name and IP, the server's
+    namespace (``popen``, ``pid``)."""
+
+    name: str
+    ip: str
+    node: Any
+
+    def IP(self) -> str:  # noqa: N802  (Mininet's spelling, which agents call)
+        """The NIC's address."""
+        return self.ip
+
+    @property
+    def pid(self) -> int:
+        """PID of the server's shell (its network namespace)."""
+        return int(self.node.pid)
+
+    def popen(self, *args: Any, **kw: Any):
+        """A process in the server's namespace."""
+        return self.node.popen(*args, **kw)
+
+
 def _record(plan: FabricPlan, run_dir: Path, datapath: str) -> None:
     """Write the names clean-up needs (and the bridges' datapath) before creating
     anything."""
@@ -175,13 +206,35 @@ def run_ip_batch(lines: list[str], what: str, netns_pid: int | None = None) -> N
 def static_arp(net: Mininet, plan: FabricPlan) -> None:
     """Permanent neighbour entries for every other host, one ``ip -batch`` per host."""
     for h in plan.hosts:
-        dev = intf_name(h.name, 0)
+        dev = intf_name(h.host_node, h.port)
         lines = [
             f"neigh replace {o.ip} lladdr {o.mac} dev {dev} nud permanent"
             for o in plan.hosts
-            if o.name != h.name
+            if o.host_node != h.host_node
         ]
-        run_ip_batch(lines, f"static ARP on {h.name}", net.get(h.name).pid)
+        run_ip_batch(lines, f"static ARP on {h.name}", net.get(h.host_node).pid)
+
+
+def source_routes(plan: FabricPlan, net: Mininet) -> None:
+    """Rail servers: a flow sent from NIC i's address leaves on NIC i (one routing
+    table per NIC, chosen by source address), whatever the main table prefers."""
+    if plan.nics == 1:
+        return
+    for node in plan.server_names():
+        mine = [h for h in plan.hosts if h.host_node == node]
+        run_ip_batch(rail_route_lines(mine), f"source routes on {node}", net.get(node).pid)
+
+
+def rail_route_lines(nics: list[HostPlan]) -> list[str]:
+    """``ip -batch`` lines of one server's per-NIC tables (table 100 + NIC number)."""
+    lines = []
+    for h in nics:
+        dev, table = intf_name(h.host_node, h.port), RAIL_TABLE_BASE + h.port
+        lines.append(f"rule add from {h.ip} lookup {table}")
+        lines.append(
+            f"route replace {FABRIC_NET}/{FABRIC_PREFIX_LEN} dev {dev} src {h.ip} table {table}"
+        )
+    return lines
 
 
 def mtu_lines(devs: list[str], mtu: int) -> list[str]:
@@ -195,9 +248,8 @@ def apply_mtu(net: Mininet, plan: FabricPlan) -> None:
     ``net.start()``, so the switches open their ports at the final MTU."""
     run_ip_batch(mtu_lines(switch_interfaces(plan), plan.mtu), "MTU of the switch ports")
     for h in plan.hosts:
-        run_ip_batch(
-            mtu_lines([intf_name(h.name, 0)], plan.mtu), f"MTU on {h.name}", net.get(h.name).pid
-        )
+        dev = intf_name(h.host_node, h.port)
+        run_ip_batch(mtu_lines([dev], plan.mtu), f"MTU on {h.name}", net.get(h.host_node).pid)
 
 
 IPV6_CONF = Path("/proc/sys/net/ipv6/conf")
@@ -222,7 +274,7 @@ def apply_port_schedulers(net: Mininet, plan: FabricPlan, levels: int, queue_pac
     set_linux_noop_qos([ps.dev for ps in root])
     qos.apply_schedulers(root)
     for name, ps in hosts.items():
-        qos.apply_schedulers([ps], netns_pid=net.get(name).pid)
+        qos.apply_schedulers([ps], netns_pid=net.get(plan.host(name).host_node).pid)
 
 
 def _build_net(plan: FabricPlan, controller_port: int, datapath: str) -> Mininet:
@@ -271,6 +323,7 @@ def start_fabric(
         apply_mtu(net, plan)
         net.start()
         static_arp(net, plan)
+        source_routes(plan, net)
         apply_port_schedulers(net, plan, levels, queue_packets)
     except BaseException:
         log.error("fabric start failed; stopping what was started")

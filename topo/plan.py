@@ -12,6 +12,12 @@ Addressing (documented in docs/fabric.md):
 
 Every interface of the fabric (both veth ends of every link) has the plan's ``mtu``
 (default 9000: at 1500 the two cores of a test machine saturate long before the links).
+
+Rail-optimised (``nics`` > 1): ``hosts_per_leaf`` servers ``h<n>``, each with ``nics``
+NICs, NIC i on leaf i+1 (so ``leaves == nics``).  Every NIC is a ``HostPlan`` of its own
+(an *endpoint*: ``h<n>n<i>``, IP ``10.0.<i+1>.<n>``, port n of its leaf), so routing sees
+a plain leaf-spine; ``node``/``port`` say which Mininet host (the server) and which of
+its interfaces (``h<n>-eth<i>``) it is.
 """
 
 from __future__ import annotations
@@ -56,6 +62,13 @@ class HostPlan:
     index: int
     ip: str
     mac: str
+    node: str = ""  # Mininet host (namespace) holding this NIC; "" = ``name``
+    port: int = 0  # its interface number on that host
+
+    @property
+    def host_node(self) -> str:
+        """Mininet host whose interface this is."""
+        return self.node or self.name
 
     @property
     def leaf_port(self) -> int:
@@ -99,6 +112,7 @@ class FabricPlan:
     host_bw_mbps: float
     fabric_bw_mbps: float
     mtu: int = DEFAULT_MTU
+    nics: int = 1  # NICs per server: > 1 is a rail-optimised fabric (leaves == nics)
     hosts: tuple[HostPlan, ...] = field(init=False)
     switches: tuple[SwitchPlan, ...] = field(init=False)
     links: tuple[LinkPlan, ...] = field(init=False)
@@ -109,6 +123,10 @@ class FabricPlan:
             if not getattr(self, key) > 0:
                 raise ValueError(f"{key} must be > 0, got {getattr(self, key)}")
         check_mtu(self.mtu)
+        if self.nics > 1 and self.nics != self.leaves:
+            raise ValueError(
+                f"a rail fabric has one leaf per NIC: nics {self.nics}, leaves {self.leaves}"
+            )
         object.__setattr__(self, "hosts", tuple(self._make_hosts()))
         object.__setattr__(self, "switches", tuple(self._make_switches()))
         object.__setattr__(self, "links", tuple(self._make_links()))
@@ -116,7 +134,11 @@ class FabricPlan:
     def _make_hosts(self):
         for lf in range(1, self.leaves + 1):
             for n in range(1, self.hosts_per_leaf + 1):
-                yield HostPlan(f"h{lf}{n}", lf, n, host_ip(lf, n), f"00:00:00:00:{lf:02x}:{n:02x}")
+                mac = f"00:00:00:00:{lf:02x}:{n:02x}"
+                if self.nics == 1:
+                    yield HostPlan(f"h{lf}{n}", lf, n, host_ip(lf, n), mac)
+                else:
+                    yield HostPlan(f"h{n}n{lf - 1}", lf, n, host_ip(lf, n), mac, f"h{n}", lf - 1)
 
     def _make_switches(self):
         for lf in range(1, self.leaves + 1):
@@ -126,7 +148,7 @@ class FabricPlan:
 
     def _make_links(self):
         for h in self.hosts:
-            yield LinkPlan(h.name, 0, f"l{h.leaf}", h.leaf_port, self.host_bw_mbps)
+            yield LinkPlan(h.host_node, h.port, f"l{h.leaf}", h.leaf_port, self.host_bw_mbps)
         for lf in range(1, self.leaves + 1):
             for s in range(1, self.spines + 1):
                 yield LinkPlan(f"l{lf}", self.uplink_port(s), f"s{s}", lf, self.fabric_bw_mbps)
@@ -148,8 +170,12 @@ class FabricPlan:
         raise KeyError(f"unknown host {name!r}")
 
     def host_names(self) -> list[str]:
-        """Names of all hosts, leaf by leaf."""
+        """Names of all hosts (rail: NIC endpoints), leaf by leaf."""
         return [h.name for h in self.hosts]
+
+    def server_names(self) -> list[str]:
+        """Mininet hosts (rail: the servers), in order of first appearance."""
+        return list(dict.fromkeys(h.host_node for h in self.hosts))
 
     def switch(self, name: str) -> SwitchPlan:
         """The switch called ``name``."""
@@ -164,6 +190,8 @@ class FabricPlan:
             k: getattr(self, k)
             for k in ("spines", "leaves", "hosts_per_leaf", "host_bw_mbps", "fabric_bw_mbps", "mtu")
         }
+        if self.nics > 1:
+            d["nics"] = self.nics
         d["hosts"] = [asdict(h) for h in self.hosts]
         d["switches"] = [asdict(s) for s in self.switches]
         d["links"] = [asdict(k) for k in self.links]
@@ -184,6 +212,7 @@ class FabricPlan:
             d["host_bw_mbps"],
             d["fabric_bw_mbps"],
             d.get("mtu", LEGACY_MTU),
+            d.get("nics", 1),
         )
 
 

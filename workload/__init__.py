@@ -3,7 +3,7 @@
 Public entry points (imported lazily so that light users of the package, such as the
 per-host traffic agent, do not pay for numpy/scipy):
 
-- ``generate(job_spec, hosts) -> Dag``            (workload.generator)
+- ``generate(job_spec, hosts, nics=1, slots=1) -> Dag``          (workload.generator)
 - ``critical_path(dag, line_rate_bps) -> float``  (workload.critpath)
 - ``workload.jobspec.load_job(path, overrides=None) -> JobSpec``
 - ``workload.dagjson.dump(dag, path)`` / ``workload.dagjson.load(path) -> Dag``
@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from workload.jobspec import JobSpec
 
 
-def generate(job_spec: JobSpec, hosts: Sequence[str] | None) -> Dag:
+def generate(job_spec: JobSpec, hosts: Sequence[str] | None, nics: int = 1, slots: int = 1) -> Dag:
     """The coflow DAG of ``job_spec`` placed on ``hosts`` (see workload.generator)."""
     from workload.generator import generate as _generate
 
-    return _generate(job_spec, hosts)
+    return _generate(job_spec, hosts, nics, slots)
 
 
 def critical_path(dag: Dag, line_rate_bps: float) -> float:

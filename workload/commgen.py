@@ -7,18 +7,24 @@ Coflow ids (stable, documented in docs/workloads.md):
 ``i<it>.ep.s<stage>g<group>.<F|B><mb>.L<lid>.<d|c>[.p<phase>]``,
 ``i<it>.dp.s<stage>.L<lid>.<rs|ag|ar>.<dense|expert>[.k<step>|.up|.down]`` (``.up`` /
 ``.down``: NCCL tree all-reduce); flow ids append ``:<n>``.
+
+On hosts with several NICs (``Placement.nics``) flows run between NIC endpoints: each
+GPU's traffic on its own NIC, traffic between GPUs of one host dropped (workload.nics);
+DP all-reduces are then rings (no NCCL trees).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
 from workload import collectives as coll, hostcoll, nccl, sizes
-from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
+from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Flow
 from workload.jobspec import JobSpec
+from workload.nics import dense_rank_rings, expert_rank_rings, pp_pairs
 from workload.placement import Placement
 
 PHASE = {"F": "fwd", "B": "bwd"}
@@ -38,16 +44,25 @@ def pp_id(it: int, kind: str, src: int, dst: int, j: int, mb: int) -> str:
 class CommBuilder:
     """Creates the coflows of one job into ``out`` (a list), returning their ids."""
 
-    def __init__(self, job: JobSpec, placement: Placement, out: list[Coflow]) -> None:
-        """Prepare per-job constants (message sizes, EP groups, DP rings)."""
+    def __init__(
+        self,
+        job: JobSpec,
+        placement: Placement,
+        out: list[Coflow],
+        local: list[Compute] | None = None,
+    ) -> None:
+        """Prepare per-job constants (message sizes, EP groups, DP rings); transfers
+        that stay inside a server become zero-time computes in ``local``."""
         self.job, self.pl, self.out = job, placement, out
+        self.local = [] if local is None else local
         m, p = job.model, job.parallelism
         self.k, self.scale = placement.ranks_per_host, job.byte_scale
-        self.pp_bytes = (
-            self.k
-            * p.tp
-            * sizes.pp_message_bytes(m.micro_batch, m.seq_len, m.hidden, p.tp, p.sequence_parallel)
+        self.nics, self.multi = placement.nics, placement.multi
+        self.maps = [placement.nic_map(st, p.tp) for st in range(p.pp)] if self.multi else []
+        self.gpu_pp_bytes = sizes.pp_message_bytes(
+            m.micro_batch, m.seq_len, m.hidden, p.tp, p.sequence_parallel
         )
+        self.pp_bytes = self.k * p.tp * self.gpu_pp_bytes
         self.hosts_per_group = max(1, p.ep // self.k)
         self.ep_on_fabric = m.moe is not None and p.ep > self.k
         if m.moe is not None and self.ep_on_fabric:
@@ -69,13 +84,40 @@ class CommBuilder:
         ident = CoflowIdentity(
             CoflowType.PP, self.job.name, it, mb, lid, "send_recv", 0, PHASE[kind], src % pp
         )
-        flow = Flow(
-            f"{cid}:0",
-            self.pl.host(src % pp, j),
-            self.pl.host(dst % pp, j),
-            scaled(self.pp_bytes, self.scale),
+        flows = self._pp_flows(cid, src % pp, dst % pp, j)
+        if not flows:
+            return self._nvlink(cid, src % pp, j, deps)
+        self.out.append(Coflow(cid, flows, ident, tuple(deps)))
+        return cid
+
+    def _pp_flows(self, cid: str, src: int, dst: int, j: int) -> tuple[Flow, ...]:
+        """Flows of a PP transfer from the j-th host of stage src to that of dst: one
+        host-to-host flow, or (multi-NIC) one per NIC pair its GPUs use (GPU u to GPU
+        u), none when both are slots of one server."""
+        if not self.multi:
+            flow = Flow(
+                f"{cid}:0",
+                self.pl.host(src, j),
+                self.pl.host(dst, j),
+                scaled(self.pp_bytes, self.scale),
+            )
+            return (flow,)
+        pairs = pp_pairs(self.maps[src], self.maps[dst], j, self.k * self.job.parallelism.tp)
+        return tuple(
+            Flow(
+                f"{cid}:{n}",
+                self.pl.endpoint(src, j * self.nics + a),
+                self.pl.endpoint(dst, j * self.nics + b),
+                scaled(count * self.gpu_pp_bytes, self.scale),
+            )
+            for n, ((a, b), count) in enumerate(sorted(pairs.items()))
         )
-        self.out.append(Coflow(cid, (flow,), ident, tuple(deps)))
+
+    def _nvlink(self, cid: str, stage: int, j: int, deps: Sequence[str]) -> str:
+        """A transfer inside one server (NVLink): a zero-time compute named ``cid`` on
+        the j-th host of ``stage``, so dependants keep their dependency."""
+        host = self.pl.host(stage, j)
+        self.local.append(Compute(cid, host, 0.0, tuple(deps), "nvlink"))
         return cid
 
     # -- EP ---------------------------------------------------------------
@@ -84,20 +126,29 @@ class CommBuilder:
         g = self.hosts_per_group
         return [list(range(q * g, (q + 1) * g)) for q in range(self.job.hosts_per_stage // g)]
 
-    def _ep_matrix(self, it: int, lid: int, mb: int, transpose: bool):
+    def _ep_matrix(self, it: int, lid: int, mb: int, transpose: bool, stage: int, group: int):
         """Scaled host-level dispatch (or combine) matrix of one EP group and its
-        phases: the whole matrix, or Hermod's matchings when ``ep_matching`` is on."""
+        phases: the whole matrix, or Hermod's matchings when ``ep_matching`` is on.
+        Host indices are group-local, or stage-local endpoints (multi-NIC)."""
         job = self.job
         rng = np.random.default_rng([job.seed, it, lid, mb])
         pop = coll.gate_popularity(self.experts, job.ep_skew, rng)
         ranks = coll.a2a_rank_matrix(self.ep_bytes, job.parallelism.ep, pop)
-        hosts = coll.scale_bytes(job.parallelism.tp * coll.host_matrix(ranks, self.k), self.scale)
+        hosts = coll.scale_bytes(self._endpoint_matrix(ranks, stage, group), self.scale)
         if transpose:
             hosts = np.ascontiguousarray(hosts.T)
         if job.collectives.ep_matching:
             return coll.decompose_matchings(hosts)
         nz = np.nonzero(hosts)
         return [[(int(a), int(b), int(hosts[a, b])) for a, b in zip(*nz)]]
+
+    def _endpoint_matrix(self, ranks: np.ndarray, stage: int, group: int) -> np.ndarray:
+        """Unscaled EP group matrix between the group's hosts, or between the stage's
+        NIC endpoints (multi-NIC)."""
+        p = self.job.parallelism
+        if not self.multi:
+            return p.tp * coll.host_matrix(ranks, self.k)
+        return self.maps[stage].matrix(ranks, group * p.ep)
 
     def ep(
         self,
@@ -113,15 +164,22 @@ class CommBuilder:
         """The all-to-all (``which`` 0 = dispatch direction, 1 = combine direction) of one
         EP group; returns the id of its last (sub-)coflow."""
         # fwd: dispatch T then combine T^T; bwd: grads retrace them (T, then T^T).
-        phases = self._matrix(it, lid, mb, which == 1)
+        where = (stage, group) if self.multi else (0, 0)  # single NIC: one matrix for all
+        phases = self._matrix(it, lid, mb, which == 1, *where)
         base = f"i{it}.ep.s{stage}g{group}.{kind}{mb}.L{lid}.{'dc'[which]}"
-        first = group * self.hosts_per_group
-        row = self.pl.stage_hosts[stage]
+        if not any(phases):
+            return self._nvlink(base, stage, group * self.hosts_per_group, deps)
+        first = 0 if self.multi else group * self.hosts_per_group
         prev = tuple(deps)
         for step, phase in enumerate(phases):
             cid = base if len(phases) == 1 else f"{base}.p{step}"
             flows = tuple(
-                Flow(f"{cid}:{n}", row[first + a], row[first + b], nb)
+                Flow(
+                    f"{cid}:{n}",
+                    self.pl.endpoint(stage, first + a),
+                    self.pl.endpoint(stage, first + b),
+                    nb,
+                )
                 for n, (a, b, nb) in enumerate(phase)
             )
             ident = CoflowIdentity(
@@ -132,18 +190,31 @@ class CommBuilder:
         return prev[0]
 
     # -- DP ---------------------------------------------------------------
-    def dp_parts(self, lid: int) -> list[tuple[str, float, Iterable[list[int]], int]]:
-        """Buckets of layer ``lid``: (part, per-rank params, rings, ranks per ring)."""
+    def dp_parts(self, stage: int, lid: int) -> list[tuple[str, float, Counter[coll.Edge], int]]:
+        """Buckets of layer ``lid``: (part, per-rank params, GPU rings crossing each
+        endpoint pair, ranks per ring)."""
         p = self.job.parallelism
         lp = sizes.rank_layer_params(self.job, lid)
-        parts: list[tuple[str, float, Iterable[list[int]], int]] = [
-            ("dense", lp.dense, coll.dense_dp_rings(p.dp, self.k), p.dp)
-        ]
+        parts = [("dense", lp.dense, self._ring_edges("dense", stage), p.dp)]
         if lp.expert > 0 and p.dp // p.ep > 1:
-            parts.append(
-                ("expert", lp.expert, coll.expert_dp_rings(p.dp, p.ep, self.k), p.dp // p.ep)
-            )
+            parts.append(("expert", lp.expert, self._ring_edges("expert", stage), p.dp // p.ep))
         return parts
+
+    def _ring_edges(self, part: str, stage: int) -> Counter[coll.Edge]:
+        """GPU rings (one per TP rank) of ``part`` crossing each endpoint pair."""
+        p = self.job.parallelism
+        if not self.multi:
+            rings = self._host_rings(part)
+            return Counter({e: w * p.tp for e, w in coll.ring_edge_weights(rings).items()})
+        ranks = dense_rank_rings(p.dp) if part == "dense" else expert_rank_rings(p.dp, p.ep)
+        return self.maps[stage].ring_edges(ranks)
+
+    def _host_rings(self, part: str) -> list[list[int]]:
+        """Host index of each rank of ``part``'s rings (one NIC per host)."""
+        p = self.job.parallelism
+        if part == "dense":
+            return coll.dense_dp_rings(p.dp, self.k)
+        return coll.expert_dp_rings(p.dp, p.ep, self.k)
 
     def dp(self, it: int, stage: int, lid: int, deps: Sequence[str], mid: int) -> dict[str, str]:
         """ZeRO-2 reduce-scatter + all-gather (or one all-reduce) of each bucket of layer
@@ -156,8 +227,7 @@ class CommBuilder:
         else:
             plan = [("all_reduce", "ar", sizes.GRAD_BYTES)]
         done: dict[str, str] = {}
-        for part, params, rings, n in self.dp_parts(lid):
-            edges = coll.ring_edge_weights(rings)
+        for part, params, edges, n in self.dp_parts(stage, lid):
             if not edges:
                 continue
             prev = tuple(deps)
@@ -166,7 +236,7 @@ class CommBuilder:
                 size = width * params
                 tree = None
                 if collective == "all_reduce":
-                    tree = self._tree(base, stage, it, lid, mid, rings, size, prev)
+                    tree = self._tree(base, stage, it, lid, mid, part, size, prev)
                 prev = tree or self._ring(
                     base, collective, stage, it, lid, mid, edges, size, n, prev
                 )
@@ -180,17 +250,18 @@ class CommBuilder:
         it: int,
         lid: int,
         mid: int,
-        rings: Iterable[list[int]],
+        part: str,
         size: float,
         deps: tuple[str, ...],
     ) -> tuple[str, ...] | None:
         """The all-reduce as NCCL's double binary trees over each ring's hosts (tp trees
         in parallel), coflows ``.up`` then ``.down``, when ``collectives.algorithm``
-        picks tree for this bucket; None when it picks ring."""
+        picks tree for this bucket; None when it picks ring (always on multi-NIC hosts:
+        the trees are built host to host)."""
         c = self.job.collectives
-        if c.algorithm == "ring":
+        if c.algorithm == "ring" or self.multi:
             return None
-        groups = [hostcoll.distinct_hosts(r) for r in rings]
+        groups = [hostcoll.distinct_hosts(r) for r in self._host_rings(part)]
         if nccl.pick_algorithm(c.algorithm, len(groups[0]), size, c.link_gbps) != "tree":
             return None
         tp = self.job.parallelism.tp
@@ -220,14 +291,18 @@ class CommBuilder:
         chain of coflows, or one collapsed coflow; returns (last id,)."""
         steps = sizes.ring_steps(collective, n)
         expand = self.job.collectives.use_steps(n)
-        per_step = {e: w * self.job.parallelism.tp * size / n for e, w in edges.items()}
-        row = self.pl.stage_hosts[stage]
+        per_step = {e: w * size / n for e, w in edges.items()}
         prev = deps
         for step in range(steps if expand else 1):
             cid = f"{base}.k{step}" if expand else base
             mult = 1 if expand else steps
             flows = tuple(
-                Flow(f"{cid}:{i}", row[a], row[b], scaled(nb * mult, self.scale))
+                Flow(
+                    f"{cid}:{i}",
+                    self.pl.endpoint(stage, a),
+                    self.pl.endpoint(stage, b),
+                    scaled(nb * mult, self.scale),
+                )
                 for i, ((a, b), nb) in enumerate(per_step.items())
             )
             ident = CoflowIdentity(

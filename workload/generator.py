@@ -39,7 +39,7 @@ class _Builder:
         self.job, self.pl = job, placement
         self.computes: list[Compute] = []
         self.coflows: list[Coflow] = []
-        self.comm = CommBuilder(job, placement, self.coflows)
+        self.comm = CommBuilder(job, placement, self.coflows, self.computes)
         self.times = {lid: layer_times(job, lid) for lid in range(job.model.layers)}
         self.bwd = job.compute.bwd_factor
         self.last: dict[tuple[int, int], str] = {}  # (stage, host) -> last compute id
@@ -151,9 +151,11 @@ class _Builder:
                 front[j] = [front[j][0], last]
 
 
-def generate(job: JobSpec, hosts: Sequence[str] | None) -> Dag:
-    """The coflow DAG of ``job`` placed on ``hosts`` (see workload.placement)."""
-    placement = place(job, hosts)
+def generate(job: JobSpec, hosts: Sequence[str] | None, nics: int = 1, slots: int = 1) -> Dag:
+    """The coflow DAG of ``job`` placed on ``hosts``: slots of servers with ``nics``
+    NICs and ``slots`` slots each (see workload.placement; flows then run between NIC
+    endpoints, computes on the slots)."""
+    placement = place(job, hosts, nics, slots)
     b = _Builder(job, placement)
     b.build()
     dag = Dag(b.coflows, b.computes, job_meta(job, placement))
@@ -200,6 +202,8 @@ def job_meta(job: JobSpec, placement: Placement) -> dict:
         "schedule": job.schedule,
         "dp_mode": job.dp_mode,
         "gpus_per_host": job.placement.gpus_per_host,
+        "nics_per_server": placement.nics,
+        "slots_per_server": placement.slots,
         "stage_hosts": [list(r) for r in placement.stage_hosts],
         "ep_skew": job.ep_skew,
         "seed": job.seed,

@@ -5,6 +5,10 @@ DP, then PP (Megatron's order), and packed onto hosts in the order of the host l
 TP groups never leave a host, a host holds ``k = gpus_per_host / tp`` consecutive DP
 ranks of one pipeline stage, and stage ``i`` gets the i-th block of
 ``hosts_per_stage`` hosts.  ``placement.stage_hosts`` in the job overrides this.
+
+A host may be one of ``slots`` GPU slots of a server with several NICs (a
+rail-optimised fabric): GPU g of a server sends on NIC ``g mod nics`` (``workload.nics``);
+``Placement.endpoint`` names the NIC endpoints that flows run between.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from workload.jobspec import JobSpec
+from workload.nics import NicMap, endpoint_name, slot_of
 from workload.schema import SpecError
 
 log = logging.getLogger("workload.placement")
@@ -26,10 +31,26 @@ class Placement:
 
     stage_hosts: tuple[tuple[str, ...], ...]
     ranks_per_host: int
+    nics: int = 1  # NICs per server
+    slots: int = 1  # hosts (GPU slots) per server
+
+    @property
+    def multi(self) -> bool:
+        """Whether flows need the per-GPU NIC model (several NICs or slots)."""
+        return self.nics > 1 or self.slots > 1
 
     def host(self, stage: int, j: int) -> str:
         """The j-th host of ``stage``."""
         return self.stage_hosts[stage][j]
+
+    def endpoint(self, stage: int, e: int) -> str:
+        """The NIC endpoint of stage-local endpoint index ``e`` (slot e // nics)."""
+        server, _ = slot_of(self.stage_hosts[stage][e // self.nics], self.slots)
+        return endpoint_name(server, e % self.nics, self.nics)
+
+    def nic_map(self, stage: int, tp: int) -> NicMap:
+        """GPU -> NIC map of ``stage`` for TP degree ``tp``."""
+        return NicMap.of(self.stage_hosts[stage], self.nics, tp, self.ranks_per_host, self.slots)
 
 
 def generic_hosts(n: int) -> list[str]:
@@ -37,9 +58,11 @@ def generic_hosts(n: int) -> list[str]:
     return [f"h{i}" for i in range(n)]
 
 
-def place(job: JobSpec, hosts: Sequence[str] | None) -> Placement:
-    """Placement of ``job`` on ``hosts`` (default packing or the job's explicit one).
-    ``hosts=None`` is allowed only with an explicit placement."""
+def place(job: JobSpec, hosts: Sequence[str] | None, nics: int = 1, slots: int = 1) -> Placement:
+    """Placement of ``job`` on ``hosts`` (slots of servers with ``nics`` NICs, ``slots``
+    slots each; default packing or the job's explicit one).  ``hosts=None`` is allowed
+    only with an explicit placement."""
+    _check_nics(job, nics, slots)
     explicit = job.placement.stage_hosts
     if explicit is not None:
         if hosts is not None:
@@ -52,7 +75,7 @@ def place(job: JobSpec, hosts: Sequence[str] | None) -> Placement:
                             f"placement.stage_hosts[{i}]",
                             f"host {h!r} is not among the given hosts",
                         )
-        return Placement(explicit, job.ranks_per_host)
+        return Placement(explicit, job.ranks_per_host, nics, slots)
     if hosts is None:
         raise ValueError("place: no hosts given and the job has no placement.stage_hosts")
     hosts = list(hosts)
@@ -70,4 +93,16 @@ def place(job: JobSpec, hosts: Sequence[str] | None) -> Placement:
     if len(hosts) > need:
         log.info("job %s uses %d of %d hosts", job.name, need, len(hosts))
     rows = tuple(tuple(hosts[i * per : (i + 1) * per]) for i in range(job.parallelism.pp))
-    return Placement(rows, job.ranks_per_host)
+    return Placement(rows, job.ranks_per_host, nics, slots)
+
+
+def _check_nics(job: JobSpec, nics: int, slots: int) -> None:
+    """SpecError unless every NIC of a server has a GPU (1 <= nics <= GPUs per server)."""
+    gpus = job.placement.gpus_per_host * slots
+    if slots < 1 or not 1 <= nics <= gpus:
+        raise SpecError(
+            job.source,
+            "placement.gpus_per_host",
+            f"servers of {gpus} GPUs ({slots} slots) cannot feed {nics} NICs"
+            " (GPU g sends on NIC g mod nics)",
+        )

@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--fabric",
-        help="bigswitch[:<N>x<rate>] or leafspine:<L>x<H>x<S>:<rate>[/<rate>] "
+        help="bigswitch[:<N>x<rate>], leafspine:<L>x<H>x<S>:<rate>[/<rate>] or "
+        "rail:<servers>x<nics>x<spines>:<nic rate>[/<core rate>] "
         "(default: the scenario's leaf-spine; bigswitch:<ports>x1Gbps for traces, "
         "where G/M mean 2^30/2^20 as in the trace's model)",
     )

@@ -14,7 +14,14 @@ import math
 from collections.abc import Sequence
 
 from coflowbed.sim.engine import Simulator
-from coflowbed.sim.fabric import BigSwitch, FabricModel, LeafSpine, LinkFault, parse_fabric_spec
+from coflowbed.sim.fabric import (
+    BigSwitch,
+    FabricModel,
+    LeafSpine,
+    LinkFault,
+    Rail,
+    parse_fabric_spec,
+)
 from coflowbed.sim.levels import StaticPolicy, assign_levels, parse_levels
 from coflowbed.sim.result import SimResult
 from controller.policies.base import Policy
@@ -50,6 +57,7 @@ __all__ = [
     "FabricModel",
     "LeafSpine",
     "LinkFault",
+    "Rail",
     "SimResult",
     "Simulator",
     "StaticPolicy",

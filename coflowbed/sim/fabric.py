@@ -10,6 +10,10 @@ are padded with the dummy) and rate allocation can stay vectorised.
 - ``LeafSpine``: host uplink, leaf->spine, spine->leaf, host downlink; a flow between
   hosts of one leaf only crosses the two host links.  The spine is chosen per flow by a
   hash (ECMP, see ``ecmp_spine``) over the spines whose links to both leaves are up.
+- ``Rail``: rail-optimised; every server has ``nics`` NICs, NIC i of every server on leaf
+  (rail) i.  A flow between NICs of one rail crosses only that leaf; between rails it
+  crosses a spine.  It is a leaf-spine whose "hosts" are the NIC endpoints
+  (``<server>n<i>``, workload.nics), listed rail by rail.
 
 Link faults (``LinkFault``: scenario faults): a leaf-spine link that is down has
 capacity 0 both ways (``capacity_with``), and flows hash over the remaining spines
@@ -28,6 +32,7 @@ import numpy as np
 from controller.policies.base import FabricView
 from topo.plan import FabricPlan
 from workload.marking import MAX_LEVELS
+from workload.nics import endpoint_name
 
 Down = frozenset[tuple[int, int]]  # leaf-spine links down: (leaf, spine), 0-based
 NONE_DOWN: Down = frozenset()
@@ -207,6 +212,40 @@ class LeafSpine(FabricModel):
         )
 
 
+@dataclass
+class Rail(LeafSpine):
+    """Rail-optimised fabric of ``servers`` with ``nics`` NICs each (build with
+    ``Rail.of``); leaf i is rail i, ``hosts`` are the NIC endpoints rail by rail."""
+
+    servers: tuple[str, ...] = ()
+    nics: int = 1
+
+    def __post_init__(self) -> None:
+        """Check the hosts are the servers' endpoints; describe the fabric."""
+        super().__post_init__()
+        if self.hosts != rail_endpoints(self.servers, self.nics):
+            raise ValueError("rail hosts must be the servers' NIC endpoints, rail by rail")
+        self.description = (
+            f"rail {len(self.servers)} servers x {self.nics} NICs, {self.spines} spines, "
+            f"NIC {self.host_bps:g} / core {self.fabric_bps:g} bit/s"
+        )
+
+    @classmethod
+    def of(
+        cls, servers: Sequence[str], nics: int, spines: int, nic_bps: float, core_bps: float
+    ) -> Rail:
+        """The rail fabric of ``servers`` (distinct names), ``nics`` rails, ``spines``."""
+        if nics < 1 or not servers:
+            raise ValueError(f"a rail fabric needs servers and >= 1 NIC, got {nics}")
+        ends = rail_endpoints(servers, nics)
+        return cls(ends, len(servers), spines, nic_bps, core_bps, tuple(servers), nics)
+
+
+def rail_endpoints(servers: Sequence[str], nics: int) -> tuple[str, ...]:
+    """NIC endpoints of ``servers``, rail by rail (NIC 0 of every server first)."""
+    return tuple(endpoint_name(s, i, nics) for i in range(nics) for s in servers)
+
+
 def _pick(spines: list[int], h: int) -> int:
     """The ``h``-th of ``spines`` (modulo): the ECMP choice among the live spines."""
     return spines[h % len(spines)]
@@ -230,10 +269,14 @@ def parse_rate(text: str, binary: bool = False) -> float:
 
 
 def parse_fabric_spec(spec: str, binary: bool = False) -> BigSwitch | LeafSpine:
-    """``bigswitch:<N>x<rate>`` or
-    ``leafspine:<leaves>x<hosts>x<spines>:<host rate>[/<fabric rate>]``.
-    Big-switch hosts are named ``p0..p<N-1>``, leaf-spine hosts ``h<l>_<n>`` (1-based)."""
+    """``bigswitch:<N>x<rate>``,
+    ``leafspine:<leaves>x<hosts>x<spines>:<host rate>[/<fabric rate>]`` or
+    ``rail:<servers>x<nics>x<spines>:<nic rate>[/<core rate>]``.
+    Big-switch hosts are named ``p0..p<N-1>``, leaf-spine hosts ``h<l>_<n>`` (1-based),
+    rail servers ``h1..h<N>`` with NIC endpoints ``h<s>n<i>`` (NIC i 0-based)."""
     kind, _, rest = spec.partition(":")
+    if kind == "rail":
+        return _parse_rail(spec, rest, binary)
     if kind == "bigswitch":
         n, sep, rate = rest.partition("x")
         if not sep or not n.isdigit() or int(n) < 1:
@@ -254,4 +297,21 @@ def parse_fabric_spec(spec: str, binary: bool = False) -> BigSwitch | LeafSpine:
         fb = parse_rate(core_rate, binary) if core_rate else hb
         hosts = tuple(f"h{lf}_{n}" for lf in range(1, leaves + 1) for n in range(1, hpl + 1))
         return LeafSpine(hosts, hpl, spines, hb, fb)
-    raise ValueError(f"fabric {spec!r}: kind must be bigswitch or leafspine")
+    raise ValueError(f"fabric {spec!r}: kind must be bigswitch, leafspine or rail")
+
+
+def _parse_rail(spec: str, rest: str, binary: bool) -> Rail:
+    """The ``<servers>x<nics>x<spines>:<nic rate>[/<core rate>]`` part of a rail spec."""
+    dims, _, rates = rest.partition(":")
+    parts = dims.split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts) or not rates:
+        raise ValueError(
+            f"fabric {spec!r}: expected rail:<servers>x<nics>x<spines>:<nic rate>[/<core rate>],"
+            " e.g. rail:4x2x2:100Gbps/200Gbps"
+        )
+    servers, nics, spines = (int(p) for p in parts)
+    nic_rate, _, core_rate = rates.partition("/")
+    nb = parse_rate(nic_rate, binary)
+    cb = parse_rate(core_rate, binary) if core_rate else nb
+    names = tuple(f"h{i}" for i in range(1, servers + 1))
+    return Rail.of(names, nics, spines, nb, cb)

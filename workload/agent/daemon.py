@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from workload.agent.proto import (
+    ANY_ADDRESS,
     DATA_PORT,
     MAX_LINE_BYTES,
     UNIX_PATH_MAX,
@@ -71,7 +72,7 @@ class AgentOptions:
     host: str
     control: Path
     data_port: int = DATA_PORT
-    ip: str = "0.0.0.0"
+    ip: str = ANY_ADDRESS
     connect_timeout_s: float = 5.0
     stall_timeout_s: float = 60.0  # 0 disables; strict priority may starve a flow a while
     attach_timeout_s: float = 60.0
@@ -373,7 +374,7 @@ def parse_args(argv: list[str] | None = None) -> AgentOptions:
     p.add_argument(
         "--data-port", type=int, default=DATA_PORT, help="TCP port for incoming flows (0: any)"
     )
-    p.add_argument("--ip", default="0.0.0.0", help="address to accept flows on")
+    p.add_argument("--ip", default=ANY_ADDRESS, help="address to accept flows on")
     p.add_argument("--connect-timeout", type=float, default=5.0, help="seconds per TCP connect")
     p.add_argument(
         "--stall-timeout", type=float, default=60.0, help="fail flows idle this long (0: never)"

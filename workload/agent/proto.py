@@ -173,6 +173,7 @@ def _check_port(port: Any) -> int:
 
 MAX_POOL = 64  # connections one agent holds to one destination
 DATA_PORT = 5001  # TCP port every agent listens on for incoming flows (data messages)
+ANY_ADDRESS = "0.0.0.0"  # an agent given no --ip accepts on every address, sends from any
 
 
 @dataclass(frozen=True)

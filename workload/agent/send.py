@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from workload import marking
 from workload.agent.proto import (
+    ANY_ADDRESS,
     ConnectRequest,
     ProtocolError,
     SendRequest,
@@ -121,9 +122,12 @@ class FlowSender:
         }
 
     async def _open(self, dest: Dest) -> Connection:
-        """One new connection to ``dest``, unmarked (the handshake is never starved)."""
+        """One new connection to ``dest``, unmarked (the handshake is never starved),
+        from the address this agent accepts flows on (a rail server's NIC: its own)."""
         sock = open_flow_socket(0, 0, self.priority_ok, None, mark=False)
         try:
+            if self.opts.ip != ANY_ADDRESS:
+                sock.bind((self.opts.ip, 0))
             async with asyncio.timeout(self.opts.connect_timeout_s):
                 await asyncio.get_running_loop().sock_connect(sock, dest)
         except BaseException:

@@ -135,3 +135,11 @@ def test_the_run_ignores_late_calibration_events():
     backend.agents, backend.times = Agents(), emulation.ReleaseTimes()
     backend.link = type("L", (), {"error": None})()
     assert backend.wait_events(0.1) == []
+
+
+def test_rail_burst_pairs_go_to_the_next_rail_of_the_next_server():
+    """Same index on the next leaf would be the sender's own server: shift by one."""
+    rail = FabricPlan(2, 2, 2, 25, 50, nics=2)
+    pairs = [(s.name, d.name) for s, d in burst_pairs(rail)]
+    assert pairs == [("h1n0", "h2n1"), ("h2n0", "h1n1"), ("h1n1", "h2n0"), ("h2n1", "h1n0")]
+    assert burst_pairs(FabricPlan(2, 2, 1, 25, 50, nics=2)) == []

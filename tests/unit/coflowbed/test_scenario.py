@@ -160,3 +160,48 @@ def test_broken_plugin_is_reported_as_bad_input(tmp_path):
         UserError, match=r"plugins\[0\]: cannot import .*broken.py: RuntimeError: oops"
     ):
         load_scenario(write(tmp_path, data))
+
+
+RAIL = {"kind": "rail", "hosts": 4, "nics": 2, "spines": 2, "host_bw_mbps": 25}
+
+
+def test_rail_fabric_places_a_job_on_its_servers_nics(tmp_path):
+    """rail-small's shape: 4 servers x 2 NICs; Qwen-MoE-12L PP4 x DP8 with a stage per
+    server: PP flows h<s>n<i> -> h<s+1>n<i> (GPU g on NIC g mod 2, same rail)."""
+    data = {
+        **base(),
+        "fabric": RAIL,
+        "policy": "fair",
+        "workload": {
+            "job": "qwen-moe-12l",
+            "overrides": {"parallelism": {"pp": 4, "dp": 8, "ep": 8}, "placement.gpus_per_host": 8},
+        },
+    }
+    scen = load_scenario(write(tmp_path, data))
+    assert scen.plan.server_names() == ["h1", "h2", "h3", "h4"] and scen.plan.leaves == 2
+    pairs = {(f.src, f.dst) for cf in scen.dag.coflows for f in cf.flows}
+    assert ("h1n0", "h2n0") in pairs and ("h2n1", "h1n1") in pairs
+    assert all(s[-1] == d[-1] for s, d in pairs)  # never across rails
+
+
+@pytest.mark.parametrize(
+    "change, key, reason",
+    [
+        ({"leaves": 2}, "fabric.leaves", "unknown key"),
+        ({"nics": 1}, "fabric.nics", "must be >= 2"),
+        ({"nics": None}, "fabric.nics", "missing required key"),
+        ({"kind": "torus"}, "fabric.kind", "must be one of"),
+    ],
+)
+def test_bad_rail_fabrics_fail_with_key_and_reason(tmp_path, change, key, reason):
+    """Leaf-spine dimensions, one NIC, no NICs, an unknown kind: file, key and reason."""
+    data = {**base(), "fabric": {k: v for k, v in {**RAIL, **change}.items() if v is not None}}
+    with pytest.raises(UserError, match=rf"{key}: {reason}"):
+        load_scenario(write(tmp_path, data))
+
+
+def test_rail_fabric_on_bmv2_is_refused_before_anything_starts(tmp_path):
+    """The BMv2 fabric builds one interface per host: a rail plan is bad input there."""
+    data = {**base(), "fabric": RAIL, "switch": "bmv2"}
+    with pytest.raises(UserError, match=r"switch: a rail fabric runs on ovs only"):
+        load_scenario(write(tmp_path, data))

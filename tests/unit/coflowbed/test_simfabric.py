@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from coflowbed.errors import UserError
-from coflowbed.scenario import scenario_from_raw
+from coflowbed.scenario import load_scenario, scenario_from_raw
 from coflowbed.simfabric import SimFabric
 
+SHIPPED = Path(__file__).resolve().parents[3] / "coflowbed" / "scenarios"
 BASE = {
     "fabric": {"spines": 1, "leaves": 1, "hosts_per_leaf": 2, "host_bw_mbps": 10},
     "policy": "fair",
@@ -51,3 +54,43 @@ def test_emulated_run_refuses_a_sim_fabric(tmp_path):
 
     with pytest.raises(UserError, match="sim_fabric: simulator only"):
         check_can_run(load(tmp_path, host_gbps=1, kind="bigswitch"))
+
+
+def test_rail_sim_fabric_slots_and_model(tmp_path):
+    """tiny-moe needs 8 one-GPU hosts: 2 slots per server -> 4 servers; spread puts slot
+    0 of every server first; the model is a rail of 4 servers x 2 NICs whose core
+    defaults to 4 NICs x 10 Gbit/s over 2 spines = 20 Gbit/s."""
+    scen = load(tmp_path, kind="rail", host_gbps=10, nics=2, slots=2, spines=2, placement="spread")
+    fab = scen.sim_fabric
+    assert (
+        fab is not None
+        and fab.hosts == 4
+        and fab.job_hosts()[:5] == ["h1s0", "h2s0", "h3s0", "h4s0", "h1s1"]
+    )
+    model = fab.model()
+    assert model.servers == ("h1", "h2", "h3", "h4") and model.fabric_bps == pytest.approx(20e9)
+    used = {f.src for cf in scen.dag.coflows for f in cf.flows}
+    assert used <= set(model.hosts)
+
+
+def test_rail_keys_are_strict(tmp_path):
+    """Leaf-spine keys on a rail, rail keys on a leaf-spine, and bad values: one line each."""
+    with pytest.raises(UserError, match=r"sim_fabric\.hosts_per_leaf: not a key of a rail"):
+        load(tmp_path, kind="rail", host_gbps=1, hosts_per_leaf=2)
+    with pytest.raises(UserError, match=r"sim_fabric\.nics: not a key of a leafspine"):
+        load(tmp_path, host_gbps=1, nics=2)
+    with pytest.raises(UserError, match=r"sim_fabric\.nics: must be >= 1"):
+        load(tmp_path, kind="rail", host_gbps=1, nics=0)
+
+
+@pytest.mark.parametrize("name", ["thesis-qwen-moe-12l", "thesis-gpt3-13b"])
+def test_thesis_scenarios_are_the_4x2_rail_testbed(name):
+    """4 servers x 2 NICs at 100G, 200G core; a stage per server, so every flow is PP
+    from server s to s+1 (or back) on one rail: h<s>n<i> <-> h<s±1>n<i>."""
+    scen = load_scenario(SHIPPED / f"{name}.yaml")
+    model = scen.sim_fabric.model()
+    assert (model.servers, model.nics, model.spines) == (("h1", "h2", "h3", "h4"), 2, 2)
+    assert (model.host_bps, model.fabric_bps) == (100e9, 200e9)
+    flows = [f for cf in scen.dag.coflows for f in cf.flows]
+    assert flows and all(f.src[-1] == f.dst[-1] for f in flows)
+    assert all(abs(int(f.src[1]) - int(f.dst[1])) == 1 for f in flows)
