@@ -86,7 +86,7 @@ class CommBuilder:
         )
         flows = self._pp_flows(cid, src % pp, dst % pp, j)
         if not flows:
-            return self._nvlink(cid, src % pp, j, deps)
+            return self._nvlink(cid, it, src % pp, j, deps)
         self.out.append(Coflow(cid, flows, ident, tuple(deps)))
         return cid
 
@@ -113,11 +113,11 @@ class CommBuilder:
             for n, ((a, b), count) in enumerate(sorted(pairs.items()))
         )
 
-    def _nvlink(self, cid: str, stage: int, j: int, deps: Sequence[str]) -> str:
+    def _nvlink(self, cid: str, it: int, stage: int, j: int, deps: Sequence[str]) -> str:
         """A transfer inside one server (NVLink): a zero-time compute named ``cid`` on
         the j-th host of ``stage``, so dependants keep their dependency."""
         host = self.pl.host(stage, j)
-        self.local.append(Compute(cid, host, 0.0, tuple(deps), "nvlink"))
+        self.local.append(Compute(cid, host, 0.0, tuple(deps), "nvlink", it, self.job.name))
         return cid
 
     # -- EP ---------------------------------------------------------------
@@ -168,7 +168,7 @@ class CommBuilder:
         phases = self._matrix(it, lid, mb, which == 1, *where)
         base = f"i{it}.ep.s{stage}g{group}.{kind}{mb}.L{lid}.{'dc'[which]}"
         if not any(phases):
-            return self._nvlink(base, stage, group * self.hosts_per_group, deps)
+            return self._nvlink(base, it, stage, group * self.hosts_per_group, deps)
         first = 0 if self.multi else group * self.hosts_per_group
         prev = tuple(deps)
         for step, phase in enumerate(phases):

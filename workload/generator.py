@@ -134,7 +134,7 @@ class _Builder:
                 deps.append(extra)
             label = f"{'fwd' if kind == 'F' else 'bwd'} mb{mb} L{lid}{part} stage{stage}"
             self.computes.append(
-                Compute(nid, self.pl.host(stage, j), seconds, tuple(deps), label, it)
+                Compute(nid, self.pl.host(stage, j), seconds, tuple(deps), label, it, self.job.name)
             )
             front[j] = [nid]
 

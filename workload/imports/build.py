@@ -116,7 +116,7 @@ class _Builder:
             nid = f"i{it}.c.s{s}h{j}.m{mb}.L{lid}.{part}"
             deps = (*self.fronts[h], *(extra or {}).get(h, ()))
             label = f"{part} mb{mb} L{lid} {self.wl.layers[lid].name} stage{s}"
-            self.computes.append(Compute(nid, self.hosts[h], sec, deps, label, it))
+            self.computes.append(Compute(nid, self.hosts[h], sec, deps, label, it, self.job))
             self.fronts[h] = [nid]
 
     def _collective(
@@ -171,7 +171,7 @@ class _Builder:
             nid = f"i{it}.c.s{s}h{j}.L{lid}.update"
             deps = (*self.fronts[h], *after)
             self.computes.append(
-                Compute(nid, self.hosts[h], layer.update_s, deps, f"update L{lid}", it)
+                Compute(nid, self.hosts[h], layer.update_s, deps, f"update L{lid}", it, self.job)
             )
             self.ready[(lid, h)] = [nid]
 

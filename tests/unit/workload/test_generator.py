@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from workload import generate, sizes
-from workload.dag import CoflowType
+from workload.dag import CoflowType, node_iteration
 from workload.placement import generic_hosts
 from workload.presets import load_preset, preset_names
 from workload.schema import SpecError
@@ -43,6 +43,10 @@ def test_presets_give_valid_dags(name):
         for f in cf.flows:
             assert f.src != f.dst and f.src in hosts and f.dst in hosts and f.bytes > 0
     assert dag.meta["byte_scale"] == job.byte_scale
+    # one job: every node's iteration span is keyed by the job's name (a compute left on
+    # the default job split one iteration into two spans of iterations.csv)
+    assert {node_iteration(n)[0] for n in dag.nodes()} == {job.name}
+    assert {node_iteration(n)[1] for n in dag.nodes()} == set(range(job.iterations))
     assert len({f.flow_id for cf in dag.coflows for f in cf.flows}) == sum(
         len(cf.flows) for cf in dag.coflows
     )

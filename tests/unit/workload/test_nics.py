@@ -93,10 +93,13 @@ def test_tp_and_traffic_inside_a_server_never_on_the_network():
 
 def test_pp_between_slots_of_one_server_is_a_zero_time_compute():
     """Stage 0 and 1 on slots 0 and 1 of h1 (2 slots of 4 GPUs): PP is NVLink."""
-    dag = generate(pp_job(), ["h1s0", "h1s1"], nics=2, slots=2)
+    job = pp_job(iterations=2)
+    dag = generate(job, ["h1s0", "h1s1"], nics=2, slots=2)
     assert not [c for c in dag.coflows if c.ctype is CoflowType.PP]
     local = [c for c in dag.computes if c.label == "nvlink"]
     assert local and all(c.duration_s == 0 for c in local)
+    # each stands in its own iteration, in the job (not in iteration 0 of the default job)
+    assert {(c.job, c.iteration) for c in local} == {(job.name, 0), (job.name, 1)}
 
 
 def test_more_nics_than_gpus_is_rejected():
