@@ -10,9 +10,12 @@ destination IP too and uses the pair's meter.  ``rate_mbps`` limits each sender 
 aggregate of the tag (one meter per (tag, host)); for pairs listed in ``flow_rates``
 the pair meter applies instead (one meter per OpenFlow rule).
 
-Rule cookies are ``(epoch << 8) | tag`` (``rule_cookie``, ``cookie_tag``,
+Rule cookies are ``(epoch << 12) | tag`` (``rule_cookie``, ``cookie_tag``,
 ``cookie_epoch``): the epoch is the tag's incarnation (a new one after every clear), so
 counters of removed rules can be credited to the right tag.
+
+A rule matches the tag's DSCP (``tag_dscp``), which tags ``t`` and ``t + 55`` share:
+``wire_clash`` finds two entries that would land on the same (port, DSCP) of a leaf.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from topo.plan import FabricPlan
-from workload.marking import check_level, check_tag
+from workload.marking import TAG_ID_MAX, check_level, check_tag, tag_dscp
 
 ENTRY_KEYS = {"tag", "level", "rate_mbps", "flow_rates", "senders"}
 FLOW_RATE_KEYS = {"src", "dst", "rate_mbps"}
-COOKIE_TAG_BITS = 8  # low bits of a rule cookie: the tag (TAG_MAX < 256)
+COOKIE_TAG_BITS = 12  # low bits of a rule cookie: the tag (TAG_ID_MAX < 4096)
+assert TAG_ID_MAX < 1 << COOKIE_TAG_BITS, "a tag id must fit in a rule cookie's low bits"
 DEFAULT_BURST_S = 0.25  # TCP needs a burst >= 0.25 s of the rate (docs/fabric.md)
 
 
@@ -168,6 +172,19 @@ def parse_tags(raw) -> list[int]:
         return [check_tag(t) for t in raw]
     except ValueError as e:
         raise ValueError(f"tags: {e}") from None
+
+
+def wire_clash(entries: Iterable[TagEntry], plan: FabricPlan) -> str | None:
+    """A one-line reason if two of ``entries`` share a DSCP on a sending host (their
+    rules would be one match on that host's leaf port), else None."""
+    seen: dict[tuple[str, int], int] = {}
+    everyone = frozenset(plan.host_names())
+    for e in sorted(entries, key=lambda e: e.tag):
+        for h in sorted(everyone if e.senders is None else e.senders):
+            other = seen.setdefault((h, tag_dscp(e.tag)), e.tag)
+            if other != e.tag:
+                return f"tags {other} and {e.tag} share DSCP {tag_dscp(e.tag)} on host {h}"
+    return None
 
 
 def meter_spec(key: MeterKey, rate_mbps: float, burst_s: float) -> MeterSpec:

@@ -28,6 +28,7 @@ from controller.coflow_table import (
     leaf_state,
     parse_entries,
     parse_tags,
+    wire_clash,
 )
 from controller.messages import REQUESTS, Resume, Resumed
 from controller.routing import (
@@ -130,7 +131,7 @@ class ControlPlane:
                 self._load_fabric_events(fabric_path)
             self._fabric_log = EventLog(fabric_path)
         record = None if config.events_path is None else EventLog(config.events_path)
-        self.scheduler = SchedulerService(plan, config.levels, self, record)
+        self.scheduler = SchedulerService(plan, config.levels, self, record, tag_max=driver.max_tag)
         if config.resume:
             self._restore(events)
 
@@ -469,6 +470,7 @@ class ControlPlane:
         """Replace the entries of their tags on every leaf; the number of writes."""
         with self._write:
             leaves = self._live_leaves()
+            self._check_wire(entries)
             old = dict(self.entries), dict(self.epochs), self._next_epoch
             for e in entries:
                 if e.tag not in self.epochs:
@@ -479,6 +481,19 @@ class ControlPlane:
             except SouthboundError:
                 self.entries, self.epochs, self._next_epoch = old
                 raise
+
+    def _check_wire(self, entries: Sequence[TagEntry]) -> None:
+        """ValueError (one line) if the driver cannot tell ``entries``' tags apart: a tag
+        above its ``max_tag``, or two tags sharing a DSCP on a sending host."""
+        for e in entries:
+            if e.tag > self.driver.max_tag:
+                raise ValueError(
+                    f"entries: tag {e.tag}: {type(self.driver).__name__} takes tags "
+                    f"1..{self.driver.max_tag} (one DSCP per coflow)"
+                )
+        clash = wire_clash({**self.entries, **{e.tag: e for e in entries}}.values(), self.plan)
+        if clash is not None:
+            raise ValueError(f"entries: {clash}")
 
     def op_clear(self, req: dict, received: float) -> dict:
         """Remove the entries (and meters) of the given tags."""

@@ -5,9 +5,10 @@ simulator calls the same policy objects in-process).
 Two modes:
 
 - **dynamic** (FIFO, SEBF, D-CLAS, Sincronia, user policies): every active coflow has its
-  own tag (DSCP 1..55, recycled).  On every arrival, completion or byte-threshold
-  crossing the scheduler asks the policy, compresses ranks onto the K levels and returns
-  only what changed: controller entries to set, tags to clear, host socket priorities.
+  own tag (an id whose DSCP 1..55 no other coflow on its sending hosts holds; recycled).
+  On every arrival, completion or byte-threshold crossing the scheduler asks the
+  policy, compresses ranks onto the K levels and returns only what changed: controller
+  entries to set, tags to clear, host socket priorities.
 - **static** (policies with ``ranks_by_identity = True``: fair, Hermod, Lina,
   ByteScheduler, the X-first rules): ranks depend only on coflow identity, so levels are
   assigned once for the whole DAG (compressed over every rank in it, e.g. Hermod's MID
@@ -19,7 +20,7 @@ Two modes:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from controller.coflow_table import FlowRate, TagEntry
@@ -28,7 +29,15 @@ from controller.messages import HostLevel, HostRate, HostUpdates
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
 from workload.dag import Coflow
-from workload.marking import TAG_MAX, TAG_MIN, check_level
+from workload.marking import (
+    TAG_ID_MAX,
+    TAG_MAX,
+    TAG_MIN,
+    WIRE_TAGS,
+    check_level,
+    check_tag,
+    tag_dscp,
+)
 
 log = logging.getLogger("scheduler")
 
@@ -66,36 +75,81 @@ class Installed:
 class TagPool:
     """Coflow tags for dynamic mode.  A finished coflow's tag is *dirty* (its entry is
     still installed) and is only reused after a batched clear: clearing lazily keeps the
-    controller write off the path of every completion."""
+    controller write off the path of every completion.
 
-    def __init__(self) -> None:
-        self._clean = list(range(TAG_MAX, TAG_MIN - 1, -1))
+    Tag ids share DSCPs (``workload.marking.tag_dscp``) and the leaf rules match the DSCP
+    with the sender's port, so a tag is given only if its DSCP is held by no other tag
+    (active or dirty) on any sending host of the coflow: 55 coflows at once per sending
+    host.  ``tag_max`` bounds the ids (``TAG_MAX`` for a pipeline matching the DSCP
+    alone, BMv2's: 55 coflows at once in the fabric)."""
+
+    def __init__(self, tag_max: int = TAG_ID_MAX) -> None:
+        """An empty pool of tags ``TAG_MIN..tag_max``."""
+        self.tag_max = check_tag(tag_max)
+        self._held: dict[int, frozenset[str]] = {}  # tag -> its senders (active or dirty)
         self._dirty: set[int] = set()
+        self._busy: dict[str, set[int]] = {}  # host -> DSCPs of the tags it holds
 
-    def take(self) -> int | None:
-        """The smallest clean tag, or None if every free tag is dirty.  RuntimeError if
-        all 55 tags are held by active coflows."""
-        if self._clean:
-            return self._clean.pop()
-        if not self._dirty:
-            raise RuntimeError(f"more than {TAG_MAX - TAG_MIN + 1} coflows active at once")
-        return None
+    def take(self, senders: Iterable[str] = ()) -> int | None:
+        """The smallest tag free for ``senders``, or None if the dirty tags must be
+        cleared first: none of the first 55 is free without them (so below 55 coflows
+        at once the tags are 1..55 as ever).  RuntimeError (one line) if active coflows
+        hold every tag ``senders`` could use."""
+        hosts = frozenset(senders)
+        busy = self._busy_on(hosts)
+        tag = next(
+            (
+                t
+                for t in range(TAG_MIN, self.tag_max + 1)
+                if t not in self._held and tag_dscp(t) not in busy
+            ),
+            None,
+        )
+        if self._dirty and (tag is None or tag > TAG_MAX):
+            return None
+        if tag is None:
+            raise RuntimeError(self._exhausted(hosts))
+        self._held[tag] = hosts
+        for h in hosts:
+            self._busy.setdefault(h, set()).add(tag_dscp(tag))
+        return tag
 
-    def take_clean(self) -> int:
-        """The smallest clean tag, right after ``reclaim`` (there is one then)."""
-        tag = self.take()
-        assert tag is not None, "reclaim left no clean tag"
+    def _busy_on(self, hosts: frozenset[str]) -> set[int]:
+        """DSCPs held on any of ``hosts``."""
+        return set().union(*(self._busy.get(h, set()) for h in hosts))
+
+    def _exhausted(self, hosts: frozenset[str]) -> str:
+        """Why no tag is free for a coflow sending from ``hosts``."""
+        wire = WIRE_TAGS
+        if len(self._held) >= self.tag_max:
+            return f"more than {self.tag_max} coflows active at once (tags 1..{self.tag_max})"
+        full = sorted(h for h in hosts if len(self._busy.get(h, ())) >= wire)
+        if full:
+            return f"more than {wire} coflows active at once sending from host {full[0]}"
+        return (
+            f"no DSCP tag free on every sender of the coflow: its {len(hosts)} hosts "
+            f"hold all {wire} between them"
+        )
+
+    def take_clean(self, senders: Iterable[str] = ()) -> int:
+        """The smallest tag free for ``senders`` right after ``reclaim`` (RuntimeError if
+        active coflows still hold every one)."""
+        tag = self.take(senders)
+        assert tag is not None, "take found dirty tags right after reclaim"
         return tag
 
     def give(self, tag: int) -> None:
-        """``tag``'s coflow finished; its entry stays until ``reclaim``."""
+        """``tag``'s coflow finished; its entry (and its DSCP on its senders) stays until
+        ``reclaim``."""
         self._dirty.add(tag)
 
     def reclaim(self) -> list[int]:
-        """Mark every dirty tag clean; returns them (the caller clears their entries)."""
+        """Free every dirty tag; returns them (the caller clears their entries)."""
         tags = sorted(self._dirty)
         self._dirty.clear()
-        self._clean = sorted(set(self._clean) | set(tags), reverse=True)
+        for t in tags:
+            for h in self._held.pop(t):
+                self._busy[h].discard(tag_dscp(t))
         return tags
 
 
@@ -109,9 +163,11 @@ class LiveScheduler:
         levels: int,
         all_coflows: list[Coflow] | None = None,
         pacing: bool = False,
+        tag_max: int = TAG_ID_MAX,
     ) -> None:
         """``policy`` decides (the scenario's ``static`` levels too: ``StaticPolicy``);
-        ``all_coflows`` lets identity-ranked policies fix levels for the whole DAG."""
+        ``all_coflows`` lets identity-ranked policies fix levels for the whole DAG;
+        ``tag_max``: the largest tag the switches take (``TagPool``)."""
         self.policy, self.fabric, self.levels = policy, fabric, levels
         # policy (MADD) rates: switch meters, or (pacing) paced at the sending host
         self.pacing = pacing
@@ -121,7 +177,7 @@ class LiveScheduler:
         self.last_level: dict[str, int] = {}  # kept after completion, for results
         self.last_rank: dict[str, tuple] = {}
         self._flow_coflow: dict[str, str] = {}  # flow id -> its active coflow
-        self._pool = TagPool()
+        self._pool = TagPool(tag_max)
         self._seq = 0
         self.fixed: dict[str, int] | None = None  # static mode: coflow -> level
         self._fixed_written: set[int] = set()
@@ -142,11 +198,12 @@ class LiveScheduler:
         self._flow_coflow.update((f.flow_id, coflow.coflow_id) for f in coflow.flows)
         if self.fixed is not None:
             return self._arrive_static(coflow.coflow_id, self.fixed[coflow.coflow_id])
-        tag = self._pool.take()
+        senders = {f.src for f in coflow.flows}
+        tag = self._pool.take(senders)
         reclaimed = []
         if tag is None:
             reclaimed = self._pool.reclaim()
-            tag = self._pool.take_clean()
+            tag = self._pool.take_clean(senders)
         self.tags[coflow.coflow_id] = tag
         changes = self._decide(now)
         changes.clear_tags[:0] = reclaimed  # applied before the new entries

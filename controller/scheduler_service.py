@@ -42,7 +42,7 @@ from controller.policies.plugins import import_plugin
 from controller.policies.static import StaticPolicy
 from controller.scheduler import Changes, LiveScheduler
 from topo.plan import FabricPlan
-from workload.marking import TAG_MIN
+from workload.marking import TAG_ID_MAX, TAG_MIN
 
 log = logging.getLogger("controller.scheduler")
 WRITE_TIMEOUT_S = 30.0
@@ -118,10 +118,13 @@ class SchedulerService:
         levels: int,
         writer: SwitchWriter,
         record: Callable[[dict], None] | None = None,
+        tag_max: int = TAG_ID_MAX,
     ) -> None:
         """Scheduler for ``plan`` with ``levels`` levels, writing through ``writer``;
-        ``record`` receives every event (request and resulting changes)."""
+        ``record`` receives every event (request and resulting changes); ``tag_max``:
+        the largest tag the switch driver takes."""
         self.plan, self.levels, self.writer, self.record = plan, levels, writer, record
+        self.tag_max = tag_max
         self.job: _Job | None = None
         self._lock = threading.Lock()
         self.replayed: list[dict] = []  # the answers ``restore`` rebuilt, in request order
@@ -143,7 +146,12 @@ class SchedulerService:
                 self.plan.host_names(), self.plan.host_bw_mbps * 1e6, self.levels
             )
             sched = LiveScheduler(
-                policy, view, self.levels, all_coflows=list(msg.coflows), pacing=msg.pacing
+                policy,
+                view,
+                self.levels,
+                all_coflows=list(msg.coflows),
+                pacing=msg.pacing,
+                tag_max=self.tag_max,
             )
             poll = (
                 POLL_COUNTERS

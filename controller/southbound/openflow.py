@@ -23,12 +23,15 @@ from controller.southbound.base import (
 )
 from controller.southbound.of_session import OFSession
 from topo.plan import FabricPlan
+from workload.marking import TAG_ID_MAX
 
 log = logging.getLogger("controller.southbound")
 
 
 class OpenFlowDriver(SwitchDriver):
     """Keeps one OFSession per connected switch of ``plan``."""
+
+    max_tag = TAG_ID_MAX  # rules match (in_port, DSCP); counters per rule cookie
 
     def __init__(self, plan: FabricPlan, on_removed: RemovedCallback | None = None) -> None:
         """Driver for the switches of ``plan``; ``on_removed`` gets removal counters."""

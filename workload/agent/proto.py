@@ -13,7 +13,8 @@ neither side redefines the other's:
   and no ``id``.  Requests are strict: unknown keys and wrong types are rejected.
 - **marking**: at send time a flow's connection is marked with its tag in IP_TOS and its
   level in SO_PRIORITY (``mark_flow_socket``); handshakes go unmarked.  Tags follow
-  ``workload.marking``: ``1..55`` mark a coflow, ``0`` sends untagged (DSCP 0).
+  ``workload.marking``: ``1..3520`` mark a coflow (on the wire as DSCP ``tag_dscp(tag)``,
+  1..55), ``0`` sends untagged (DSCP 0).
 - **pacing**: a flow given ``rate_mbps`` (Mbit/s) has its socket's SO_MAX_PACING_RATE set
   to ``int(rate_mbps * 1e6 / 8)`` bytes/s before its first byte (``set_pacing``); the
   kernel's internal TCP pacing then throttles it at the sender, no fq qdisc needed.
@@ -140,10 +141,10 @@ __all__ = [
 def _check_tag(tag: Any) -> int:
     """A tag (0 = untagged) or ProtocolError."""
     if type(tag) is not int or not (
-        tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_MAX
+        tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_ID_MAX
     ):
         raise ProtocolError(
-            f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_MAX}, got {tag!r}"
+            f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_ID_MAX}, got {tag!r}"
         )
     return tag
 

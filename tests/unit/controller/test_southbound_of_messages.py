@@ -59,9 +59,9 @@ def test_spine_routes_each_leaf_subnet_to_its_port():
 
 
 def test_tag_rule_meters_rewrites_dscp_and_continues_to_routing():
-    rule = ct.TagRule(9, 2, "10.0.2.1", 3, ("pair", 9, "h12", "h21"), (5 << 8) | 9)
+    rule = ct.TagRule(9, 2, "10.0.2.1", 3, ("pair", 9, "h12", "h21"), ct.rule_cookie(9, 5))
     m = _roundtrip(ofm.tag_rule_msg(DP, rule, 4, "modify"))
-    assert m.command == ofp.OFPFC_MODIFY_STRICT and m.cookie == (5 << 8) | 9
+    assert m.command == ofp.OFPFC_MODIFY_STRICT and m.cookie == ct.rule_cookie(9, 5)
     assert dict(m.match.items()) == {
         "in_port": 2,
         "eth_type": 0x0800,
@@ -73,6 +73,22 @@ def test_tag_rule_meters_rewrites_dscp_and_continues_to_routing():
     assert actions.actions[0].value == 59  # level code 56 + 3
     assert goto.table_id == ofm.ROUTE_TABLE
     assert m.flags & ofp.OFPFF_SEND_FLOW_REM and m.priority == ofm.PRIO_PAIR
+
+
+def test_a_tag_above_55_matches_its_dscp_and_reads_back_from_the_cookie():
+    """Tag 64 = 55 + 9 goes on the wire as DSCP 9; the cookie keeps 64.  A rule whose
+    cookie names a tag of another DSCP (10) is not one of ours."""
+    rule = ct.TagRule(64, 2, None, 1, None, ct.rule_cookie(64, 5))
+    m = _roundtrip(ofm.tag_rule_msg(DP, rule, None, "add"))
+    assert dict(m.match.items())["ip_dscp"] == 9
+    assert ofm.parse_tag_rule(DP, m) == (64, 2, None, 1, None)
+    other = SimpleNamespace(
+        table_id=m.table_id,
+        match=m.match,
+        instructions=m.instructions,
+        cookie=ct.rule_cookie(10, 5),
+    )
+    assert ofm.parse_tag_rule(DP, other) is None
 
 
 def test_meter_mod_is_kbps_drop_band_with_burst():

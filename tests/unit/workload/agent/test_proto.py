@@ -87,7 +87,7 @@ def test_request_dict_round_trips_through_parse():
     [
         ({"colour": "red"}, "unknown key 'colour'"),
         ({"bytes": None}, "missing key 'bytes'"),
-        ({"tag": 56}, "tag"),
+        ({"tag": marking.TAG_ID_MAX + 1}, "tag"),
         ({"tag": True}, "tag"),
         ({"level": 8}, "level"),
         ({"dst_ip": "h12"}, "dst_ip"),
@@ -116,11 +116,14 @@ def test_tag_zero_is_untagged_traffic():
     assert SendRequest("f", "10.0.0.1", 1, 1, 0, 0).tag == marking.DSCP_UNTAGGED
 
 
-@pytest.mark.parametrize("tag, level", [(1, 0), (3, 2), (55, 7), (0, 5)])
+@pytest.mark.parametrize(
+    "tag, level, dscp", [(1, 0, 1), (3, 2, 3), (55, 7, 55), (0, 5, 0), (58, 1, 3), (3520, 4, 55)]
+)
 @pytest.mark.sockets
-def test_flow_socket_carries_tag_and_level(tag, level):
+def test_flow_socket_carries_tag_and_level(tag, level, dscp):
+    """Tag ids above 55 go out as DSCP 1 + (tag - 1) % 55: 58 -> 3, 3520 -> 55."""
     with open_flow_socket(tag, level, set_priority=can_set_priority()) as sock:
-        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == marking.tos_byte(tag)
+        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == dscp << 2
         assert sock.getblocking() is False
         if can_set_priority():
             # would be rt_tos2priority(tos) if SO_PRIORITY were set before IP_TOS
@@ -186,7 +189,7 @@ def test_json_non_numbers_are_refused_as_rates(raw):
     [
         ({"rate_mbps": None}, None),
         ({"dst_ip": "h21"}, "dst_ip"),
-        ({"tag": 56}, "tag"),
+        ({"tag": marking.TAG_ID_MAX + 1}, "tag"),
         ({"level": 1}, "unknown key 'level'"),
     ],
 )
