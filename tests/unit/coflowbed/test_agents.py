@@ -139,7 +139,7 @@ def test_set_level_moves_live_sockets_of_the_tag_only(agents):
 @pytest.mark.sockets
 def test_bad_arguments_raise_before_anything_is_sent(agents):
     with pytest.raises(ValueError, match="tag"):
-        agents.send("h11", "f", "127.0.0.1", 5001, 10, tag=60, level=0)
+        agents.send("h11", "f", "127.0.0.1", 5001, 10, tag=marking.TAG_ID_MAX + 1, level=0)
     with pytest.raises(ValueError, match="dst_ip"):
         agents.send("h11", "f", "h12", 5001, 10, tag=1, level=0)
     with pytest.raises(AgentError, match="no agent"):
