@@ -12,7 +12,11 @@ diffs and the OpenFlow 1.3 encoding of every write (os-ken, no switch), per arri
 - per-flow 5-tuple: one rule per flow (source ports known to the controller);
 - tag per level: coflows of one level share its tag (no per-coflow counters or meters).
 
-    .venv/bin/python benchmarks/bench_tags.py [coflowbed/scenarios/fb-many.yaml] [--copies 1]
+With ``--scan N``: every window of N consecutive coflows of the scenario's trace (step
+5), mapped onto its hosts, all active at once: how many each design fits.
+
+    .venv/bin/python benchmarks/bench_tags.py [coflowbed/scenarios/fb-many.yaml]
+        [--copies K] [--policy fifo] [--scan N]
 """
 
 from __future__ import annotations
@@ -151,19 +155,46 @@ def _copies(coflows: list[Coflow], k: int) -> list[Coflow]:
     ]
 
 
+def scan(scen, limit: int) -> None:
+    """Per design, how many trace windows of ``limit`` coflows fit all at once."""
+    from coflowbed.scenario import merge_pair_flows
+    from workload import fbtrace
+
+    ts = scen.raw["workload"]["trace"]
+    trace = fbtrace.read_trace(Path(scen.source).parent / ts["path"])
+    hosts = scen.plan.host_names()
+    fits: dict[str, int] = {}
+    windows = range(0, len(trace) - limit + 1, 5)
+    for skip in windows:
+        dag = fbtrace.to_dag(trace, hosts, limit=limit, skip=skip)
+        coflows = [merge_pair_flows(cf) for cf in dag.coflows]
+        for c in costs(coflows, scen.plan, scen.levels):
+            fits[c.design] = fits.get(c.design, 0) + c.fits
+    print(f"windows of {limit} trace coflows on {len(hosts)} hosts, all active at once:")
+    for design, n in fits.items():
+        print(f"  {design:18} fits {n} of {len(windows)}")
+
+
 def main() -> None:
     """Print the cost table and the decision times."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario", nargs="?", default="coflowbed/scenarios/fb-many.yaml")
     ap.add_argument("--copies", type=int, default=1, help="the workload this many times at once")
     ap.add_argument("--policy", default="fifo")
+    ap.add_argument("--scan", type=int, default=0, help="scan trace windows of this many coflows")
     a = ap.parse_args()
     scen = load_scenario(a.scenario)
+    if a.scan:
+        scan(scen, a.scan)
+        return
     coflows = _copies(list(scen.dag.coflows), a.copies)
     print(f"{scen.name} x{a.copies}: {len(coflows)} coflows at once, {len(scen.plan.hosts)} hosts")
     print(f"{'design':18} {'fits':5} {'rules':>6}  note")
-    for c in costs(coflows, scen.plan, scen.levels):
+    table = costs(coflows, scen.plan, scen.levels)
+    for c in table:
         print(f"{c.design:18} {'yes' if c.fits else 'no':5} {c.rules:6d}  {c.note}")
+    if not table[1].fits:
+        return
     times = decision_times(coflows, scen.plan, scen.levels, a.policy)
     for lo, hi in ((1, 55), (56, len(coflows))):
         sel = [t for t in times if lo <= t[0] <= hi]
