@@ -8,6 +8,8 @@ diffs and the OpenFlow 1.3 encoding of every write (os-ken, no switch), per arri
 
 - global DSCP: one DSCP tag 1..55 per coflow in the fabric (before);
 - per-sender DSCP (built): tag ids whose DSCP is unique on each sending host;
+- per-sender DSCP map (not built): a DSCP chosen per (coflow, sending host), fits
+  whenever no host sends more than 55 coflows at once;
 - per-pair DSCP: a DSCP unique per (sender, receiver) pair, rules match ipv4_dst too;
 - per-flow 5-tuple: one rule per flow (source ports known to the controller);
 - tag per level: coflows of one level share its tag (no per-coflow counters or meters).
@@ -96,6 +98,7 @@ def costs(coflows: list[Coflow], plan: FabricPlan, levels: int) -> list[Cost]:
     return [
         Cost("global DSCP", n <= WIRE_TAGS, per_host, f"{n} coflows, 55 tags"),
         Cost("per-sender DSCP", fits, per_host, f"{host_max} at most on a host; {note}"),
+        Cost("per-sender map", host_max <= WIRE_TAGS, per_host, "a DSCP per (coflow, host)"),
         Cost(
             "per-pair DSCP",
             pair_max <= WIRE_TAGS,
@@ -155,20 +158,24 @@ def _copies(coflows: list[Coflow], k: int) -> list[Coflow]:
     ]
 
 
-def scan(scen, limit: int) -> None:
-    """Per design, how many trace windows of ``limit`` coflows fit all at once."""
+def scan(scen, limit: int, hosts_per_leaf: int | None) -> None:
+    """Per design, how many trace windows of ``limit`` coflows fit all at once (on
+    ``hosts_per_leaf`` hosts a leaf if given, else the scenario's fabric)."""
     from coflowbed.scenario import merge_pair_flows
     from workload import fbtrace
 
     ts = scen.raw["workload"]["trace"]
     trace = fbtrace.read_trace(Path(scen.source).parent / ts["path"])
-    hosts = scen.plan.host_names()
+    plan = (
+        scen.plan if hosts_per_leaf is None else replace(scen.plan, hosts_per_leaf=hosts_per_leaf)
+    )
+    hosts = plan.host_names()
     fits: dict[str, int] = {}
     windows = range(0, len(trace) - limit + 1, 5)
     for skip in windows:
         dag = fbtrace.to_dag(trace, hosts, limit=limit, skip=skip)
         coflows = [merge_pair_flows(cf) for cf in dag.coflows]
-        for c in costs(coflows, scen.plan, scen.levels):
+        for c in costs(coflows, plan, scen.levels):
             fits[c.design] = fits.get(c.design, 0) + c.fits
     print(f"windows of {limit} trace coflows on {len(hosts)} hosts, all active at once:")
     for design, n in fits.items():
@@ -182,10 +189,11 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=1, help="the workload this many times at once")
     ap.add_argument("--policy", default="fifo")
     ap.add_argument("--scan", type=int, default=0, help="scan trace windows of this many coflows")
+    ap.add_argument("--hosts-per-leaf", type=int, default=None, help="--scan: on this fabric")
     a = ap.parse_args()
     scen = load_scenario(a.scenario)
     if a.scan:
-        scan(scen, a.scan)
+        scan(scen, a.scan, a.hosts_per_leaf)
         return
     coflows = _copies(list(scen.dag.coflows), a.copies)
     print(f"{scen.name} x{a.copies}: {len(coflows)} coflows at once, {len(scen.plan.hosts)} hosts")
