@@ -56,7 +56,7 @@ from controller.stats import (
 )
 from controller.takeover import adopted_epochs, adopted_table, groups_complete
 from topo.plan import FabricPlan
-from workload.marking import MAX_LEVELS
+from workload.marking import MAX_LEVELS, TAG_MAX
 
 log = logging.getLogger("controller.control")
 OPS = (
@@ -484,12 +484,13 @@ class ControlPlane:
 
     def _check_wire(self, entries: Sequence[TagEntry]) -> None:
         """ValueError (one line) if the driver cannot tell ``entries``' tags apart: a tag
-        above its ``max_tag``, or two tags sharing a DSCP on a sending host."""
+        above its ``max_tag`` (or remapped DSCPs where the tag must be its own DSCP), or
+        two tags sharing a DSCP on a sending host."""
         for e in entries:
-            if e.tag > self.driver.max_tag:
+            if e.tag > self.driver.max_tag or (e.dscps and self.driver.max_tag <= TAG_MAX):
                 raise ValueError(
                     f"entries: tag {e.tag}: {type(self.driver).__name__} takes tags "
-                    f"1..{self.driver.max_tag} (one DSCP per coflow)"
+                    f"1..{self.driver.max_tag} (one DSCP per coflow, the tag's own)"
                 )
         clash = wire_clash({**self.entries, **{e.tag: e for e in entries}}.values(), self.plan)
         if clash is not None:

@@ -5,8 +5,8 @@ simulator calls the same policy objects in-process).
 Two modes:
 
 - **dynamic** (FIFO, SEBF, D-CLAS, Sincronia, user policies): every active coflow has its
-  own tag (``controller.tags``: an id whose DSCP no other coflow on its sending hosts
-  holds; recycled).
+  own tag (``controller.tags``: an id, and on each sending host a DSCP no other
+  coflow of that host holds; recycled).
   On every arrival, completion or byte-threshold crossing the scheduler asks the
   policy, compresses ranks onto the K levels and returns only what changed: controller
   entries to set, tags to clear, host socket priorities.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from controller.coflow_table import FlowRate, TagEntry
 from controller.compress import compress
@@ -206,6 +206,13 @@ class LiveScheduler:
         rates = any(inst.flow_rates for inst in self.installed.values())
         return self._decide(now) if rates else Changes()
 
+    def dscps_of(self, coflow_id: str) -> tuple[tuple[str, int], ...]:
+        """(sender, DSCP) of an active coflow's senders that do not mark it with its
+        tag's own DSCP (``controller.tags``); () in static mode."""
+        if self.fixed is not None:
+            return ()
+        return tuple(sorted(self._pool.dscps_of(self.tags[coflow_id]).items()))
+
     def level_of(self, coflow_id: str) -> int:
         """The level currently installed for an active coflow."""
         return self.installed[coflow_id].level
@@ -230,7 +237,8 @@ class LiveScheduler:
             ):
                 # a dynamic tag belongs to one coflow: rules on its senders' ports only
                 senders = sorted({f.src for f in self.states[cid].coflow.flows})
-                changes.entries.append(_entry(tag, inst, not self.pacing, senders))
+                entry = _entry(tag, inst, not self.pacing, senders)
+                changes.entries.append(replace(entry, dscps=self.dscps_of(cid)))
             if old is None:
                 continue
             if old.level != inst.level:

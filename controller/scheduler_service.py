@@ -189,7 +189,7 @@ class SchedulerService:
             if rest.entries or rest.clear_tags:
                 job.lane.put(rest)
             reply = Registered(
-                Assignment(tag, sched.level_of(cid)),
+                Assignment(tag, sched.level_of(cid), sched.dscps_of(cid)),
                 self._pair_rates(sched, msg.coflow),
                 rest.hosts(),
             )

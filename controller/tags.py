@@ -1,90 +1,90 @@
-"""Dynamic-mode coflow tags: which tag id each active coflow holds, so that the leaves'
-rules never mix two coflows (pure; ``controller.scheduler`` uses it).
+"""Dynamic-mode coflow tags: the tag id each active coflow holds, and the DSCP each of
+its sending hosts marks it with, so that the leaves' rules never mix two coflows (pure;
+``controller.scheduler`` uses it).
 
-A tag id goes on the wire as its DSCP (``workload.marking.tag_dscp``: ids t and t + 55
-share one), and a leaf rule matches that DSCP with the sender's port.  ``TagPool.take``
-gives the smallest tag whose DSCP no other held tag (active or dirty) uses on any
-sending host of the coflow, so each sending host sees at most 55 coflows at once; below
-55 coflows at once in the fabric these are tags 1..55, handed out as before.  When only
-tags above 55 are left and some are dirty, it asks for the batched clear first.
+A leaf rule matches the DSCP together with the sender's port, so a DSCP only has to be
+unique among the coflows *one host* sends.  ``TagPool.take`` gives the smallest tag id
+not held (1..3520; the id names the coflow in rule cookies, counters and the agents'
+requests) and, on each sending host, the DSCP ``tag_dscp(tag)`` if that host does not
+hold it yet, else the host's smallest free DSCP (a *remapped* sender, ``dscps_of``).
+Below 55 coflows at once these are tags 1..55 with DSCP = tag, handed out as before.
+At most 55 coflows at once per sending host.  With ``tag_max`` = 55 (BMv2, whose
+program counts per DSCP) nothing is remapped: 55 coflows at once in the fabric.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from workload.marking import TAG_ID_MAX, TAG_MAX, TAG_MIN, WIRE_TAGS, check_tag, tag_dscp
+
+WIRE_DSCPS = range(TAG_MIN, TAG_MAX + 1)
 
 
 class TagPool:
     """Coflow tags for dynamic mode.  A finished coflow's tag is *dirty* (its entry is
     still installed) and is only reused after a batched clear: clearing lazily keeps the
-    controller write off the path of every completion.
-
-    Tag ids share DSCPs (``workload.marking.tag_dscp``) and the leaf rules match the DSCP
-    with the sender's port, so a tag is given only if its DSCP is held by no other tag
-    (active or dirty) on any sending host of the coflow: 55 coflows at once per sending
-    host.  ``tag_max`` bounds the ids (``TAG_MAX`` for a pipeline matching the DSCP
-    alone, BMv2's: 55 coflows at once in the fabric)."""
+    controller write off the path of every completion."""
 
     def __init__(self, tag_max: int = TAG_ID_MAX) -> None:
         """An empty pool of tags ``TAG_MIN..tag_max``."""
         self.tag_max = check_tag(tag_max)
-        self._held: dict[int, frozenset[str]] = {}  # tag -> its senders (active or dirty)
+        self._held: dict[int, dict[str, int]] = {}  # tag -> {sender: DSCP}, active or dirty
         self._dirty: set[int] = set()
         self._busy: dict[str, set[int]] = {}  # host -> DSCPs of the tags it holds
 
     def take(self, senders: Iterable[str] = ()) -> int | None:
-        """The smallest tag free for ``senders``, or None if the dirty tags must be
-        cleared first: none of the first 55 is free without them (so below 55 coflows
-        at once the tags are 1..55 as ever).  RuntimeError (one line) if active coflows
-        hold every tag ``senders`` could use."""
-        hosts = frozenset(senders)
-        busy = self._busy_on(hosts)
-        tag = next(
-            (
-                t
-                for t in range(TAG_MIN, self.tag_max + 1)
-                if t not in self._held and tag_dscp(t) not in busy
-            ),
-            None,
-        )
-        if self._dirty and (tag is None or tag > TAG_MAX):
+        """A tag for a coflow sending from ``senders`` (module doc), or None if the dirty
+        tags must be cleared first: no tag 1..55 is free, or a sender holds all 55
+        DSCPs, without them.  RuntimeError (one line) if active coflows hold them all."""
+        hosts = sorted(set(senders))
+        tag = next((t for t in range(TAG_MIN, self.tag_max + 1) if t not in self._held), None)
+        wire = None if tag is None else self._wire(tag, hosts)
+        if self._dirty and (tag is None or tag > TAG_MAX or wire is None):
             return None
-        if tag is None:
+        if tag is None or wire is None:
             raise RuntimeError(self._exhausted(hosts))
-        self._held[tag] = hosts
-        for h in hosts:
-            self._busy.setdefault(h, set()).add(tag_dscp(tag))
+        self._held[tag] = wire
+        for h, d in wire.items():
+            self._busy.setdefault(h, set()).add(d)
         return tag
 
-    def _busy_on(self, hosts: frozenset[str]) -> set[int]:
-        """DSCPs held on any of ``hosts``."""
-        return set().union(*(self._busy.get(h, set()) for h in hosts))
+    def _wire(self, tag: int, hosts: list[str]) -> dict[str, int] | None:
+        """Each host's DSCP for ``tag``: ``tag_dscp(tag)`` where free, else (remapping
+        allowed) the host's smallest free one; None if a host has none."""
+        out = {}
+        for h in hosts:
+            busy = self._busy.get(h, set())
+            if tag_dscp(tag) not in busy:
+                out[h] = tag_dscp(tag)
+            elif self.tag_max > TAG_MAX:
+                free = next((d for d in WIRE_DSCPS if d not in busy), None)
+                if free is None:
+                    return None
+                out[h] = free
+            else:
+                return None
+        return out
 
-    def _exhausted(self, hosts: frozenset[str]) -> str:
+    def _exhausted(self, hosts: list[str]) -> str:
         """Why no tag is free for a coflow sending from ``hosts``."""
-        wire = WIRE_TAGS
-        if len(self._held) >= self.tag_max:
-            return f"more than {self.tag_max} coflows active at once (tags 1..{self.tag_max})"
-        full = sorted(h for h in hosts if len(self._busy.get(h, ())) >= wire)
-        if full:
-            return f"more than {wire} coflows active at once sending from host {full[0]}"
-        return (
-            f"no DSCP tag free on every sender of the coflow: its {len(hosts)} hosts "
-            f"hold all {wire} between them"
-        )
+        full = [h for h in hosts if len(self._busy.get(h, ())) >= WIRE_TAGS]
+        if full and self.tag_max > TAG_MAX:
+            return f"more than {WIRE_TAGS} coflows active at once sending from host {full[0]}"
+        return f"more than {self.tag_max} coflows active at once (tags 1..{self.tag_max})"
 
     def take_clean(self, senders: Iterable[str] = ()) -> int:
-        """The smallest tag free for ``senders`` right after ``reclaim`` (RuntimeError if
-        active coflows still hold every one)."""
+        """``take`` right after ``reclaim`` (no dirty tag is left to wait for)."""
         tag = self.take(senders)
         assert tag is not None, "take found dirty tags right after reclaim"
         return tag
 
+    def dscps_of(self, tag: int) -> Mapping[str, int]:
+        """The senders of held ``tag`` whose DSCP is not ``tag_dscp(tag)``, and theirs."""
+        return {h: d for h, d in self._held[tag].items() if d != tag_dscp(tag)}
+
     def give(self, tag: int) -> None:
-        """``tag``'s coflow finished; its entry (and its DSCP on its senders) stays until
-        ``reclaim``."""
+        """``tag``'s coflow finished; its entry (and its DSCPs) stay until ``reclaim``."""
         self._dirty.add(tag)
 
     def reclaim(self) -> list[int]:
@@ -92,6 +92,6 @@ class TagPool:
         tags = sorted(self._dirty)
         self._dirty.clear()
         for t in tags:
-            for h in self._held.pop(t):
-                self._busy[h].discard(tag_dscp(t))
+            for h, d in self._held.pop(t).items():
+                self._busy[h].discard(d)
         return tags

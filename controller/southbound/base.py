@@ -62,6 +62,7 @@ class InstalledRule:
     level: int
     meter_id: int | None
     cookie: int
+    dscp: int | None = None  # the DSCP it matches (None: the tag's own, tag_dscp)
 
 
 @dataclass(frozen=True)

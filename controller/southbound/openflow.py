@@ -196,7 +196,8 @@ class OpenFlowDriver(SwitchDriver):
             if parsed is None:
                 base.add(ofm.stats_flow_key(s))
             else:
-                rules.append(InstalledRule(*parsed, cookie=s.cookie))
+                tag, port, dst, level, meter, dscp = parsed
+                rules.append(InstalledRule(tag, port, dst, level, meter, s.cookie, dscp))
         want = ofm.base_flow_keys(dp, self.plan, sw)
         foreign = _difference(want, base, "base flows")
         spines = {g.group_id: ofm.group_spines(dp, self.plan, g) for g in groups}

@@ -189,9 +189,37 @@ def test_a_dscp_only_driver_keeps_tags_1_to_55_and_its_scheduler_too():
     for sw in PLAN.switches:
         plane.switch_connected(sw.name)
     reply = plane.handle({"op": "set", "entries": [{"tag": 56, "level": 0}]})
-    assert reply == {
-        "ok": False,
-        "error": "entries: tag 56: FakeDriver takes tags 1..55 (one DSCP per coflow)",
-    }
+    own = "(one DSCP per coflow, the tag's own)"
+    assert reply == {"ok": False, "error": f"entries: tag 56: FakeDriver takes tags 1..55 {own}"}
+    remapped = {"tag": 5, "level": 0, "dscps": {"h11": 9}}
+    reply = plane.handle({"op": "set", "entries": [remapped]})
+    assert reply == {"ok": False, "error": f"entries: tag 5: FakeDriver takes tags 1..55 {own}"}
     assert plane.scheduler.tag_max == TAG_MAX
     assert ready_plane(PLAN)[0].scheduler.tag_max == TAG_ID_MAX
+
+
+def test_a_remapped_sender_gets_a_rule_on_the_dscp_it_was_given():
+    """Tag 58 (own DSCP 3) with h11 remapped to DSCP 31: h11's port matches 31, h12's
+    3; a tag 31 on h11 would then clash, on h12 it does not."""
+    plane, drv = _ready_plane()
+    entry = {"tag": 58, "level": 1, "senders": ["h11", "h12"], "dscps": {"h11": 31}}
+    assert plane.handle({"op": "set", "entries": [entry]})["written"] == 2
+    msgs = ofm.diff_msgs(OF_DP, drv.applied[-1]["l1"])
+    got = {(dict(m.match.items())["in_port"], dict(m.match.items())["ip_dscp"]) for m in msgs}
+    assert got == {(1, 31), (2, 3)}
+    clash = plane.handle({"op": "set", "entries": [{"tag": 31, "level": 0, "senders": ["h11"]}]})
+    assert clash == {"ok": False, "error": "entries: tags 31 and 58 share DSCP 31 on host h11"}
+    ok = plane.handle({"op": "set", "entries": [{"tag": 31, "level": 0, "senders": ["h12"]}]})
+    assert ok["ok"]
+
+
+@pytest.mark.parametrize(
+    "dscps", [{"h11": 0}, {"h11": 56}, {"h99": 3}, {"h11": True}, ["h11", 3]], ids=str
+)
+def test_bad_dscps_are_refused_with_the_key(dscps):
+    plane, _drv = _ready_plane()
+    reply = plane.handle({"op": "set", "entries": [{"tag": 58, "level": 1, "dscps": dscps}]})
+    assert reply == {
+        "ok": False,
+        "error": "entries[0].dscps: must map host names of the fabric to DSCPs 1..55",
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from os_ken.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
@@ -76,19 +77,16 @@ def test_tag_rule_meters_rewrites_dscp_and_continues_to_routing():
 
 
 def test_a_tag_above_55_matches_its_dscp_and_reads_back_from_the_cookie():
-    """Tag 64 = 55 + 9 goes on the wire as DSCP 9; the cookie keeps 64.  A rule whose
-    cookie names a tag of another DSCP (10) is not one of ours."""
+    """Tag 64 = 55 + 9 goes on the wire as DSCP 9 (its own); a remapped rule of tag 64
+    matches the DSCP it was given (31).  The cookie keeps 64; what a switch reports
+    reads back as (tag, port, dst, level, meter, DSCP)."""
     rule = ct.TagRule(64, 2, None, 1, None, ct.rule_cookie(64, 5))
     m = _roundtrip(ofm.tag_rule_msg(DP, rule, None, "add"))
     assert dict(m.match.items())["ip_dscp"] == 9
-    assert ofm.parse_tag_rule(DP, m) == (64, 2, None, 1, None)
-    other = SimpleNamespace(
-        table_id=m.table_id,
-        match=m.match,
-        instructions=m.instructions,
-        cookie=ct.rule_cookie(10, 5),
-    )
-    assert ofm.parse_tag_rule(DP, other) is None
+    assert ofm.parse_tag_rule(DP, m) == (64, 2, None, 1, None, 9)
+    remapped = _roundtrip(ofm.tag_rule_msg(DP, replace(rule, dscp=31), None, "add"))
+    assert dict(remapped.match.items())["ip_dscp"] == 31
+    assert ofm.parse_tag_rule(DP, remapped) == (64, 2, None, 1, None, 31)
 
 
 def test_meter_mod_is_kbps_drop_band_with_burst():

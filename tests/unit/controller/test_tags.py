@@ -50,21 +50,33 @@ def test_dirty_tags_are_cleared_before_a_tag_above_55_is_given():
     assert pool.take({"other"}) == 56  # all 55 active: a second tag with DSCP 1
 
 
-def test_exhaustion_names_the_full_host_or_the_pipeline_limit():
-    """One line each: a host with 55 active coflows; senders holding all 55 DSCPs
-    between them (a: tags 1..30, b: 31..55); a DSCP-only pipeline (tag_max 55)."""
+def test_a_sender_holding_the_tags_dscp_marks_it_with_its_smallest_free_one():
+    """a holds tags 1..30 (DSCPs 1..30), b 31..55.  Tag 56's own DSCP is 1: free on b,
+    held on a, so a marks tag 56 with its smallest free DSCP, 31."""
     pool = TagPool()
     for _ in range(30):
         pool.take({"a"})
     for _ in range(25):
         pool.take({"b"})
+    assert pool.take({"a", "b"}) == 56
+    assert pool.dscps_of(56) == {"a": 31}
+    assert pool.dscps_of(1) == {}
+    pool.give(56)
+    assert pool.reclaim() == [56]
+    assert pool.take({"a", "b"}) == 56 and pool.dscps_of(56) == {"a": 31}  # freed again
+
+
+def test_exhaustion_names_the_full_host_or_the_pipeline_limit():
+    """One line each: a host with 55 active coflows; a DSCP-only pipeline (tag_max 55),
+    which never remaps: 55 coflows in the fabric."""
+    pool = TagPool()
+    for i in range(55):
+        pool.take({"a", f"x{i}"})
     with pytest.raises(
-        RuntimeError,
-        match="^no DSCP tag free on every sender of the coflow: its 2 hosts hold all 55 "
-        "between them$",
+        RuntimeError, match="^more than 55 coflows active at once sending from host a$"
     ):
-        pool.take({"a", "b"})
-    assert pool.take({"c"}) == 56
+        pool.take({"b", "a"})
+    assert pool.take({"b"}) == 56
     bmv2 = TagPool(TAG_MAX)
     for i in range(55):
         bmv2.take({f"h{i}"})

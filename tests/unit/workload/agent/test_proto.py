@@ -133,6 +133,22 @@ def test_flow_socket_carries_tag_and_level(tag, level, dscp):
 
 
 @pytest.mark.sockets
+def test_a_remapped_flow_is_marked_with_its_dscp_not_its_tags():
+    """Tag 58 would go out as DSCP 3; the controller gave this sender 31."""
+    _id, req = parse_request(json.dumps({**SEND, "tag": 58, "dscp": 31}).encode())
+    assert req.dscp == 31
+    with open_flow_socket(58, 1, set_priority=False, mark=False) as sock:
+        mark_flow_socket(sock, 58, 1, False, req.dscp)
+        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 31 << 2
+
+
+@pytest.mark.parametrize("dscp", [0, 56, True, "3"])
+def test_a_bad_dscp_is_refused(dscp):
+    with pytest.raises(RequestError, match="dscp: must be an int 1..55 or null"):
+        parse_request(json.dumps({**SEND, "dscp": dscp}).encode())
+
+
+@pytest.mark.sockets
 def test_flow_socket_can_be_marked_after_connect():
     """The agent connects unmarked (the handshake at level 0, never starved by strict
     priority) and marks the socket once connected."""
