@@ -98,7 +98,6 @@ def costs(coflows: list[Coflow], plan: FabricPlan, levels: int) -> list[Cost]:
     return [
         Cost("global DSCP", n <= WIRE_TAGS, per_host, f"{n} coflows, 55 tags"),
         Cost("per-sender DSCP", fits, per_host, f"{host_max} at most on a host; {note}"),
-        Cost("per-sender map", host_max <= WIRE_TAGS, per_host, "a DSCP per (coflow, host)"),
         Cost(
             "per-pair DSCP",
             pair_max <= WIRE_TAGS,

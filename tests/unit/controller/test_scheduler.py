@@ -316,3 +316,16 @@ def test_a_static_coflow_without_a_level_gets_the_default_and_no_meter():
     ch = s.arrive(cf("y"), 0.0)
     assert (ch.entries[0].level, ch.entries[0].rate_mbps) == (7, None)
     assert not s.is_static  # each coflow has a tag of its own: its meter is its own
+
+
+def test_a_coflow_past_55_gets_the_remapped_dscps_in_its_entry():
+    """a holds tags 1..30 (DSCPs 1..30), b tags 31..55; a coflow from a and b gets tag
+    56, whose own DSCP 1 a holds: its entry marks a's rule (and a's agent) with 31."""
+    s = LiveScheduler(BySize(), VIEW, levels=8)
+    for i in range(55):
+        s.arrive(cf(f"n{i}", 1000 + i, "a" if i < 30 else "b", "c"), 0.0)
+    wide = Coflow("w", (Flow("w.0", "a", "c", 10), Flow("w.1", "b", "c", 10)), CoflowIdentity())
+    ch = s.arrive(wide, 0.0)
+    (own,) = [e for e in ch.entries if e.tag == 56]
+    assert own.dscps == (("a", 31),) and s.dscps_of("w") == (("a", 31),)
+    assert own.dscp_of("b") == 1 and s.dscps_of("n0") == ()
