@@ -28,7 +28,6 @@ from controller.coflow_table import (
     leaf_state,
     parse_entries,
     parse_tags,
-    wire_clash,
 )
 from controller.messages import REQUESTS, Resume, Resumed
 from controller.routing import (
@@ -45,6 +44,7 @@ from controller.routing import (
 from controller.scheduler import PolicyError
 from controller.scheduler_service import EventLog, SchedulerService, read_events
 from controller.southbound.base import SouthboundError, SwitchDriver, SwitchState
+from controller.southbound.wire import check_wire
 from controller.stats import (
     MeterRow,
     PortCount,
@@ -56,7 +56,7 @@ from controller.stats import (
 )
 from controller.takeover import adopted_epochs, adopted_table, groups_complete
 from topo.plan import FabricPlan
-from workload.marking import MAX_LEVELS, TAG_MAX
+from workload.marking import MAX_LEVELS
 
 log = logging.getLogger("controller.control")
 OPS = (
@@ -470,7 +470,9 @@ class ControlPlane:
         """Replace the entries of their tags on every leaf; the number of writes."""
         with self._write:
             leaves = self._live_leaves()
-            self._check_wire(entries)
+            check_wire(
+                {**self.entries, **{e.tag: e for e in entries}}, entries, self.plan, self.driver
+            )
             old = dict(self.entries), dict(self.epochs), self._next_epoch
             for e in entries:
                 if e.tag not in self.epochs:
@@ -481,20 +483,6 @@ class ControlPlane:
             except SouthboundError:
                 self.entries, self.epochs, self._next_epoch = old
                 raise
-
-    def _check_wire(self, entries: Sequence[TagEntry]) -> None:
-        """ValueError (one line) if the driver cannot tell ``entries``' tags apart: a tag
-        above its ``max_tag`` (or remapped DSCPs where the tag must be its own DSCP), or
-        two tags sharing a DSCP on a sending host."""
-        for e in entries:
-            if e.tag > self.driver.max_tag or (e.dscps and self.driver.max_tag <= TAG_MAX):
-                raise ValueError(
-                    f"entries: tag {e.tag}: {type(self.driver).__name__} takes tags "
-                    f"1..{self.driver.max_tag} (one DSCP per coflow, the tag's own)"
-                )
-        clash = wire_clash({**self.entries, **{e.tag: e for e in entries}}.values(), self.plan)
-        if clash is not None:
-            raise ValueError(f"entries: {clash}")
 
     def op_clear(self, req: dict, received: float) -> dict:
         """Remove the entries (and meters) of the given tags."""

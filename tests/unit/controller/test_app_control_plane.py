@@ -217,6 +217,7 @@ def test_a_remapped_sender_gets_a_rule_on_the_dscp_it_was_given():
     "dscps", [{"h11": 0}, {"h11": 56}, {"h99": 3}, {"h11": True}, ["h11", 3]], ids=str
 )
 def test_bad_dscps_are_refused_with_the_key(dscps):
+    """DSCP 0 and 56+ (level codes), unknown hosts, bools, a list: one line each."""
     plane, _drv = _ready_plane()
     reply = plane.handle({"op": "set", "entries": [{"tag": 58, "level": 1, "dscps": dscps}]})
     assert reply == {

@@ -18,11 +18,13 @@ def test_tag_dscp_wraps_every_55_tags(tag, dscp):
 
 @pytest.mark.parametrize("bad", [-1, 3521, True, 2.0])
 def test_tag_ids_outside_1_to_3520_are_refused(bad):
+    """Negative, past 64 x 55, bool and float ids name the range."""
     with pytest.raises(ValueError, match="tag must be an int in 1..3520"):
         marking.tag_dscp(bad)
 
 
 def test_a_lower_tag_max_is_enforced():
+    """BMv2's bound: 55 passes, 56 does not."""
     assert marking.check_tag(55, marking.TAG_MAX) == 55
     with pytest.raises(ValueError, match="1..55, got 56"):
         marking.check_tag(56, marking.TAG_MAX)

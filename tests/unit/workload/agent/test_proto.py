@@ -144,6 +144,7 @@ def test_a_remapped_flow_is_marked_with_its_dscp_not_its_tags():
 
 @pytest.mark.parametrize("dscp", [0, 56, True, "3"])
 def test_a_bad_dscp_is_refused(dscp):
+    """DSCP 0 (untagged), 56 (a level code), a bool or a string: refused by name."""
     with pytest.raises(RequestError, match="dscp: must be an int 1..55 or null"):
         parse_request(json.dumps({**SEND, "dscp": dscp}).encode())
 
