@@ -97,9 +97,10 @@ def test_each_coflow_is_counted_on_its_own_tag_rules(run):
     holding DSCP 1 + k (c_k's), so that host marks it with another: its entry names it
     (``dscps``), and the agent must mark with it.  The leaf counters of a tag's rules
     carry its coflow's 1 MB, give or take: measured 0.99-1.30 MB here, 0.55-1.38 MB
-    in a run with narrow coflows only (2026-12-01): retransmissions of flows starved behind strict priority add up
-    to ~40 %, and OVS folds datapath counts into its rules' counters lazily, so the
-    last ~0.4 s of the run's last coflow were not counted yet.  A coflow whose packets
+    in a run with narrow coflows only (2026-12-01): retransmissions of flows starved
+    behind strict priority add up to ~40 %, and OVS folds datapath counts into its
+    rules' counters lazily, so the last ~0.4 s of the run's last coflow were not
+    counted yet.  A coflow whose packets
     missed its own rule would count ~0, and a rule matching two coflows ~2 MB: we
     require 0.3-1.8 MB per tag."""
     entries = own_entries(run / "scheduler-events.jsonl")
