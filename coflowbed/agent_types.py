@@ -27,6 +27,7 @@ class SendOrder:
     tag: int
     level: int
     rate_mbps: float | None = None
+    dscp: int | None = None  # the DSCP to mark with (None: the tag's own)
 
 
 @dataclass(frozen=True)

@@ -357,7 +357,9 @@ class AgentSet:
             if not isinstance(o, SendOrder):
                 raise TypeError(f"send_many: {o!r} is not a SendOrder")
             by_host.setdefault(o.host, []).append(
-                SendRequest(o.flow_id, o.dst_ip, o.dst_port, o.nbytes, o.tag, o.level, o.rate_mbps)
+                SendRequest(
+                    o.flow_id, o.dst_ip, o.dst_port, o.nbytes, o.tag, o.level, o.rate_mbps, o.dscp
+                )
             )
         for host in by_host:
             self._agent(host)

@@ -182,6 +182,12 @@ class ReleaseTimes:
         }
 
 
+def _remapped(assigned: Assignment, host: str) -> int | None:
+    """The DSCP ``host`` marks the coflow with when the controller remapped it (None:
+    the tag's own; ``controller.tags``)."""
+    return dict(assigned.dscps).get(host)
+
+
 def _ms_stats(values: list[float]) -> dict | None:
     """count, median, p95 and max of ``values`` (seconds) in ms; None when empty."""
     median, p95 = percentile(values, 50), percentile(values, 95)
@@ -252,6 +258,7 @@ class EmulationBackend:
                     assigned.tag,
                     assigned.level,
                     None if reply is None else reply.pair_rate(f.src, f.dst),
+                    _remapped(assigned, f.src),
                 )
                 for f in coflow.flows
             ]

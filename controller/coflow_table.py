@@ -10,22 +10,29 @@ destination IP too and uses the pair's meter.  ``rate_mbps`` limits each sender 
 aggregate of the tag (one meter per (tag, host)); for pairs listed in ``flow_rates``
 the pair meter applies instead (one meter per OpenFlow rule).
 
-Rule cookies are ``(epoch << 8) | tag`` (``rule_cookie``, ``cookie_tag``,
+Rule cookies are ``(epoch << 12) | tag`` (``rule_cookie``, ``cookie_tag``,
 ``cookie_epoch``): the epoch is the tag's incarnation (a new one after every clear), so
 counters of removed rules can be credited to the right tag.
+
+A rule matches the DSCP its sender marks the tag with: ``tag_dscp(tag)`` unless the
+entry's ``dscps`` remaps that sender (``controller.tags``); two tags may share a DSCP on
+different senders.  ``wire_clash`` finds two entries that would land on the same (port,
+DSCP) of a leaf.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from topo.plan import FabricPlan
-from workload.marking import check_level, check_tag
+from workload.marking import TAG_ID_MAX, TAG_MAX, TAG_MIN, check_level, check_tag, tag_dscp
 
-ENTRY_KEYS = {"tag", "level", "rate_mbps", "flow_rates", "senders"}
+ENTRY_KEYS = {"tag", "level", "rate_mbps", "flow_rates", "senders", "dscps"}
 FLOW_RATE_KEYS = {"src", "dst", "rate_mbps"}
-COOKIE_TAG_BITS = 8  # low bits of a rule cookie: the tag (TAG_MAX < 256)
+COOKIE_TAG_BITS = 12  # low bits of a rule cookie: the tag (TAG_ID_MAX < 4096)
+assert TAG_ID_MAX < 1 << COOKIE_TAG_BITS, "a tag id must fit in a rule cookie's low bits"
 DEFAULT_BURST_S = 0.25  # TCP needs a burst >= 0.25 s of the rate (docs/fabric.md)
 
 
@@ -47,17 +54,31 @@ class TagEntry:
     rate_mbps: float | None = None
     flow_rates: tuple[FlowRate, ...] = ()
     senders: frozenset[str] | None = None  # hosts that send with this tag (None: all)
+    dscps: tuple[tuple[str, int], ...] = ()  # (sender, DSCP) where not tag_dscp(tag)
+
+    def dscp_of(self, host: str) -> int:
+        """The DSCP ``host`` marks this tag with."""
+        return dict(self.dscps).get(host, tag_dscp(self.tag))
+
+    def remap_of(self, host: str) -> int | None:
+        """``host``'s DSCP for this tag if it is not the tag's own, else None (the form
+        ``TagRule.dscp`` takes, so rules compare alike however they were built)."""
+        return dict(self.dscps).get(host)
 
     def to_wire(self) -> dict:
-        """The entry as the control API's ``set`` carries it (``parse_entry`` reads it back)."""
+        """The entry as the control API's ``set`` carries it (``parse_entry`` reads it
+        back); ``dscps`` only when some sender is remapped (so older logs read alike)."""
         pairs = [{"src": p.src, "dst": p.dst, "rate_mbps": p.rate_mbps} for p in self.flow_rates]
-        return {
+        out: dict[str, Any] = {
             "tag": self.tag,
             "level": self.level,
             "rate_mbps": self.rate_mbps,
             "flow_rates": pairs or None,
             "senders": None if self.senders is None else sorted(self.senders),
         }
+        if self.dscps:
+            out["dscps"] = dict(self.dscps)
+        return out
 
 
 MeterKey = tuple  # ("host", tag, host) or ("pair", tag, src, dst)
@@ -83,6 +104,12 @@ class TagRule:
     level: int
     meter: MeterKey | None
     cookie: int
+    dscp: int | None = None  # the DSCP matched when not the tag's own (None: tag_dscp(tag))
+
+    @property
+    def wire_dscp(self) -> int:
+        """The DSCP this rule matches."""
+        return tag_dscp(self.tag) if self.dscp is None else self.dscp
 
     @property
     def key(self) -> RuleKey:
@@ -135,7 +162,22 @@ def parse_entry(d, plan: FabricPlan, levels: int, where: str) -> TagEntry:
     pairs = tuple(_parse_flow_rate(x, plan, f"{where}.flow_rates[{i}]") for i, x in enumerate(raw))
     if len({(p.src, p.dst) for p in pairs}) != len(pairs):
         raise ValueError(f"{where}.flow_rates: a (src, dst) pair appears twice")
-    return TagEntry(tag, level, rate, pairs, _parse_senders(d.get("senders"), plan, where))
+    senders = _parse_senders(d.get("senders"), plan, where)
+    return TagEntry(tag, level, rate, pairs, senders, _parse_dscps(d.get("dscps"), plan, where))
+
+
+def _parse_dscps(raw, plan: FabricPlan, where: str) -> tuple[tuple[str, int], ...]:
+    """Optional ``dscps``: {sender host: DSCP 1..55} for remapped senders."""
+    if raw is None:
+        return ()
+    names = set(plan.host_names())
+    if not isinstance(raw, dict) or not all(
+        h in names and type(d) is int and TAG_MIN <= d <= TAG_MAX for h, d in raw.items()
+    ):
+        raise ValueError(
+            f"{where}.dscps: must map host names of the fabric to DSCPs {TAG_MIN}..{TAG_MAX}"
+        )
+    return tuple(sorted(raw.items()))
 
 
 def _parse_senders(raw, plan: FabricPlan, where: str) -> frozenset[str] | None:
@@ -168,6 +210,19 @@ def parse_tags(raw) -> list[int]:
         return [check_tag(t) for t in raw]
     except ValueError as e:
         raise ValueError(f"tags: {e}") from None
+
+
+def wire_clash(entries: Iterable[TagEntry], plan: FabricPlan) -> str | None:
+    """A one-line reason if two of ``entries`` share a DSCP on a sending host (their
+    rules would be one match on that host's leaf port), else None."""
+    seen: dict[tuple[str, int], int] = {}
+    everyone = frozenset(plan.host_names())
+    for e in sorted(entries, key=lambda e: e.tag):
+        for h in sorted(everyone if e.senders is None else e.senders):
+            other = seen.setdefault((h, e.dscp_of(h)), e.tag)
+            if other != e.tag:
+                return f"tags {other} and {e.tag} share DSCP {e.dscp_of(h)} on host {h}"
+    return None
 
 
 def meter_spec(key: MeterKey, rate_mbps: float, burst_s: float) -> MeterSpec:
@@ -211,7 +266,7 @@ def leaf_state(
             if e.rate_mbps is not None:
                 mkey = ("host", e.tag, h.name)
                 meters[mkey] = meter_spec(mkey, e.rate_mbps, burst_s)
-            rule = TagRule(e.tag, h.leaf_port, None, e.level, mkey, cookie)
+            rule = TagRule(e.tag, h.leaf_port, None, e.level, mkey, cookie, e.remap_of(h.name))
             rules[rule.key] = rule
         for fr in e.flow_rates:
             src = plan.host(fr.src)
@@ -219,7 +274,8 @@ def leaf_state(
                 continue
             mkey = ("pair", e.tag, fr.src, fr.dst)
             meters[mkey] = meter_spec(mkey, fr.rate_mbps, burst_s)
-            rule = TagRule(e.tag, src.leaf_port, plan.host(fr.dst).ip, e.level, mkey, cookie)
+            dst = plan.host(fr.dst).ip
+            rule = TagRule(e.tag, src.leaf_port, dst, e.level, mkey, cookie, e.remap_of(fr.src))
             rules[rule.key] = rule
     return rules, meters
 

@@ -44,6 +44,7 @@ from controller.routing import (
 from controller.scheduler import PolicyError
 from controller.scheduler_service import EventLog, SchedulerService, read_events
 from controller.southbound.base import SouthboundError, SwitchDriver, SwitchState
+from controller.southbound.wire import check_wire
 from controller.stats import (
     MeterRow,
     PortCount,
@@ -130,7 +131,7 @@ class ControlPlane:
                 self._load_fabric_events(fabric_path)
             self._fabric_log = EventLog(fabric_path)
         record = None if config.events_path is None else EventLog(config.events_path)
-        self.scheduler = SchedulerService(plan, config.levels, self, record)
+        self.scheduler = SchedulerService(plan, config.levels, self, record, tag_max=driver.max_tag)
         if config.resume:
             self._restore(events)
 
@@ -469,6 +470,9 @@ class ControlPlane:
         """Replace the entries of their tags on every leaf; the number of writes."""
         with self._write:
             leaves = self._live_leaves()
+            check_wire(
+                {**self.entries, **{e.tag: e for e in entries}}, entries, self.plan, self.driver
+            )
             old = dict(self.entries), dict(self.epochs), self._next_epoch
             for e in entries:
                 if e.tag not in self.epochs:

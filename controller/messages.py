@@ -26,6 +26,7 @@ from controller.coflow_table import FlowRate
 from controller.policies.interjob import InterJobSpec
 from workload.dag import Coflow
 from workload.dagjson import coflow_from_dict, coflow_to_dict
+from workload.marking import tag_dscp
 from workload.schema import SpecError
 
 POLL_COUNTERS = "counters"  # the controller reads its tag counters (D-CLAS thresholds)
@@ -167,10 +168,16 @@ class OpenJob:
 
 @dataclass(frozen=True)
 class Assignment:
-    """A coflow's tag (its DSCP at the sender) and priority level."""
+    """A coflow's tag and priority level; ``dscps``: the senders that mark it with
+    another DSCP than the tag's own (``controller.tags``), and theirs."""
 
     tag: int
     level: int
+    dscps: tuple[tuple[str, int], ...] = ()
+
+    def dscp_of(self, host: str) -> int:
+        """The DSCP ``host`` marks the coflow's packets with."""
+        return dict(self.dscps).get(host, tag_dscp(self.tag))
 
 
 @dataclass(frozen=True)
@@ -307,6 +314,7 @@ class Registered:
         return {
             "tag": self.assignment.tag,
             "level": self.assignment.level,
+            "dscps": dict(self.assignment.dscps),
             "pair_rates": [[p.src, p.dst, p.rate_mbps] for p in self.pair_rates],
             "hosts": self.hosts.to_wire(),
         }
@@ -314,7 +322,7 @@ class Registered:
     @classmethod
     def from_wire(cls, d: Any, where: str = "registered") -> Registered:
         """Parse the JSON form."""
-        d = _fields(d, where, {"tag", "level", "pair_rates", "hosts"})
+        d = _fields(d, where, {"tag", "level", "dscps", "pair_rates", "hosts"})
         try:
             pairs = tuple(
                 FlowRate(str(s), str(dst), _number(r, where)) for s, dst, r in d["pair_rates"]
@@ -322,7 +330,14 @@ class Registered:
         except (TypeError, ValueError) as e:
             raise ValueError(f"{where}.pair_rates: malformed: {e}") from None
         return cls(
-            Assignment(_int(d["tag"], f"{where}.tag"), _int(d["level"], f"{where}.level")),
+            Assignment(
+                _int(d["tag"], f"{where}.tag"),
+                _int(d["level"], f"{where}.level"),
+                tuple(
+                    (str(h), _int(v, f"{where}.dscps.{h}"))
+                    for h, v in sorted(_mapping(d["dscps"], f"{where}.dscps").items())
+                ),
+            ),
             pairs,
             HostUpdates.from_wire(d["hosts"], f"{where}.hosts"),
         )

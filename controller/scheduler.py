@@ -5,9 +5,11 @@ simulator calls the same policy objects in-process).
 Two modes:
 
 - **dynamic** (FIFO, SEBF, D-CLAS, Sincronia, user policies): every active coflow has its
-  own tag (DSCP 1..55, recycled).  On every arrival, completion or byte-threshold
-  crossing the scheduler asks the policy, compresses ranks onto the K levels and returns
-  only what changed: controller entries to set, tags to clear, host socket priorities.
+  own tag (``controller.tags``: an id, and on each sending host a DSCP no other
+  coflow of that host holds; recycled).
+  On every arrival, completion or byte-threshold crossing the scheduler asks the
+  policy, compresses ranks onto the K levels and returns only what changed: controller
+  entries to set, tags to clear, host socket priorities.
 - **static** (policies with ``ranks_by_identity = True``: fair, Hermod, Lina,
   ByteScheduler, the X-first rules): ranks depend only on coflow identity, so levels are
   assigned once for the whole DAG (compressed over every rank in it, e.g. Hermod's MID
@@ -20,15 +22,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from controller.coflow_table import FlowRate, TagEntry
 from controller.compress import compress
 from controller.messages import HostLevel, HostRate, HostUpdates
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
+from controller.tags import TagPool
 from workload.dag import Coflow
-from workload.marking import TAG_MAX, TAG_MIN, check_level
+from workload.marking import TAG_ID_MAX, TAG_MIN, check_level
 
 log = logging.getLogger("scheduler")
 
@@ -63,42 +66,6 @@ class Installed:
     flow_rates: tuple[tuple[str, str, float], ...]
 
 
-class TagPool:
-    """Coflow tags for dynamic mode.  A finished coflow's tag is *dirty* (its entry is
-    still installed) and is only reused after a batched clear: clearing lazily keeps the
-    controller write off the path of every completion."""
-
-    def __init__(self) -> None:
-        self._clean = list(range(TAG_MAX, TAG_MIN - 1, -1))
-        self._dirty: set[int] = set()
-
-    def take(self) -> int | None:
-        """The smallest clean tag, or None if every free tag is dirty.  RuntimeError if
-        all 55 tags are held by active coflows."""
-        if self._clean:
-            return self._clean.pop()
-        if not self._dirty:
-            raise RuntimeError(f"more than {TAG_MAX - TAG_MIN + 1} coflows active at once")
-        return None
-
-    def take_clean(self) -> int:
-        """The smallest clean tag, right after ``reclaim`` (there is one then)."""
-        tag = self.take()
-        assert tag is not None, "reclaim left no clean tag"
-        return tag
-
-    def give(self, tag: int) -> None:
-        """``tag``'s coflow finished; its entry stays until ``reclaim``."""
-        self._dirty.add(tag)
-
-    def reclaim(self) -> list[int]:
-        """Mark every dirty tag clean; returns them (the caller clears their entries)."""
-        tags = sorted(self._dirty)
-        self._dirty.clear()
-        self._clean = sorted(set(self._clean) | set(tags), reverse=True)
-        return tags
-
-
 class LiveScheduler:
     """Policy -> levels/rates for the active coflows; emits minimal ``Changes``."""
 
@@ -109,9 +76,11 @@ class LiveScheduler:
         levels: int,
         all_coflows: list[Coflow] | None = None,
         pacing: bool = False,
+        tag_max: int = TAG_ID_MAX,
     ) -> None:
         """``policy`` decides (the scenario's ``static`` levels too: ``StaticPolicy``);
-        ``all_coflows`` lets identity-ranked policies fix levels for the whole DAG."""
+        ``all_coflows`` lets identity-ranked policies fix levels for the whole DAG;
+        ``tag_max``: the largest tag the switches take (``TagPool``)."""
         self.policy, self.fabric, self.levels = policy, fabric, levels
         # policy (MADD) rates: switch meters, or (pacing) paced at the sending host
         self.pacing = pacing
@@ -121,7 +90,7 @@ class LiveScheduler:
         self.last_level: dict[str, int] = {}  # kept after completion, for results
         self.last_rank: dict[str, tuple] = {}
         self._flow_coflow: dict[str, str] = {}  # flow id -> its active coflow
-        self._pool = TagPool()
+        self._pool = TagPool(tag_max)
         self._seq = 0
         self.fixed: dict[str, int] | None = None  # static mode: coflow -> level
         self._fixed_written: set[int] = set()
@@ -142,11 +111,12 @@ class LiveScheduler:
         self._flow_coflow.update((f.flow_id, coflow.coflow_id) for f in coflow.flows)
         if self.fixed is not None:
             return self._arrive_static(coflow.coflow_id, self.fixed[coflow.coflow_id])
-        tag = self._pool.take()
+        senders = {f.src for f in coflow.flows}
+        tag = self._pool.take(senders)
         reclaimed = []
         if tag is None:
             reclaimed = self._pool.reclaim()
-            tag = self._pool.take_clean()
+            tag = self._pool.take_clean(senders)
         self.tags[coflow.coflow_id] = tag
         changes = self._decide(now)
         changes.clear_tags[:0] = reclaimed  # applied before the new entries
@@ -236,6 +206,13 @@ class LiveScheduler:
         rates = any(inst.flow_rates for inst in self.installed.values())
         return self._decide(now) if rates else Changes()
 
+    def dscps_of(self, coflow_id: str) -> tuple[tuple[str, int], ...]:
+        """(sender, DSCP) of an active coflow's senders that do not mark it with its
+        tag's own DSCP (``controller.tags``); () in static mode."""
+        if self.fixed is not None:
+            return ()
+        return tuple(sorted(self._pool.dscps_of(self.tags[coflow_id]).items()))
+
     def level_of(self, coflow_id: str) -> int:
         """The level currently installed for an active coflow."""
         return self.installed[coflow_id].level
@@ -260,7 +237,8 @@ class LiveScheduler:
             ):
                 # a dynamic tag belongs to one coflow: rules on its senders' ports only
                 senders = sorted({f.src for f in self.states[cid].coflow.flows})
-                changes.entries.append(_entry(tag, inst, not self.pacing, senders))
+                entry = _entry(tag, inst, not self.pacing, senders)
+                changes.entries.append(replace(entry, dscps=self.dscps_of(cid)))
             if old is None:
                 continue
             if old.level != inst.level:

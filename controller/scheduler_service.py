@@ -43,7 +43,7 @@ from controller.policies.plugins import import_plugin
 from controller.policies.static import StaticPolicy
 from controller.scheduler import Changes, LiveScheduler
 from topo.plan import FabricPlan
-from workload.marking import TAG_MIN
+from workload.marking import TAG_ID_MAX, TAG_MIN
 
 log = logging.getLogger("controller.scheduler")
 WRITE_TIMEOUT_S = 30.0
@@ -120,10 +120,13 @@ class SchedulerService:
         levels: int,
         writer: SwitchWriter,
         record: Callable[[dict], None] | None = None,
+        tag_max: int = TAG_ID_MAX,
     ) -> None:
         """Scheduler for ``plan`` with ``levels`` levels, writing through ``writer``;
-        ``record`` receives every event (request and resulting changes)."""
+        ``record`` receives every event (request and resulting changes); ``tag_max``:
+        the largest tag the switch driver takes."""
         self.plan, self.levels, self.writer, self.record = plan, levels, writer, record
+        self.tag_max = tag_max
         self.job: _Job | None = None
         self._lock = threading.Lock()
         self.replayed: list[dict] = []  # the answers ``restore`` rebuilt, in request order
@@ -145,7 +148,12 @@ class SchedulerService:
                 self.plan.host_names(), self.plan.host_bw_mbps * 1e6, self.levels
             )
             sched = LiveScheduler(
-                policy, view, self.levels, all_coflows=list(msg.coflows), pacing=msg.pacing
+                policy,
+                view,
+                self.levels,
+                all_coflows=list(msg.coflows),
+                pacing=msg.pacing,
+                tag_max=self.tag_max,
             )
             poll = (
                 POLL_COUNTERS
@@ -183,7 +191,7 @@ class SchedulerService:
             if rest.entries or rest.clear_tags:
                 job.lane.put(rest)
             reply = Registered(
-                Assignment(tag, sched.level_of(cid)),
+                Assignment(tag, sched.level_of(cid), sched.dscps_of(cid)),
                 self._pair_rates(sched, msg.coflow),
                 rest.hosts(),
             )

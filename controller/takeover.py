@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from controller.coflow_table import LeafTable, MeterKey, MeterSpec, TagRule, cookie_epoch
 from controller.southbound.base import SwitchState
 from topo.plan import FabricPlan
+from workload.marking import tag_dscp
 
 
 def adopted_table(plan: FabricPlan, leaf_name: str, state: SwitchState) -> LeafTable:
@@ -44,7 +45,8 @@ def adopted_table(plan: FabricPlan, leaf_name: str, state: SwitchState) -> LeafT
                 table.meters[key] = MeterSpec(key, m.rate_kbps, m.burst_kbit)
                 table.meter_ids[key] = r.meter_id
                 used.add(r.meter_id)
-        rule = TagRule(r.tag, r.in_port, r.dst_ip, r.level, key, r.cookie)
+        remap = None if r.dscp in (None, tag_dscp(r.tag)) else r.dscp
+        rule = TagRule(r.tag, r.in_port, r.dst_ip, r.level, key, r.cookie, remap)
         table.rules[rule.key] = rule
     for mid, m in meters.items():
         if mid not in used:

@@ -14,15 +14,17 @@ from controller.control_plane import ControlConfig, ControlPlane
 from controller.southbound.base import MeterCounter, RuleCounter, SouthboundError, SwitchDriver
 from topo.plan import FabricPlan
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
+from workload.marking import TAG_ID_MAX
 
 PLAN = FabricPlan(spines=1, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
 
 
 class FakeDriver(SwitchDriver):
-    """Records what would be written; holds per-switch rule counters by cookie."""
+    """Records what would be written; holds per-switch rule counters by cookie.  Takes
+    every tag id, as the OpenFlow driver does (``max_tag``: 55 for a DSCP-only one)."""
 
-    def __init__(self, plan: FabricPlan = PLAN):
-        self.plan = plan
+    def __init__(self, plan: FabricPlan = PLAN, max_tag: int = TAG_ID_MAX):
+        self.plan, self.max_tag = plan, max_tag
         self.base, self.applied, self.counters, self.fail = [], [], {}, None
         self.groups_set: list[dict] = []  # every set_groups call
         self.gate: threading.Event | None = None  # set: apply waits for it

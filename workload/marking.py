@@ -4,11 +4,20 @@ to, and how the port schedulers recognise a priority level.
 DSCP (6 bits) is split into three ranges:
 
 - ``0``: untagged traffic (TCP ACKs of receivers, control) -> served at level 0.
-- ``1..55``: coflow **tags**, set by the sending host (socket ``IP_TOS``).  The switch
-  pipeline maps tag -> (level, meter) at the ingress leaf and rewrites the DSCP to the
-  level code.  A tag without an entry is served at the lowest level.
+- ``1..55``: coflow **tags** on the wire, set by the sending host (socket ``IP_TOS``).
+  The switch pipeline maps (ingress port, DSCP) -> (level, meter) at the ingress leaf
+  and rewrites the DSCP to the level code.  A tag without an entry is served at the
+  lowest level.
 - ``56..63``: **level codes** ``56 + level`` (level 0 = most urgent, K <= 8).  The tc
   port schedulers on every egress match these.
+
+A coflow *tag* is an id ``1..TAG_ID_MAX``; it goes on the wire as DSCP ``tag_dscp(tag)``
+(``1 + (tag - 1) % 55``: tags 1..55 are their own DSCP, 56 is DSCP 1 again, ...).  The
+leaf rules match the DSCP together with the sender's port, so two tags with the same
+DSCP are told apart as long as no sending host holds both at once: the scheduler keeps
+that invariant (``controller.scheduler.TagPool``), which allows 55 coflows at once *per
+sending host* instead of 55 in the fabric (docs/policies.md, "More than 55 coflows").
+The BMv2 program (p4src/) counts per DSCP, so BMv2 keeps tags ``1..55``.
 
 Host NIC egress cannot see a level in the tag, so the agent also sets the socket's
 ``SO_PRIORITY`` to the HTB class of the coflow's current level (HTB looks at
@@ -19,7 +28,10 @@ from __future__ import annotations
 
 DSCP_UNTAGGED = 0
 TAG_MIN = 1
-TAG_MAX = 55
+TAG_MAX = 55  # the largest DSCP tag on the wire
+WIRE_TAGS = TAG_MAX - TAG_MIN + 1  # 55 DSCP tags
+TAG_BANKS = 64  # tag ids per DSCP tag (``tag_dscp``)
+TAG_ID_MAX = TAG_MAX * TAG_BANKS  # 3520: the largest coflow tag id
 LEVEL_CODE_BASE = 56
 MAX_LEVELS = 8
 
@@ -37,11 +49,18 @@ def check_level(level: int, levels: int = MAX_LEVELS) -> int:
     return level
 
 
-def check_tag(tag: int) -> int:
-    """Return ``tag`` if it is a valid coflow tag, else ValueError."""
-    if not isinstance(tag, int) or not TAG_MIN <= tag <= TAG_MAX:
-        raise ValueError(f"tag must be an int in {TAG_MIN}..{TAG_MAX}, got {tag!r}")
+def check_tag(tag: int, tag_max: int = TAG_ID_MAX) -> int:
+    """Return ``tag`` if it is a valid coflow tag id (``TAG_MIN..tag_max``), else ValueError."""
+    if isinstance(tag, bool) or not isinstance(tag, int) or not TAG_MIN <= tag <= tag_max:
+        raise ValueError(f"tag must be an int in {TAG_MIN}..{tag_max}, got {tag!r}")
     return tag
+
+
+def tag_dscp(tag: int) -> int:
+    """The DSCP that carries coflow tag ``tag`` on the wire (``1..55``; untagged 0 stays 0)."""
+    if tag == DSCP_UNTAGGED and not isinstance(tag, bool):
+        return DSCP_UNTAGGED
+    return TAG_MIN + (check_tag(tag) - TAG_MIN) % WIRE_TAGS
 
 
 def level_dscp(level: int) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from controller.coflow_table import LeafDiff
 from controller.routing import Groups
+from workload.marking import TAG_MAX
 
 
 class SouthboundError(RuntimeError):
@@ -61,6 +62,7 @@ class InstalledRule:
     level: int
     meter_id: int | None
     cookie: int
+    dscp: int | None = None  # the DSCP it matches (None: the tag's own, tag_dscp)
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,11 @@ RemovedCallback = Callable[[str, int, int, int], None]
 
 class SwitchDriver(ABC):
     """Writes pipelines and reads counters of the switches of one fabric plan."""
+
+    # The largest coflow tag id the pipeline tells apart: tags sharing a DSCP
+    # (``workload.marking.tag_dscp``) need rules that match the ingress port with it and
+    # counters per rule; a pipeline counting per DSCP (BMv2's) keeps 1..TAG_MAX.
+    max_tag: int = TAG_MAX
 
     @abstractmethod
     def connected(self) -> list[str]:

@@ -4,7 +4,8 @@ coflow-table rules (pure: a datapath object is only used for its ofproto modules
 Pipeline (docs/fabric.md):
 
 - table 0, the coflow table.  Leaves: per coflow rule, match ``in_port`` + IPv4 DSCP
-  tag (+ ``ipv4_dst`` for pair rules) -> [meter] -> set DSCP to the level code ->
+  its sender marks the tag with (``TagRule.wire_dscp``; the tag id is in the cookie) (+ ``ipv4_dst``
+  for pair rules) -> [meter] -> set DSCP to the level code ->
   goto 1.  Everything else (level codes, DSCP 0, unmapped tags, non-IP, spines) ->
   goto 1 unchanged (priority 0).
 - table 1, routing.  Leaf l: own host /32 -> its port; the rest of its own /24 -> drop
@@ -16,7 +17,7 @@ Pipeline (docs/fabric.md):
 
 from __future__ import annotations
 
-from controller.coflow_table import MeterSpec, TagRule
+from controller.coflow_table import MeterSpec, TagRule, cookie_tag
 from controller.routing import Groups, leaf_groups
 from topo.plan import (
     LEAF_PREFIX_LEN,
@@ -25,7 +26,7 @@ from topo.plan import (
     leaf_subnet,
     prefix_mask,
 )
-from workload.marking import LEVEL_CODE_BASE, level_dscp
+from workload.marking import LEVEL_CODE_BASE, TAG_ID_MAX, TAG_MAX, TAG_MIN, level_dscp
 
 ETH_IP = 0x0800
 ETH_ARP = 0x0806
@@ -163,7 +164,7 @@ def tag_match(dp, rule: TagRule):
     fields: dict[str, int | str] = {
         "in_port": rule.in_port,
         "eth_type": ETH_IP,
-        "ip_dscp": rule.tag,
+        "ip_dscp": rule.wire_dscp,
     }
     if rule.dst_ip is not None:
         fields["ipv4_dst"] = rule.dst_ip
@@ -280,10 +281,10 @@ def stats_flow_key(s) -> tuple:
     return flow_key(s.table_id, s.priority, s.cookie, s.match, s.instructions)
 
 
-def parse_tag_rule(dp, s) -> tuple[int, int, str | None, int, int | None] | None:
-    """(tag, in_port, dst_ip, level, meter id) of a coflow rule as a switch reports it
-    (OFPFlowStats of table 0 with a cookie); None if it is not one ``tag_rule_msg``
-    writes."""
+def parse_tag_rule(dp, s) -> tuple[int, int, str | None, int, int | None, int] | None:
+    """(tag, in_port, dst_ip, level, meter id, DSCP) of a coflow rule as a switch reports
+    it (OFPFlowStats of table 0 with a cookie: the tag is the cookie's, the DSCP the
+    match's); None if it is not one ``tag_rule_msg`` writes."""
     parser = dp.ofproto_parser
     fields = dict(s.match.items())
     if s.table_id != TAG_TABLE or not {"in_port", "eth_type", "ip_dscp"} <= set(fields):
@@ -296,9 +297,11 @@ def parse_tag_rule(dp, s) -> tuple[int, int, str | None, int, int | None] | None
             for act in inst.actions:
                 if isinstance(act, parser.OFPActionSetField) and act.key == "ip_dscp":
                     level = act.value - LEVEL_CODE_BASE
-    if level is None:
+    tag = cookie_tag(s.cookie)
+    dscp = fields["ip_dscp"]
+    if level is None or not TAG_MIN <= tag <= TAG_ID_MAX or not TAG_MIN <= dscp <= TAG_MAX:
         return None
-    return (fields["ip_dscp"], fields["in_port"], fields.get("ipv4_dst"), level, meter)
+    return (tag, fields["in_port"], fields.get("ipv4_dst"), level, meter, dscp)
 
 
 def group_spines(dp, plan: FabricPlan, g) -> tuple[int, ...] | None:

@@ -23,12 +23,15 @@ from controller.southbound.base import (
 )
 from controller.southbound.of_session import OFSession
 from topo.plan import FabricPlan
+from workload.marking import TAG_ID_MAX
 
 log = logging.getLogger("controller.southbound")
 
 
 class OpenFlowDriver(SwitchDriver):
     """Keeps one OFSession per connected switch of ``plan``."""
+
+    max_tag = TAG_ID_MAX  # rules match (in_port, DSCP); counters per rule cookie
 
     def __init__(self, plan: FabricPlan, on_removed: RemovedCallback | None = None) -> None:
         """Driver for the switches of ``plan``; ``on_removed`` gets removal counters."""
@@ -193,7 +196,8 @@ class OpenFlowDriver(SwitchDriver):
             if parsed is None:
                 base.add(ofm.stats_flow_key(s))
             else:
-                rules.append(InstalledRule(*parsed, cookie=s.cookie))
+                tag, port, dst, level, meter, dscp = parsed
+                rules.append(InstalledRule(tag, port, dst, level, meter, s.cookie, dscp))
         want = ofm.base_flow_keys(dp, self.plan, sw)
         foreign = _difference(want, base, "base flows")
         spines = {g.group_id: ofm.group_spines(dp, self.plan, g) for g in groups}

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import pytest
 
+from controller.client import ControllerError
 from controller.coflow_table import TagEntry
 from tests import packets
 from topo.plan import FabricPlan
-from workload.marking import level_dscp
+from workload.marking import WIRE_TAGS, level_dscp, tag_dscp
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -78,6 +79,24 @@ def test_entry_matches_only_its_sender_port(bench):
         packets.check_forwarding(bench, SRC, DST, SENDER_TAG, SENDER_TAG, LEVELS - 1, "udp")
     finally:
         bench.client.clear([SENDER_TAG])
+
+
+def test_tags_sharing_a_dscp_are_told_apart_by_their_sender_port(bench, request):
+    """Tag 60 = 55 + 5 goes out as DSCP 5, as tag 5 does: OTHER sends tag 5 (level 2)
+    and SRC tag 60 (level 6), so a frame with DSCP 5 gets the level of its sender's tag.
+    BMv2 keeps tags 1..55 (its program counts per DSCP): its controller refuses 60."""
+    wide = SENDER_TAG + WIRE_TAGS
+    entry = TagEntry(wide, 6, senders=frozenset({SRC.name}))
+    if request.node.callspec.params["bench"] == "bmv2":
+        with pytest.raises(ControllerError, match="takes tags 1..55"):
+            bench.client.set([entry])
+        return
+    bench.client.set([TagEntry(SENDER_TAG, 2, senders=frozenset({OTHER.name})), entry])
+    try:
+        packets.check_forwarding(bench, OTHER, DST, SENDER_TAG, level_dscp(2), 2, "udp")
+        packets.check_forwarding(bench, SRC, DST, tag_dscp(wide), level_dscp(6), 6, "udp")
+    finally:
+        bench.client.clear([SENDER_TAG, wide])
 
 
 def test_meter_passes_part_of_a_burst_and_its_counters_match_the_wire(bench):

@@ -13,7 +13,8 @@ neither side redefines the other's:
   and no ``id``.  Requests are strict: unknown keys and wrong types are rejected.
 - **marking**: at send time a flow's connection is marked with its tag in IP_TOS and its
   level in SO_PRIORITY (``mark_flow_socket``); handshakes go unmarked.  Tags follow
-  ``workload.marking``: ``1..55`` mark a coflow, ``0`` sends untagged (DSCP 0).
+  ``workload.marking``: ``1..3520`` mark a coflow (on the wire as DSCP ``tag_dscp(tag)``,
+  1..55), ``0`` sends untagged (DSCP 0).
 - **pacing**: a flow given ``rate_mbps`` (Mbit/s) has its socket's SO_MAX_PACING_RATE set
   to ``int(rate_mbps * 1e6 / 8)`` bytes/s before its first byte (``set_pacing``); the
   kernel's internal TCP pacing then throttles it at the sender, no fq qdisc needed.
@@ -26,7 +27,9 @@ Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, 
 - ``connect`` dst_ip, dst_port, count -> connections (now in the pool), opened, setup_ns,
   once the pool to that destination holds ``count`` connections (replies may overtake
   earlier ones: match them by ``id``).
-- ``send`` flow_id, dst_ip, dst_port, bytes, tag, level, optional rate_mbps (number > 0
+- ``send`` flow_id, dst_ip, dst_port, bytes, tag, level, optional dscp (1..55: the
+  DSCP to mark with when the controller remapped this sender, else ``tag_dscp(tag)``),
+  optional rate_mbps (number > 0
   or null = unpaced) -> {} at once; the flow runs on, on an idle pooled connection (or a
   new one when none is idle).
 - ``cancel`` flow_id -> cancelled (bool: it was under way); its connection is closed (the
@@ -140,10 +143,10 @@ __all__ = [
 def _check_tag(tag: Any) -> int:
     """A tag (0 = untagged) or ProtocolError."""
     if type(tag) is not int or not (
-        tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_MAX
+        tag == marking.DSCP_UNTAGGED or marking.TAG_MIN <= tag <= marking.TAG_ID_MAX
     ):
         raise ProtocolError(
-            f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_MAX}, got {tag!r}"
+            f"tag: must be an int 0 or {marking.TAG_MIN}..{marking.TAG_ID_MAX}, got {tag!r}"
         )
     return tag
 
@@ -203,12 +206,20 @@ class SendRequest:
     tag: int
     level: int
     rate_mbps: float | None = None  # sender-side pacing cap; optional on the wire
+    dscp: int | None = None  # the DSCP to mark with; optional (None: tag_dscp(tag))
 
     def __post_init__(self) -> None:
         """Reject bad values with the key's name (ProtocolError)."""
         if not isinstance(self.flow_id, str):
             raise ProtocolError(f"flow_id: must be a string, got {self.flow_id!r}")
         encode_header(self.flow_id, 0)  # checks the length
+        if self.dscp is not None and (
+            type(self.dscp) is not int or not marking.TAG_MIN <= self.dscp <= marking.TAG_MAX
+        ):
+            raise ProtocolError(
+                f"dscp: must be an int {marking.TAG_MIN}..{marking.TAG_MAX} or null, "
+                f"got {self.dscp!r}"
+            )
         _check_ip(self.dst_ip)
         _check_port(self.dst_port)
         if type(self.bytes) is not int or not 1 <= self.bytes < 1 << 63:

@@ -244,7 +244,7 @@ class FlowSender:
 
     def _mark(self, flow: SendFlow, sock: socket.socket) -> None:
         """The flow's tag, level and pacing on its connection, before its first byte."""
-        mark_flow_socket(sock, flow.req.tag, flow.level, self.priority_ok)
+        mark_flow_socket(sock, flow.req.tag, flow.level, self.priority_ok, flow.req.dscp)
         set_pacing(sock, flow.rate_mbps)
 
     def _started(self, flow: SendFlow, sock: socket.socket, start_ns: int, fresh: bool) -> None:

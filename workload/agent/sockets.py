@@ -71,11 +71,14 @@ def open_flow_socket(
     return sock
 
 
-def mark_flow_socket(sock: socket.socket, tag: int, level: int, set_priority: bool = True) -> None:
-    """Mark ``sock``'s packets with ``tag`` (IP_TOS) and ``level`` (SO_PRIORITY).  SO_PRIORITY
-    is set after IP_TOS because Linux resets ``sk_priority`` from the TOS whenever IP_TOS
-    is set."""
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, marking.tos_byte(tag))
+def mark_flow_socket(
+    sock: socket.socket, tag: int, level: int, set_priority: bool = True, dscp: int | None = None
+) -> None:
+    """Mark ``sock``'s packets with ``tag`` (IP_TOS: ``dscp`` if given, else the tag's
+    own DSCP) and ``level`` (SO_PRIORITY).  SO_PRIORITY is set after IP_TOS because
+    Linux resets ``sk_priority`` from the TOS whenever IP_TOS is set."""
+    wire = marking.tag_dscp(tag) if dscp is None else dscp
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, marking.tos_byte(wire))
     if set_priority:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level))
 

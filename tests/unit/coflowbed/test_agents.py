@@ -137,9 +137,26 @@ def test_set_level_moves_live_sockets_of_the_tag_only(agents):
 
 @pytest.mark.processes
 @pytest.mark.sockets
+def test_a_remapped_sender_marks_the_dscp_it_was_given(agents):
+    """Tag 58 with dscp 31 (the controller remapped h11) goes out as DSCP 31; tag 60
+    without one as its own DSCP, 60 - 55 = 5 (the agent reports the socket's TOS)."""
+    ip, port = agents.address("h12")
+    agents.send_many(
+        [
+            SendOrder("h11", "remapped", ip, port, 1000, 58, 1, None, 31),
+            SendOrder("h11", "own", ip, port, 1000, 60, 1),
+        ]
+    )
+    seen = collect(agents, {"remapped", "own"})
+    assert seen["remapped"]["flow_started"].fields["tos"] == 31 << 2
+    assert seen["own"]["flow_started"].fields["tos"] == 5 << 2
+
+
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_bad_arguments_raise_before_anything_is_sent(agents):
     with pytest.raises(ValueError, match="tag"):
-        agents.send("h11", "f", "127.0.0.1", 5001, 10, tag=60, level=0)
+        agents.send("h11", "f", "127.0.0.1", 5001, 10, tag=marking.TAG_ID_MAX + 1, level=0)
     with pytest.raises(ValueError, match="dst_ip"):
         agents.send("h11", "f", "h12", 5001, 10, tag=1, level=0)
     with pytest.raises(AgentError, match="no agent"):

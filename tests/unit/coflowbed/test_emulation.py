@@ -204,3 +204,23 @@ def test_name_losses_names_each_lost_host_and_its_flows():
         None,
     )
     assert calm.waited == 0.0
+
+
+def test_a_remapped_sender_gets_its_dscp_in_the_send_order():
+    """h11 sends c0..c29 (tags 1..30, DSCPs 1..30), h12 c30..c54 (31..55).  The wide
+    coflow gets tag 56, whose own DSCP 1 h11 holds: h11's order carries DSCP 31 (its
+    smallest free), h12's none (it marks the tag's own, 1)."""
+    narrow = [
+        Coflow(f"c{i}", (Flow(f"c{i}.0", "h11" if i < 30 else "h12", "h21", 1000),))
+        for i in range(55)
+    ]
+    wide = Coflow("w", (Flow("w.0", "h11", "h22", 1000), Flow("w.1", "h12", "h22", 1000)))
+    be, _plane, _drv, _client = backend_for("fifo", [*narrow, wide])
+    be.preinstall()
+    for cf in [*narrow, wide]:
+        be.release(cf, 0.0)
+    orders = {o.flow_id: o for o in be.agents.orders}
+    assert (orders["w.0"].tag, orders["w.0"].dscp) == (56, 31)
+    assert (orders["w.1"].tag, orders["w.1"].dscp) == (56, None)
+    assert orders["c0.0"].dscp is None
+    be.close()

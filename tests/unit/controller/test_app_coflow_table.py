@@ -6,6 +6,7 @@ import pytest
 
 from controller import coflow_table as ct
 from topo.plan import FabricPlan
+from workload.marking import TAG_ID_MAX
 
 PLAN = FabricPlan(spines=2, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
 
@@ -19,7 +20,7 @@ def test_one_rule_per_sender_host_with_per_host_meter():
     rules, meters = _state([ct.TagEntry(7, 2, 10.0)])
     assert sorted(rules) == [(7, 1, None), (7, 2, None)]
     r = rules[(7, 1, None)]
-    assert (r.level, r.meter, r.cookie) == (2, ("host", 7, "h11"), (3 << 8) | 7)
+    assert (r.level, r.meter, r.cookie) == (2, ("host", 7, "h11"), (3 << ct.COOKIE_TAG_BITS) | 7)
     assert meters[("host", 7, "h12")] == ct.MeterSpec(("host", 7, "h12"), 10000, 2500)
 
 
@@ -117,17 +118,19 @@ def test_parse_entries_accepts_nulls_and_flow_rates():
         levels=2,
     )
     assert e == ct.TagEntry(4, 1, None, (ct.FlowRate("h11", "h21", 2.0),))
-    assert ct.parse_tags([1, 55]) == [1, 55]
-    with pytest.raises(ValueError, match="tags: tag must be"):
-        ct.parse_tags([56])
+    assert ct.parse_tags([1, 55, 56, TAG_ID_MAX]) == [1, 55, 56, TAG_ID_MAX]
+    for bad in (0, TAG_ID_MAX + 1, True):
+        with pytest.raises(ValueError, match="tags: tag must be"):
+            ct.parse_tags([bad])
 
 
 def test_rule_cookie_keeps_tag_and_epoch_apart():
-    cookie = ct.rule_cookie(55, 1234)
-    assert cookie == (1234 << 8) | 55
-    assert (ct.cookie_tag(cookie), ct.cookie_epoch(cookie)) == (55, 1234)
+    """12 low bits for the tag (TAG_ID_MAX = 3520 < 4096): 1234 * 4096 + 3520."""
+    cookie = ct.rule_cookie(TAG_ID_MAX, 1234)
+    assert cookie == 1234 * 4096 + 3520
+    assert (ct.cookie_tag(cookie), ct.cookie_epoch(cookie)) == (TAG_ID_MAX, 1234)
     with pytest.raises(ValueError, match="tag"):
-        ct.rule_cookie(56, 1)  # a level code is not a tag: it would overlap the layout
+        ct.rule_cookie(TAG_ID_MAX + 1, 1)  # would overlap the epoch bits
 
 
 @pytest.mark.parametrize(

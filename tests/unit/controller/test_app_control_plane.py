@@ -5,11 +5,18 @@ from __future__ import annotations
 import re
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
+from os_ken.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
 
+from controller.coflow_table import cookie_tag, rule_cookie
 from controller.control_plane import ControlConfig, ControlPlane
+from controller.southbound import of_messages as ofm
 from tests.fakes import PLAN, FakeDriver, ready_plane
+from workload.marking import TAG_ID_MAX, TAG_MAX
+
+OF_DP = SimpleNamespace(ofproto=ofp, ofproto_parser=parser, id=0x1001)
 
 
 def _ready_plane():
@@ -68,10 +75,10 @@ def test_failed_write_keeps_the_old_state_reports_the_error_and_resyncs():
 def test_tag_stats_count_live_and_removed_rules_of_the_current_incarnation():
     plane, drv = _ready_plane()
     plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1}]})
-    cookie = (plane.epochs[3] << 8) | 3
+    cookie = rule_cookie(3, plane.epochs[3])
     drv.counters = {"l1": {cookie: (1000, 10)}, "l2": {cookie: (500, 5)}}
     plane.on_removed("l1", cookie, 300, 3)  # e.g. a pair rule that was replaced
-    plane.on_removed("l1", (99 << 8) | 3, 7777, 7)  # an older incarnation: ignored
+    plane.on_removed("l1", rule_cookie(3, 99), 7777, 7)  # an older incarnation: ignored
     assert plane.handle({"op": "tag_stats"})["tags"] == {"3": {"bytes": 1800, "packets": 18}}
     plane.handle({"op": "clear", "tags": [3]})
     plane.handle({"op": "set", "entries": [{"tag": 3, "level": 1}]})
@@ -135,3 +142,85 @@ def test_wait_ready_is_woken_by_the_last_install():
     t.join(10)
     assert not t.is_alive() and result["ready"] is True
     assert plane.handle({"op": "wait_ready", "timeout_s": 0})["ready"] is True
+
+
+def test_tags_sharing_a_dscp_on_different_senders_get_one_openflow_match_each():
+    """Tags 3 and 58 (= 55 + 3) both go out as DSCP 3: h11 (l1 port 1) sends 3, h12
+    (l1 port 2) sends 58, so l1 gets (port 1, DSCP 3) and (port 2, DSCP 3), told apart
+    by their cookies; l2 gets nothing."""
+    plane, drv = _ready_plane()
+    entries = [
+        {"tag": 3, "level": 1, "senders": ["h11"]},
+        {"tag": 58, "level": 2, "senders": ["h12"]},
+    ]
+    assert plane.handle({"op": "set", "entries": entries})["written"] == 2
+    diffs = drv.applied[-1]
+    msgs = ofm.diff_msgs(OF_DP, diffs["l1"])
+    got = {(dict(m.match.items())["in_port"], dict(m.match.items())["ip_dscp"]) for m in msgs}
+    assert got == {(1, 3), (2, 3)} and set(diffs) == {"l1"}
+    assert sorted(cookie_tag(m.cookie) for m in msgs) == [3, 58]
+    assert sorted(ofm.parse_tag_rule(OF_DP, m)[0] for m in msgs) == [3, 58]
+
+
+@pytest.mark.parametrize(
+    "first, then",
+    [
+        ([], [{"tag": 3, "level": 1}, {"tag": 58, "level": 1, "senders": ["h11"]}]),
+        ([{"tag": 3, "level": 1}], [{"tag": 58, "level": 1, "senders": ["h11"]}]),
+    ],
+)
+def test_tags_sharing_a_dscp_on_one_sender_are_refused_before_any_write(first, then):
+    """Tag 3 without senders has rules on every host port, h11's too: tag 58 from h11
+    would be the same match."""
+    plane, drv = _ready_plane()
+    if first:
+        plane.handle({"op": "set", "entries": first})
+    before = (dict(plane.entries), len(drv.applied))
+    reply = plane.handle({"op": "set", "entries": then})
+    assert reply == {"ok": False, "error": "entries: tags 3 and 58 share DSCP 3 on host h11"}
+    assert (dict(plane.entries), len(drv.applied)) == before
+
+
+def test_a_dscp_only_driver_keeps_tags_1_to_55_and_its_scheduler_too():
+    """BMv2's pipeline counts per DSCP: its driver says max_tag 55; the plane refuses
+    tag 56 and hands the limit to its scheduler's tag pool."""
+    drv = FakeDriver(PLAN, max_tag=TAG_MAX)
+    plane = ControlPlane(PLAN, drv, ControlConfig(), spawn=lambda fn, *a: fn(*a))
+    for sw in PLAN.switches:
+        plane.switch_connected(sw.name)
+    reply = plane.handle({"op": "set", "entries": [{"tag": 56, "level": 0}]})
+    own = "(one DSCP per coflow, the tag's own)"
+    assert reply == {"ok": False, "error": f"entries: tag 56: FakeDriver takes tags 1..55 {own}"}
+    remapped = {"tag": 5, "level": 0, "dscps": {"h11": 9}}
+    reply = plane.handle({"op": "set", "entries": [remapped]})
+    assert reply == {"ok": False, "error": f"entries: tag 5: FakeDriver takes tags 1..55 {own}"}
+    assert plane.scheduler.tag_max == TAG_MAX
+    assert ready_plane(PLAN)[0].scheduler.tag_max == TAG_ID_MAX
+
+
+def test_a_remapped_sender_gets_a_rule_on_the_dscp_it_was_given():
+    """Tag 58 (own DSCP 3) with h11 remapped to DSCP 31: h11's port matches 31, h12's
+    3; a tag 31 on h11 would then clash, on h12 it does not."""
+    plane, drv = _ready_plane()
+    entry = {"tag": 58, "level": 1, "senders": ["h11", "h12"], "dscps": {"h11": 31}}
+    assert plane.handle({"op": "set", "entries": [entry]})["written"] == 2
+    msgs = ofm.diff_msgs(OF_DP, drv.applied[-1]["l1"])
+    got = {(dict(m.match.items())["in_port"], dict(m.match.items())["ip_dscp"]) for m in msgs}
+    assert got == {(1, 31), (2, 3)}
+    clash = plane.handle({"op": "set", "entries": [{"tag": 31, "level": 0, "senders": ["h11"]}]})
+    assert clash == {"ok": False, "error": "entries: tags 31 and 58 share DSCP 31 on host h11"}
+    ok = plane.handle({"op": "set", "entries": [{"tag": 31, "level": 0, "senders": ["h12"]}]})
+    assert ok["ok"]
+
+
+@pytest.mark.parametrize(
+    "dscps", [{"h11": 0}, {"h11": 56}, {"h99": 3}, {"h11": True}, ["h11", 3]], ids=str
+)
+def test_bad_dscps_are_refused_with_the_key(dscps):
+    """DSCP 0 and 56+ (level codes), unknown hosts, bools, a list: one line each."""
+    plane, _drv = _ready_plane()
+    reply = plane.handle({"op": "set", "entries": [{"tag": 58, "level": 1, "dscps": dscps}]})
+    assert reply == {
+        "ok": False,
+        "error": "entries[0].dscps: must map host names of the fabric to DSCPs 1..55",
+    }

@@ -37,6 +37,7 @@ SAMPLES = [
     m.JobOpened(None, m.POLL_COUNTERS),
     m.Register(CF, 1.25, ("f1", "f2")),
     m.Registered(m.Assignment(7, 1), (FlowRate("h11", "h21", 40.0),), HOSTS),
+    m.Registered(m.Assignment(58, 2, (("h11", 31), ("h12", 4)))),
     m.Unregister("i0.ep.L1", 2.5, ("f3",)),
     m.Progress(3.0, {"i0.ep.L1.0": 100}, ()),
     m.HostUpdates(),
@@ -76,3 +77,9 @@ def test_unknown_and_missing_keys_are_refused_by_name():
 def test_a_registered_answer_gives_each_pair_its_paced_rate():
     reply = m.Registered(m.Assignment(1, 0), (FlowRate("h11", "h21", 40.0),))
     assert reply.pair_rate("h11", "h21") == 40.0 and reply.pair_rate("h12", "h21") is None
+
+
+def test_an_assignment_names_each_senders_dscp():
+    """Tag 58's own DSCP is 3 (58 - 55); h11 was remapped to 31."""
+    a = m.Assignment(58, 2, (("h11", 31),))
+    assert (a.dscp_of("h11"), a.dscp_of("h12")) == (31, 3)

@@ -9,7 +9,7 @@ import time
 import pytest
 from finsy.proto import p4r
 
-from controller.coflow_table import FlowRate, LeafTable, TagEntry, leaf_state
+from controller.coflow_table import FlowRate, LeafTable, TagEntry, leaf_state, rule_cookie
 from controller.southbound.base import SouthboundError
 from tests.p4runtime_fake import ART, FakeSwitch, entries_of, needs_p4info, p4info_ids
 from topo.plan import FabricPlan
@@ -203,10 +203,10 @@ def test_clear_reports_final_counters_then_deletes_and_resets_meters(driver, swi
     for key in list(fake.tables):
         if fake.tables[key].table_id == p4info_ids().id("tables", "CoflowIngress.coflow"):
             fake.direct[key] = (1000, 10)
-    assert sorted(c.cookie for c in driver.rule_counters("l1", 5)) == [(3 << 8) | 7] * 2
+    assert sorted(c.cookie for c in driver.rule_counters("l1", 5)) == [rule_cookie(7, 3)] * 2
     before = len(fake.writes)
     _apply(driver, plan, table, [], {})
-    assert sorted(driver.removed) == [("l1", (3 << 8) | 7, 1000, 10)] * 2
+    assert sorted(driver.removed) == [("l1", rule_cookie(7, 3), 1000, 10)] * 2
     assert not entries_of(fake, "CoflowIngress.coflow")
     kinds = [[u.type for u in w.updates] for w in fake.writes[before:]]
     assert kinds == [[p4r.Update.DELETE] * 2, [p4r.Update.MODIFY] * 2]

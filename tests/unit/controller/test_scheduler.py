@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from controller.coflow_table import wire_clash
 from controller.messages import HostLevel, HostRate
 from controller.policies.base import Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
-from controller.scheduler import LiveScheduler, PolicyError, TagPool
+from controller.scheduler import LiveScheduler, PolicyError
+from topo.plan import FabricPlan
 from workload.dag import Coflow, CoflowIdentity, Flow
 
 VIEW = FabricView.uniform(["a", "b", "c"], 1e8)
@@ -37,18 +39,23 @@ class ByBytesSent(Policy):
         return {s.coflow_id: Decision((int(s.bytes_sent >= 100), s.arrival_seq)) for s in states}
 
 
-def test_tags_are_distinct_and_reused_only_after_a_batched_clear():
-    pool = TagPool()
-    a, b = pool.take(), pool.take()
-    assert (a, b) == (1, 2)
-    pool.give(a)
-    assert pool.take() == 3  # 1 is dirty: its entry is still installed
-    for _ in range(52):
-        pool.take()
-    assert pool.take() is None  # only dirty tags left
-    assert pool.reclaim() == [1] and pool.take() == 1
-    with pytest.raises(RuntimeError, match="more than 55"):
-        pool.take()
+def test_scheduler_with_200_active_coflows_installs_no_wire_clash():
+    """200 coflows of one flow each, sender i % 20 of a 4 x 5 fabric: every entry
+    names its sender and no two share a DSCP on one (``wire_clash`` is None)."""
+    plan = FabricPlan(spines=1, leaves=4, hosts_per_leaf=5, host_bw_mbps=100, fabric_bw_mbps=100)
+    hosts = plan.host_names()
+    s = LiveScheduler(BySize(), FabricView.uniform(hosts, 1e8), levels=8)
+    entries = {}
+    for i in range(200):
+        src, dst = hosts[i % 20], hosts[(i + 1) % 20]
+        for e in s.arrive(cf(f"c{i}", 1000 + i, src, dst), 0.0).entries:
+            entries[e.tag] = e
+    assert sorted(entries) == list(range(1, 201))
+    assert entries[56].senders == frozenset({hosts[55 % 20]})
+    assert wire_clash(entries.values(), plan) is None
+    s.finish("c0", 1.0)
+    ch = s.arrive(cf("again", 5, hosts[0], hosts[1]), 1.0)
+    assert ch.clear_tags == [1] and s.tags["again"] == 1
 
 
 def test_full_pool_clears_dirty_tags_before_the_new_entry():
@@ -309,3 +316,16 @@ def test_a_static_coflow_without_a_level_gets_the_default_and_no_meter():
     ch = s.arrive(cf("y"), 0.0)
     assert (ch.entries[0].level, ch.entries[0].rate_mbps) == (7, None)
     assert not s.is_static  # each coflow has a tag of its own: its meter is its own
+
+
+def test_a_coflow_past_55_gets_the_remapped_dscps_in_its_entry():
+    """a holds tags 1..30 (DSCPs 1..30), b tags 31..55; a coflow from a and b gets tag
+    56, whose own DSCP 1 a holds: its entry marks a's rule (and a's agent) with 31."""
+    s = LiveScheduler(BySize(), VIEW, levels=8)
+    for i in range(55):
+        s.arrive(cf(f"n{i}", 1000 + i, "a" if i < 30 else "b", "c"), 0.0)
+    wide = Coflow("w", (Flow("w.0", "a", "c", 10), Flow("w.1", "b", "c", 10)), CoflowIdentity())
+    ch = s.arrive(wide, 0.0)
+    (own,) = [e for e in ch.entries if e.tag == 56]
+    assert own.dscps == (("a", 31),) and s.dscps_of("w") == (("a", 31),)
+    assert own.dscp_of("b") == 1 and s.dscps_of("n0") == ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from os_ken.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
@@ -59,9 +60,9 @@ def test_spine_routes_each_leaf_subnet_to_its_port():
 
 
 def test_tag_rule_meters_rewrites_dscp_and_continues_to_routing():
-    rule = ct.TagRule(9, 2, "10.0.2.1", 3, ("pair", 9, "h12", "h21"), (5 << 8) | 9)
+    rule = ct.TagRule(9, 2, "10.0.2.1", 3, ("pair", 9, "h12", "h21"), ct.rule_cookie(9, 5))
     m = _roundtrip(ofm.tag_rule_msg(DP, rule, 4, "modify"))
-    assert m.command == ofp.OFPFC_MODIFY_STRICT and m.cookie == (5 << 8) | 9
+    assert m.command == ofp.OFPFC_MODIFY_STRICT and m.cookie == ct.rule_cookie(9, 5)
     assert dict(m.match.items()) == {
         "in_port": 2,
         "eth_type": 0x0800,
@@ -73,6 +74,19 @@ def test_tag_rule_meters_rewrites_dscp_and_continues_to_routing():
     assert actions.actions[0].value == 59  # level code 56 + 3
     assert goto.table_id == ofm.ROUTE_TABLE
     assert m.flags & ofp.OFPFF_SEND_FLOW_REM and m.priority == ofm.PRIO_PAIR
+
+
+def test_a_tag_above_55_matches_its_dscp_and_reads_back_from_the_cookie():
+    """Tag 64 = 55 + 9 goes on the wire as DSCP 9 (its own); a remapped rule of tag 64
+    matches the DSCP it was given (31).  The cookie keeps 64; what a switch reports
+    reads back as (tag, port, dst, level, meter, DSCP)."""
+    rule = ct.TagRule(64, 2, None, 1, None, ct.rule_cookie(64, 5))
+    m = _roundtrip(ofm.tag_rule_msg(DP, rule, None, "add"))
+    assert dict(m.match.items())["ip_dscp"] == 9
+    assert ofm.parse_tag_rule(DP, m) == (64, 2, None, 1, None, 9)
+    remapped = _roundtrip(ofm.tag_rule_msg(DP, replace(rule, dscp=31), None, "add"))
+    assert dict(remapped.match.items())["ip_dscp"] == 31
+    assert ofm.parse_tag_rule(DP, remapped) == (64, 2, None, 1, None, 31)
 
 
 def test_meter_mod_is_kbps_drop_band_with_burst():

@@ -134,7 +134,7 @@ def test_bad_requests_get_errors_and_agent_lives_on(spawn):
     assert reply["id"] is None and reply["ok"] is False and "not JSON" in reply["error"]
     bad = [
         {"id": 2, "op": "send", "flow_id": "f"},
-        {"id": 3, "op": "set_level", "tag": 99, "level": 0},
+        {"id": 3, "op": "set_level", "tag": 9999, "level": 0},
         {"id": 4, "op": "teleport"},
         {"id": 5, "op": "stats", "extra": 1},
     ]

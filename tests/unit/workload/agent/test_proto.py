@@ -87,7 +87,7 @@ def test_request_dict_round_trips_through_parse():
     [
         ({"colour": "red"}, "unknown key 'colour'"),
         ({"bytes": None}, "missing key 'bytes'"),
-        ({"tag": 56}, "tag"),
+        ({"tag": marking.TAG_ID_MAX + 1}, "tag"),
         ({"tag": True}, "tag"),
         ({"level": 8}, "level"),
         ({"dst_ip": "h12"}, "dst_ip"),
@@ -116,17 +116,37 @@ def test_tag_zero_is_untagged_traffic():
     assert SendRequest("f", "10.0.0.1", 1, 1, 0, 0).tag == marking.DSCP_UNTAGGED
 
 
-@pytest.mark.parametrize("tag, level", [(1, 0), (3, 2), (55, 7), (0, 5)])
+@pytest.mark.parametrize(
+    "tag, level, dscp", [(1, 0, 1), (3, 2, 3), (55, 7, 55), (0, 5, 0), (58, 1, 3), (3520, 4, 55)]
+)
 @pytest.mark.sockets
-def test_flow_socket_carries_tag_and_level(tag, level):
+def test_flow_socket_carries_tag_and_level(tag, level, dscp):
+    """Tag ids above 55 go out as DSCP 1 + (tag - 1) % 55: 58 -> 3, 3520 -> 55."""
     with open_flow_socket(tag, level, set_priority=can_set_priority()) as sock:
-        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == marking.tos_byte(tag)
+        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == dscp << 2
         assert sock.getblocking() is False
         if can_set_priority():
             # would be rt_tos2priority(tos) if SO_PRIORITY were set before IP_TOS
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) == marking.skb_priority(
                 level
             )
+
+
+@pytest.mark.sockets
+def test_a_remapped_flow_is_marked_with_its_dscp_not_its_tags():
+    """Tag 58 would go out as DSCP 3; the controller gave this sender 31."""
+    _id, req = parse_request(json.dumps({**SEND, "tag": 58, "dscp": 31}).encode())
+    assert req.dscp == 31
+    with open_flow_socket(58, 1, set_priority=False, mark=False) as sock:
+        mark_flow_socket(sock, 58, 1, False, req.dscp)
+        assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 31 << 2
+
+
+@pytest.mark.parametrize("dscp", [0, 56, True, "3"])
+def test_a_bad_dscp_is_refused(dscp):
+    """DSCP 0 (untagged), 56 (a level code), a bool or a string: refused by name."""
+    with pytest.raises(RequestError, match="dscp: must be an int 1..55 or null"):
+        parse_request(json.dumps({**SEND, "dscp": dscp}).encode())
 
 
 @pytest.mark.sockets
@@ -186,7 +206,7 @@ def test_json_non_numbers_are_refused_as_rates(raw):
     [
         ({"rate_mbps": None}, None),
         ({"dst_ip": "h21"}, "dst_ip"),
-        ({"tag": 56}, "tag"),
+        ({"tag": marking.TAG_ID_MAX + 1}, "tag"),
         ({"level": 1}, "unknown key 'level'"),
     ],
 )
