@@ -126,17 +126,9 @@ class Dag:
 
     def validate(self) -> None:
         """Raise ValueError on duplicate ids, unknown dependencies or a cycle."""
-        ids: set[str] = set()
-        for n in self.nodes():
-            nid = node_id(n)
-            if nid in ids:
-                raise ValueError(f"duplicate node id {nid!r}")
-            ids.add(nid)
-        for n in self.nodes():
-            for d in n.deps:
-                if d not in ids:
-                    raise ValueError(f"node {node_id(n)!r} depends on unknown node {d!r}")
-        topological_order(self)
+        from workload.dagindex import check_acyclic, index_dag  # late: it imports this module
+
+        check_acyclic(index_dag(self))
 
 
 def node_id(n: Node) -> str:

@@ -1,6 +1,10 @@
 """Dependency bookkeeping of a simulated DAG: when a node's dependencies are done, a
 compute node runs for its duration and a coflow is released (not before its
-``release_s``).  Times of both are kept per iteration for ``iterations.csv``."""
+``release_s``).  Times of both are kept per iteration for ``iterations.csv``.
+
+Nodes are integers (``workload.dagindex``: computes first, then coflows, so coflow c
+is node ``n_computes + c``); dependency counts and children are plain lists and CSR
+arrays rather than dicts of string ids."""
 
 from __future__ import annotations
 
@@ -8,7 +12,10 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from workload.dag import Compute, Dag, node_id
+import numpy as np
+
+from workload.dag import Dag
+from workload.dagindex import check_acyclic, index_dag
 
 _RELEASE, _COMPUTE_END = 0, 1
 
@@ -31,54 +38,47 @@ class DagState:
     ready: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.dag.validate()
-        self.coflow_index = {c.coflow_id: i for i, c in enumerate(self.dag.coflows)}
-        self.computes = {c.node_id: c for c in self.dag.computes}
-        self.children: dict[str, list[str]] = {}
-        self.waiting: dict[str, int] = {}
+        ix = index_dag(self.dag)
+        check_acyclic(ix)
+        self.ids, self.index = ix.ids, ix.index
+        self.n_computes = len(self.dag.computes)
+        self.waiting: list[int] = ix.indeg.tolist()
+        self._ptr: list[int] = ix.ptr.tolist()
+        self._children: list[int] = ix.children.tolist()
+        self._duration = [c.duration_s for c in self.dag.computes]
+        self._release_at = [c.release_s for c in self.dag.coflows]
+        self._iter = [c.iteration for c in self.dag.computes]
+        self._iter += [c.identity.iteration for c in self.dag.coflows]
         self.iterations: dict[int, IterationSpan] = {}
-        self._heap: list[tuple[float, int, int, str]] = []
+        for it, n in zip(*np.unique(np.asarray(self._iter, dtype=np.int64), return_counts=True)):
+            self.iterations[int(it)] = IterationSpan(open_nodes=int(n))
+        self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
-        for n in self.dag.nodes():
-            self.waiting[node_id(n)] = len(n.deps)
-            for d in n.deps:
-                self.children.setdefault(d, []).append(node_id(n))
-            self._span(n).open_nodes += 1
         self.done_nodes = 0
         self.compute_start: dict[str, float] = {}  # compute node -> start (sim time)
         self.compute_end: dict[str, float] = {}
 
-    def _span(self, n) -> IterationSpan:
-        """The iteration span of node ``n``."""
-        it = n.iteration if isinstance(n, Compute) else n.identity.iteration
-        return self.iterations.setdefault(it, IterationSpan())
-
-    def _node(self, nid: str):
-        """The node called ``nid``."""
-        return (
-            self.computes[nid] if nid in self.computes else self.dag.coflows[self.coflow_index[nid]]
-        )
-
     def start(self) -> None:
         """Schedule every node without dependencies at time 0."""
-        for nid, k in list(self.waiting.items()):
+        for i, k in enumerate(self.waiting):
             if k == 0:
-                self._schedule(nid, 0.0)
+                self._schedule(i, 0.0)
         self.pop_due(0.0)
 
-    def _schedule(self, nid: str, now: float) -> None:
-        """All dependencies of ``nid`` are done at ``now``: run or release it."""
-        n = self._node(nid)
-        if isinstance(n, Compute):
-            self._span(n).start_s = min(self._span(n).start_s, now)
-            self.compute_start[nid] = now
-            self._push(now + n.duration_s, _COMPUTE_END, nid)
+    def _schedule(self, i: int, now: float) -> None:
+        """All dependencies of node ``i`` are done at ``now``: run or release it."""
+        if i < self.n_computes:
+            span = self.iterations[self._iter[i]]
+            span.start_s = min(span.start_s, now)
+            self.compute_start[self.ids[i]] = now
+            self._push(now + self._duration[i], _COMPUTE_END, i)
         else:
-            self._push(max(now, n.release_s), _RELEASE, nid)
+            self._push(max(now, self._release_at[i - self.n_computes]), _RELEASE, i)
 
-    def _push(self, t: float, kind: int, nid: str) -> None:
+    def _push(self, t: float, kind: int, i: int) -> None:
+        """Queue an event of ``kind`` for node ``i`` at ``t`` (FIFO among equal times)."""
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, nid))
+        heapq.heappush(self._heap, (t, self._seq, kind, i))
 
     def next_time(self) -> float:
         """Time of the next release or compute end (inf if none)."""
@@ -87,25 +87,29 @@ class DagState:
     def pop_due(self, now: float) -> None:
         """Handle every release and compute end at or before ``now``."""
         while self._heap and self._heap[0][0] <= now:
-            t, _, kind, nid = heapq.heappop(self._heap)
+            t, _, kind, i = heapq.heappop(self._heap)
             if kind == _RELEASE:
-                c = self.coflow_index[nid]
-                span = self._span(self.dag.coflows[c])
+                span = self.iterations[self._iter[i]]
                 span.start_s = min(span.start_s, t)
-                self.ready.append(c)
+                self.ready.append(i - self.n_computes)
             else:
-                self.compute_end[nid] = t
-                self.node_done(nid, t)
+                self.compute_end[self.ids[i]] = t
+                self._done(i, t)
 
     def node_done(self, nid: str, now: float) -> None:
         """Mark ``nid`` finished at ``now`` and schedule children whose deps are done."""
-        span = self._span(self._node(nid))
+        self._done(self.index[nid], now)
+
+    def _done(self, i: int, now: float) -> None:
+        """Node ``i`` finished at ``now``."""
+        span = self.iterations[self._iter[i]]
         span.finish_s = max(span.finish_s, now)
         span.open_nodes -= 1
         self.done_nodes += 1
-        for child in self.children.get(nid, ()):
-            self.waiting[child] -= 1
-            if self.waiting[child] == 0:
+        waiting = self.waiting
+        for child in self._children[self._ptr[i] : self._ptr[i + 1]]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
                 self._schedule(child, now)
 
     def all_done(self) -> bool:
