@@ -17,15 +17,28 @@ import numpy as np
 
 from workload import collectives as coll, sizes
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
+from workload.flowblock import FlowBlock
 from workload.jobspec import JobSpec
 from workload.placement import Placement
 
 PHASE = {"F": "fwd", "B": "bwd"}
+Phase = tuple[np.ndarray, np.ndarray, np.ndarray]  # src, dst, bytes of one EP sub-phase
 
 
 def scaled(nbytes: float, scale: float) -> int:
     """Scaled integer bytes, at least 1."""
     return max(1, round(nbytes * scale))
+
+
+def scaled_array(nbytes: np.ndarray, scale: float) -> np.ndarray:
+    """``scaled`` of every entry (round half to even, as Python's round), as int64."""
+    return np.maximum(1, np.rint(nbytes * scale)).astype(np.int64)
+
+
+def _phase_arrays(phase: list[tuple[int, int, int]]) -> Phase:
+    """A phase of (src, dst, bytes) triples as three int64 arrays."""
+    a, b, nb = (np.array(col, dtype=np.int64) for col in zip(*phase, strict=True))
+    return a, b, nb
 
 
 def pp_id(it: int, kind: str, src: int, dst: int, j: int, mb: int) -> str:
@@ -83,9 +96,10 @@ class CommBuilder:
         g = self.hosts_per_group
         return [list(range(q * g, (q + 1) * g)) for q in range(self.job.hosts_per_stage // g)]
 
-    def _ep_matrix(self, it: int, lid: int, mb: int, transpose: bool):
+    def _ep_matrix(self, it: int, lid: int, mb: int, transpose: bool) -> list[Phase]:
         """Scaled host-level dispatch (or combine) matrix of one EP group and its
-        phases: the whole matrix, or Hermod's matchings when ``ep_matching`` is on."""
+        phases (src, dst, bytes arrays of host indices in the group): the whole matrix,
+        or Hermod's matchings when ``ep_matching`` is on."""
         job = self.job
         rng = np.random.default_rng([job.seed, it, lid, mb])
         pop = coll.gate_popularity(self.experts, job.ep_skew, rng)
@@ -94,9 +108,9 @@ class CommBuilder:
         if transpose:
             hosts = np.ascontiguousarray(hosts.T)
         if job.collectives.ep_matching:
-            return coll.decompose_matchings(hosts)
-        nz = np.nonzero(hosts)
-        return [[(int(a), int(b), int(hosts[a, b])) for a, b in zip(*nz)]]
+            return [_phase_arrays(ph) for ph in coll.decompose_matchings(hosts)]
+        a, b = np.nonzero(hosts)
+        return [(a, b, hosts[a, b])]
 
     def ep(
         self,
@@ -119,10 +133,8 @@ class CommBuilder:
         prev = tuple(deps)
         for step, phase in enumerate(phases):
             cid = base if len(phases) == 1 else f"{base}.p{step}"
-            flows = tuple(
-                Flow(f"{cid}:{n}", row[first + a], row[first + b], nb)
-                for n, (a, b, nb) in enumerate(phase)
-            )
+            a, b, nb = phase
+            flows = FlowBlock(cid, row, first + a, first + b, nb)
             ident = CoflowIdentity(
                 CoflowType.EP, self.job.name, it, mb, lid, "all_to_all", step, PHASE[kind], stage
             )
@@ -185,16 +197,16 @@ class CommBuilder:
         chain of coflows, or one collapsed coflow; returns (last id,)."""
         steps = sizes.ring_steps(collective, n)
         expand = self.job.collectives.use_steps(n)
-        per_step = {e: w * self.job.parallelism.tp * size / n for e, w in edges.items()}
+        src = np.fromiter((a for a, _ in edges), np.int64, len(edges))
+        dst = np.fromiter((b for _, b in edges), np.int64, len(edges))
+        weight = np.fromiter(edges.values(), np.float64, len(edges))
+        per_step = weight * self.job.parallelism.tp * size / n
+        nbytes = scaled_array(per_step * (1 if expand else steps), self.scale)
         row = self.pl.stage_hosts[stage]
         prev = deps
         for step in range(steps if expand else 1):
             cid = f"{base}.k{step}" if expand else base
-            mult = 1 if expand else steps
-            flows = tuple(
-                Flow(f"{cid}:{i}", row[a], row[b], scaled(nb * mult, self.scale))
-                for i, ((a, b), nb) in enumerate(per_step.items())
-            )
+            flows = FlowBlock(cid, row, src, dst, nbytes)
             ident = CoflowIdentity(
                 CoflowType.DP, self.job.name, it, mid, lid, collective, step, "", stage
             )

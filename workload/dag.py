@@ -13,7 +13,7 @@ before ``release_s`` (trace arrival time).  Nothing here knows about Mininet or 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -66,7 +66,7 @@ class Coflow:
     """A set of flows with one identity, released after its dependencies."""
 
     coflow_id: str
-    flows: tuple[Flow, ...]
+    flows: Sequence[Flow]  # a tuple, or a workload.flowblock.FlowBlock (arrays)
     identity: CoflowIdentity = field(default_factory=CoflowIdentity)
     deps: tuple[str, ...] = ()
     release_s: float = 0.0
