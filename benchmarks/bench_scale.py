@@ -4,7 +4,8 @@ dense job and of a Qwen-like MoE at 1K..32K GPUs with real message sizes (byte_s
 Each (case, GPUs, policy, fabric) runs in a child process, so that its peak RSS is its
 own and covers generation and simulation.  Prints one line per run (GPUs, computes,
 coflows, flows, events, generation / simulator setup / event loop / total seconds, peak
-RSS, simulated iteration time), then per (case, policy, fabric) the power-law fit of
+RSS, simulated iteration time), with the child's CPU seconds next to its wall time (the
+machine may be shared), then per (case, policy, fabric) the power-law fit of
 total time and of peak RSS against GPUs.  Usage::
 
     .venv/bin/python benchmarks/bench_scale.py [--cases llama405b,moe]
@@ -90,6 +91,7 @@ class ScaleRun:
     setup_s: float
     sim_s: float
     total_s: float
+    cpu_s: float  # CPU time of the child (the machine is shared: wall time varies)
     peak_rss_gib: float
     iteration_s: float | None
     finished: bool
@@ -125,6 +127,7 @@ def run_child(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
         t2 - t1,
         t3 - t2,
         t3 - t0,
+        time.process_time(),
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
         None if end is None else end - start,
         sim.stats.finished,
@@ -149,7 +152,7 @@ def show(r: ScaleRun) -> None:
     print(
         f"{r.case:<9} {r.fabric:<9} {r.policy:<6} {r.gpus:>6} {r.computes:>9} {r.coflows:>7} "
         f"{r.flows:>9} {r.events:>7} {r.gen_s:>6.1f} {r.setup_s:>6.1f} {r.sim_s:>6.1f} "
-        f"{r.total_s:>6.1f} {r.peak_rss_gib:>6.2f} {it:>8}",
+        f"{r.total_s:>6.1f} {r.cpu_s:>6.1f} {r.peak_rss_gib:>6.2f} {it:>8}",
         flush=True,
     )
 

@@ -21,15 +21,6 @@ _RELEASE, _COMPUTE_END = 0, 1
 
 
 @dataclass
-class IterationSpan:
-    """First start, last end and open node count of one iteration."""
-
-    start_s: float = math.inf
-    finish_s: float = -math.inf
-    open_nodes: int = 0
-
-
-@dataclass
 class DagState:
     """Tracks dependencies; ``ready`` collects coflow indices released and not yet
     taken by the engine."""
@@ -47,16 +38,14 @@ class DagState:
         self._children: list[int] = ix.children.tolist()
         self._duration = [c.duration_s for c in self.dag.computes]
         self._release_at = [c.release_s for c in self.dag.coflows]
-        self._iter = [c.iteration for c in self.dag.computes]
-        self._iter += [c.identity.iteration for c in self.dag.coflows]
-        self.iterations: dict[int, IterationSpan] = {}
-        for it, n in zip(*np.unique(np.asarray(self._iter, dtype=np.int64), return_counts=True)):
-            self.iterations[int(it)] = IterationSpan(open_nodes=int(n))
+        its = [c.iteration for c in self.dag.computes]
+        self._iter = np.asarray(its + [c.identity.iteration for c in self.dag.coflows])
+        n = len(self.ids)
+        self._start = [math.nan] * n  # compute start / coflow release (sim time)
+        self._end = [math.nan] * n  # compute end / coflow completion
         self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
         self.done_nodes = 0
-        self.compute_start: dict[str, float] = {}  # compute node -> start (sim time)
-        self.compute_end: dict[str, float] = {}
 
     def start(self) -> None:
         """Schedule every node without dependencies at time 0."""
@@ -67,18 +56,13 @@ class DagState:
 
     def _schedule(self, i: int, now: float) -> None:
         """All dependencies of node ``i`` are done at ``now``: run or release it."""
-        if i < self.n_computes:
-            span = self.iterations[self._iter[i]]
-            span.start_s = min(span.start_s, now)
-            self.compute_start[self.ids[i]] = now
-            self._push(now + self._duration[i], _COMPUTE_END, i)
-        else:
-            self._push(max(now, self._release_at[i - self.n_computes]), _RELEASE, i)
-
-    def _push(self, t: float, kind: int, i: int) -> None:
-        """Queue an event of ``kind`` for node ``i`` at ``t`` (FIFO among equal times)."""
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, i))
+        if i < self.n_computes:
+            self._start[i] = now
+            heapq.heappush(self._heap, (now + self._duration[i], self._seq, _COMPUTE_END, i))
+        else:
+            t = max(now, self._release_at[i - self.n_computes])
+            heapq.heappush(self._heap, (t, self._seq, _RELEASE, i))
 
     def next_time(self) -> float:
         """Time of the next release or compute end (inf if none)."""
@@ -86,14 +70,13 @@ class DagState:
 
     def pop_due(self, now: float) -> None:
         """Handle every release and compute end at or before ``now``."""
-        while self._heap and self._heap[0][0] <= now:
-            t, _, kind, i = heapq.heappop(self._heap)
+        heap, nc = self._heap, self.n_computes
+        while heap and heap[0][0] <= now:
+            t, _, kind, i = heapq.heappop(heap)
             if kind == _RELEASE:
-                span = self.iterations[self._iter[i]]
-                span.start_s = min(span.start_s, t)
-                self.ready.append(i - self.n_computes)
+                self._start[i] = t
+                self.ready.append(i - nc)
             else:
-                self.compute_end[self.ids[i]] = t
                 self._done(i, t)
 
     def node_done(self, nid: str, now: float) -> None:
@@ -102,9 +85,7 @@ class DagState:
 
     def _done(self, i: int, now: float) -> None:
         """Node ``i`` finished at ``now``."""
-        span = self.iterations[self._iter[i]]
-        span.finish_s = max(span.finish_s, now)
-        span.open_nodes -= 1
+        self._end[i] = now
         self.done_nodes += 1
         waiting = self.waiting
         for child in self._children[self._ptr[i] : self._ptr[i + 1]]:
@@ -116,11 +97,34 @@ class DagState:
         """Whether every node has finished."""
         return self.done_nodes == len(self.waiting)
 
+    @property
+    def compute_start(self) -> dict[str, float]:
+        """{compute node id: start} of the computes that started (sim time)."""
+        return self._times(self._start)
+
+    @property
+    def compute_end(self) -> dict[str, float]:
+        """{compute node id: end} of the computes that finished."""
+        return self._times(self._end)
+
+    def _times(self, times: list[float]) -> dict[str, float]:
+        """{compute id: time} where ``times`` (per node) is set."""
+        ids = self.ids
+        return {ids[i]: t for i, t in enumerate(times[: self.n_computes]) if t == t}
+
     def iteration_spans(self) -> dict[int, tuple[float, float | None]]:
-        """{iteration: (start, finish or None if unfinished)} for ``iteration_records``."""
+        """{iteration: (start, finish or None if unfinished)} for ``iteration_records``:
+        first start or release and last end of the iteration's nodes; iterations with
+        nothing started are left out."""
+        start, end = np.asarray(self._start), np.asarray(self._end)
         out = {}
-        for it, s in self.iterations.items():
-            if s.start_s == math.inf:
+        for it in np.unique(self._iter).tolist():
+            mine = self._iter == it
+            if np.isnan(start[mine]).all():
                 continue
-            out[it] = (s.start_s, s.finish_s if s.open_nodes == 0 else None)
+            ends = end[mine]
+            out[it] = (
+                float(np.nanmin(start[mine])),
+                None if np.isnan(ends).any() else float(ends.max()),
+            )
         return out
