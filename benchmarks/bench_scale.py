@@ -77,7 +77,8 @@ def case_fabric(kind: str, hosts: int):
 
 @dataclass(frozen=True)
 class ScaleRun:
-    """Figures of one child run."""
+    """Figures of one child run; wall and CPU seconds of generation, simulator setup
+    and the event loop (the machine is shared: wall time varies with its load)."""
 
     case: str
     gpus: int
@@ -87,14 +88,26 @@ class ScaleRun:
     coflows: int
     flows: int
     events: int
-    gen_s: float
-    setup_s: float
-    sim_s: float
-    total_s: float
-    cpu_s: float  # CPU time of the child (the machine is shared: wall time varies)
+    wall_s: tuple[float, float, float]
+    cpu_s: tuple[float, float, float]
     peak_rss_gib: float
     iteration_s: float | None
     finished: bool
+
+    @property
+    def total_s(self) -> float:
+        """Wall seconds of the three phases (DAG generation included)."""
+        return sum(self.wall_s)
+
+    @property
+    def total_cpu_s(self) -> float:
+        """CPU seconds of the three phases."""
+        return sum(self.cpu_s)
+
+
+def clocks() -> tuple[float, float]:
+    """(wall, CPU) now."""
+    return time.perf_counter(), time.process_time()
 
 
 def run_child(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
@@ -103,17 +116,17 @@ def run_child(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
     from controller import policies
     from workload import generate
 
-    t0 = time.perf_counter()
+    marks = [clocks()]
     job = case_job(case, gpus)
     fabric = case_fabric(kind, job.hosts_needed)
     dag = generate(job, fabric.hosts[: job.hosts_needed])
-    t1 = time.perf_counter()
+    marks.append(clocks())
     sim = Simulator(dag, fabric, policies.get(policy))
-    t2 = time.perf_counter()
+    marks.append(clocks())
     sim.run()
-    t3 = time.perf_counter()
-    spans = sim.dagstate.iteration_spans()
-    start, end = spans.get(0, (0.0, None))
+    marks.append(clocks())
+    wall, cpu = (tuple(b[k] - a[k] for a, b in zip(marks, marks[1:])) for k in (0, 1))
+    start, end = sim.dagstate.iteration_spans().get(0, (0.0, None))
     return ScaleRun(
         case,
         job.world_gpus,
@@ -123,11 +136,8 @@ def run_child(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
         len(dag.coflows),
         len(sim.flows),
         sim.stats.events,
-        t1 - t0,
-        t2 - t1,
-        t3 - t2,
-        t3 - t0,
-        time.process_time(),
+        (wall[0], wall[1], wall[2]),
+        (cpu[0], cpu[1], cpu[2]),
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
         None if end is None else end - start,
         sim.stats.finished,
@@ -143,18 +153,27 @@ def spawn(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
         f"{case}:{gpus}:{policy}:{kind}",
     ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800)
-    return ScaleRun(**json.loads(out.stdout.strip().splitlines()[-1]))
+    d = json.loads(out.stdout.strip().splitlines()[-1])
+    return ScaleRun(**{**d, "wall_s": tuple(d["wall_s"]), "cpu_s": tuple(d["cpu_s"])})
 
 
 def show(r: ScaleRun) -> None:
     """One line of figures."""
     it = "-" if r.iteration_s is None else f"{r.iteration_s:.3f}"
+    phases = "/".join(f"{x:.1f}" for x in r.cpu_s)
     print(
-        f"{r.case:<9} {r.fabric:<9} {r.policy:<6} {r.gpus:>6} {r.computes:>9} {r.coflows:>7} "
-        f"{r.flows:>9} {r.events:>7} {r.gen_s:>6.1f} {r.setup_s:>6.1f} {r.sim_s:>6.1f} "
-        f"{r.total_s:>6.1f} {r.cpu_s:>6.1f} {r.peak_rss_gib:>6.2f} {it:>8}",
+        f"{r.case:<9} {r.fabric:<9} {r.policy:<6} {r.gpus:>6} {r.computes:>8} {r.coflows:>7} "
+        f"{r.flows:>8} {r.events:>6} {r.total_s:>6.1f} {r.total_cpu_s:>6.1f} {phases:>15} "
+        f"{r.peak_rss_gib:>5.2f} {it:>7}" + ("" if r.finished else "  UNFINISHED"),
         flush=True,
     )
+
+
+HEADER = (
+    f"{'case':<9} {'fabric':<9} {'policy':<6} {'GPUs':>6} {'computes':>8} {'coflows':>7} "
+    f"{'flows':>8} {'events':>6} {'wall_s':>6} {'cpu_s':>6} {'cpu gen/set/sim':>15} "
+    f"{'GiB':>5} {'iter_s':>7}"
+)
 
 
 def fit(runs: list[ScaleRun]) -> None:
@@ -163,11 +182,12 @@ def fit(runs: list[ScaleRun]) -> None:
         return
     g = np.log([r.gpus for r in runs])
     kt = np.polyfit(g, np.log([r.total_s for r in runs]), 1)[0]
+    kc = np.polyfit(g, np.log([r.total_cpu_s for r in runs]), 1)[0]
     km = np.polyfit(g, np.log([r.peak_rss_gib for r in runs]), 1)[0]
     r0 = runs[0]
     print(
         f"fit {r0.case} {r0.fabric} {r0.policy} ({runs[0].gpus}..{runs[-1].gpus} GPUs): "
-        f"total time ~ GPUs^{kt:.2f}, peak RSS ~ GPUs^{km:.2f}",
+        f"wall time ~ GPUs^{kt:.2f}, CPU time ~ GPUs^{kc:.2f}, peak RSS ~ GPUs^{km:.2f}",
         flush=True,
     )
 
@@ -185,11 +205,7 @@ def main() -> int:
         case, gpus, pol, kind = args.child.split(":")
         print(json.dumps(asdict(run_child(case, int(gpus), pol, kind))))
         return 0
-    print(
-        f"{'case':<9} {'fabric':<9} {'policy':<6} {'GPUs':>6} {'computes':>9} {'coflows':>7} "
-        f"{'flows':>9} {'events':>7} {'gen_s':>6} {'setup':>6} {'sim_s':>6} {'total':>6} "
-        f"{'GiB':>6} {'iter_s':>8}"
-    )
+    print(HEADER)
     for case in filter(None, args.cases.split(",")):
         for kind in filter(None, args.fabrics.split(",")):
             for pol in filter(None, args.policies.split(",")):

@@ -25,15 +25,14 @@ class DagIndex:
 
 def index_dag(dag: Dag) -> DagIndex:
     """The index of ``dag``; ValueError on a duplicate id or an unknown dependency."""
-    ids = [node_id(n) for n in dag.nodes()]
-    index = {nid: i for i, nid in enumerate(ids)}
+    ids = [c.node_id for c in dag.computes] + [c.coflow_id for c in dag.coflows]
+    index = dict(zip(ids, range(len(ids))))
     if len(index) != len(ids):
         raise ValueError(f"duplicate node id {_first_duplicate(ids)!r}")
-    indeg = np.fromiter((len(n.deps) for n in dag.nodes()), np.int64, len(ids))
+    indeg = np.fromiter(map(len, (n.deps for n in dag.nodes())), np.int64, len(ids))
+    deps = [d for n in dag.nodes() for d in n.deps]
     try:
-        parents = np.fromiter(
-            (index[d] for n in dag.nodes() for d in n.deps), np.int64, int(indeg.sum())
-        )
+        parents = np.fromiter(map(index.__getitem__, deps), np.int64, len(deps))
     except KeyError:
         raise ValueError(_unknown_dep(dag, index)) from None
     child = np.repeat(np.arange(len(ids), dtype=np.int64), indeg)

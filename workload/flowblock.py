@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import overload
 
 import numpy as np
@@ -38,9 +39,9 @@ class FlowBlock(Sequence[Flow]):
             a.flags.writeable = False
         if not self.src.shape == self.dst.shape == self.nbytes.shape:
             raise ValueError(f"coflow {self.coflow_id}: src, dst and bytes differ in length")
-        bad = np.flatnonzero((self.src == self.dst) | (self.nbytes <= 0))
-        if bad.size:
-            self.__getitem__(int(bad[0]))  # Flow() raises, naming the flow and the reason
+        bad = (self.src == self.dst) | (self.nbytes <= 0)
+        if bad.any():
+            self.__getitem__(int(bad.argmax()))  # Flow() raises, naming the flow and why
 
     def __len__(self) -> int:
         """Number of flows."""
@@ -80,18 +81,23 @@ class FlowBlock(Sequence[Flow]):
 
     def src_names(self) -> list[str]:
         """Source host of every flow."""
-        h = self.hosts
-        return [h[i] for i in self.src.tolist()]
+        return _pick(self.hosts, self.src)
 
     def dst_names(self) -> list[str]:
         """Destination host of every flow."""
-        h = self.hosts
-        return [h[i] for i in self.dst.tolist()]
+        return _pick(self.hosts, self.dst)
 
     def flow_ids(self) -> list[str]:
         """Id of every flow."""
         cid = self.coflow_id
         return [f"{cid}:{n}" for n in range(len(self))]
+
+
+def _pick(hosts: tuple[str, ...], idx: np.ndarray) -> list[str]:
+    """``[hosts[i] for i in idx]``, gathered in C."""
+    if idx.size < 2:
+        return [hosts[i] for i in idx.tolist()]
+    return list(itemgetter(*idx.tolist())(hosts))
 
 
 @dataclass(frozen=True)
