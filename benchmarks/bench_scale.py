@@ -110,7 +110,7 @@ def clocks() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
-def run_child(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
+def run_child(case: str, gpus: int, policy: str, kind: str, wall_limit: float) -> ScaleRun:
     """Generate the job, build the simulator, run one iteration; figures."""
     from coflowbed.sim import Simulator
     from controller import policies
@@ -121,7 +121,7 @@ def run_child(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
     fabric = case_fabric(kind, job.hosts_needed)
     dag = generate(job, fabric.hosts[: job.hosts_needed])
     marks.append(clocks())
-    sim = Simulator(dag, fabric, policies.get(policy))
+    sim = Simulator(dag, fabric, policies.get(policy), wall_limit_s=wall_limit)
     marks.append(clocks())
     sim.run()
     marks.append(clocks())
@@ -144,13 +144,13 @@ def run_child(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
     )
 
 
-def spawn(case: str, gpus: int, policy: str, kind: str) -> ScaleRun:
+def spawn(case: str, gpus: int, policy: str, kind: str, wall_limit: float) -> ScaleRun:
     """One run in a child process."""
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
-        f"{case}:{gpus}:{policy}:{kind}",
+        f"{case}:{gpus}:{policy}:{kind}:{wall_limit}",
     ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800)
     d = json.loads(out.stdout.strip().splitlines()[-1])
@@ -177,7 +177,9 @@ HEADER = (
 
 
 def fit(runs: list[ScaleRun]) -> None:
-    """Power-law exponents of total time and peak RSS against GPUs."""
+    """Power-law exponents of wall time, CPU time and peak RSS against GPUs (finished
+    runs only)."""
+    runs = [r for r in runs if r.finished]
     if len(runs) < 2:
         return
     g = np.log([r.gpus for r in runs])
@@ -199,19 +201,26 @@ def main() -> int:
     ap.add_argument("--gpus", default=",".join(map(str, GPUS)))
     ap.add_argument("--policies", default="hermod,fair")
     ap.add_argument("--fabrics", default="bigswitch")
+    ap.add_argument(
+        "--wall-limit",
+        type=float,
+        default=600.0,
+        help="cut a run's event loop after this many wall seconds (reported UNFINISHED)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        case, gpus, pol, kind = args.child.split(":")
-        print(json.dumps(asdict(run_child(case, int(gpus), pol, kind))))
+        case, gpus, pol, kind, limit = args.child.split(":")
+        print(json.dumps(asdict(run_child(case, int(gpus), pol, kind, float(limit)))))
         return 0
+    subprocess.run([sys.executable, "-m", "coflowbed.sim.warmup"], check=True, cwd=REPO)
     print(HEADER)
     for case in filter(None, args.cases.split(",")):
         for kind in filter(None, args.fabrics.split(",")):
             for pol in filter(None, args.policies.split(",")):
                 runs = []
                 for n in filter(None, args.gpus.split(",")):
-                    runs.append(spawn(case, int(n), pol, kind))
+                    runs.append(spawn(case, int(n), pol, kind, args.wall_limit))
                     show(runs[-1])
                 fit(runs)
     return 0
