@@ -23,16 +23,29 @@ import numpy as np
 
 from workload import collectives as coll, hostcoll, nccl, sizes
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Flow
+from workload.flowblock import FlowBlock
 from workload.jobspec import JobSpec
 from workload.nics import dense_rank_rings, expert_rank_rings, pp_pairs
 from workload.placement import Placement
 
 PHASE = {"F": "fwd", "B": "bwd"}
+Phase = tuple[np.ndarray, np.ndarray, np.ndarray]  # src, dst, bytes of one EP sub-phase
 
 
 def scaled(nbytes: float, scale: float) -> int:
     """Scaled integer bytes, at least 1."""
     return max(1, round(nbytes * scale))
+
+
+def scaled_array(nbytes: np.ndarray, scale: float) -> np.ndarray:
+    """``scaled`` of every entry (round half to even, as Python's round), as int64."""
+    return np.maximum(1, np.rint(nbytes * scale)).astype(np.int64)
+
+
+def _phase_arrays(phase: list[tuple[int, int, int]]) -> Phase:
+    """A phase of (src, dst, bytes) triples as three int64 arrays."""
+    a, b, nb = (np.array(col, dtype=np.int64) for col in zip(*phase, strict=True))
+    return a, b, nb
 
 
 def pp_id(it: int, kind: str, src: int, dst: int, j: int, mb: int) -> str:
@@ -59,6 +72,7 @@ class CommBuilder:
         self.k, self.scale = placement.ranks_per_host, job.byte_scale
         self.nics, self.multi = placement.nics, placement.multi
         self.maps = [placement.nic_map(st, p.tp) for st in range(p.pp)] if self.multi else []
+        self.rows = [placement.endpoints(st) for st in range(p.pp)]  # FlowBlock host rows
         self.gpu_pp_bytes = sizes.pp_message_bytes(
             m.micro_batch, m.seq_len, m.hidden, p.tp, p.sequence_parallel
         )
@@ -126,10 +140,13 @@ class CommBuilder:
         g = self.hosts_per_group
         return [list(range(q * g, (q + 1) * g)) for q in range(self.job.hosts_per_stage // g)]
 
-    def _ep_matrix(self, it: int, lid: int, mb: int, transpose: bool, stage: int, group: int):
+    def _ep_matrix(
+        self, it: int, lid: int, mb: int, transpose: bool, stage: int, group: int
+    ) -> list[Phase]:
         """Scaled host-level dispatch (or combine) matrix of one EP group and its
-        phases: the whole matrix, or Hermod's matchings when ``ep_matching`` is on.
-        Host indices are group-local, or stage-local endpoints (multi-NIC)."""
+        phases (src, dst, bytes arrays): the whole matrix, or Hermod's matchings when
+        ``ep_matching`` is on.  Indices are group-local hosts, or stage-local NIC
+        endpoints (multi-NIC)."""
         job = self.job
         rng = np.random.default_rng([job.seed, it, lid, mb])
         pop = coll.gate_popularity(self.experts, job.ep_skew, rng)
@@ -138,9 +155,9 @@ class CommBuilder:
         if transpose:
             hosts = np.ascontiguousarray(hosts.T)
         if job.collectives.ep_matching:
-            return coll.decompose_matchings(hosts)
-        nz = np.nonzero(hosts)
-        return [[(int(a), int(b), int(hosts[a, b])) for a, b in zip(*nz)]]
+            return [_phase_arrays(ph) for ph in coll.decompose_matchings(hosts)]
+        a, b = np.nonzero(hosts)
+        return [(a, b, hosts[a, b])]
 
     def _endpoint_matrix(self, ranks: np.ndarray, stage: int, group: int) -> np.ndarray:
         """Unscaled EP group matrix between the group's hosts, or between the stage's
@@ -167,21 +184,14 @@ class CommBuilder:
         where = (stage, group) if self.multi else (0, 0)  # single NIC: one matrix for all
         phases = self._matrix(it, lid, mb, which == 1, *where)
         base = f"i{it}.ep.s{stage}g{group}.{kind}{mb}.L{lid}.{'dc'[which]}"
-        if not any(phases):
+        if not any(len(nb) for _a, _b, nb in phases):
             return self._nvlink(base, it, stage, group * self.hosts_per_group, deps)
         first = 0 if self.multi else group * self.hosts_per_group
         prev = tuple(deps)
         for step, phase in enumerate(phases):
             cid = base if len(phases) == 1 else f"{base}.p{step}"
-            flows = tuple(
-                Flow(
-                    f"{cid}:{n}",
-                    self.pl.endpoint(stage, first + a),
-                    self.pl.endpoint(stage, first + b),
-                    nb,
-                )
-                for n, (a, b, nb) in enumerate(phase)
-            )
+            a, b, nb = phase
+            flows = FlowBlock(cid, self.rows[stage], first + a, first + b, nb)
             ident = CoflowIdentity(
                 CoflowType.EP, self.job.name, it, mb, lid, "all_to_all", step, PHASE[kind], stage
             )
@@ -291,20 +301,15 @@ class CommBuilder:
         chain of coflows, or one collapsed coflow; returns (last id,)."""
         steps = sizes.ring_steps(collective, n)
         expand = self.job.collectives.use_steps(n)
-        per_step = {e: w * size / n for e, w in edges.items()}
+        src = np.fromiter((a for a, _ in edges), np.int64, len(edges))
+        dst = np.fromiter((b for _, b in edges), np.int64, len(edges))
+        weight = np.fromiter(edges.values(), np.float64, len(edges))
+        per_step = weight * size / n
+        nbytes = scaled_array(per_step * (1 if expand else steps), self.scale)
         prev = deps
         for step in range(steps if expand else 1):
             cid = f"{base}.k{step}" if expand else base
-            mult = 1 if expand else steps
-            flows = tuple(
-                Flow(
-                    f"{cid}:{i}",
-                    self.pl.endpoint(stage, a),
-                    self.pl.endpoint(stage, b),
-                    scaled(nb * mult, self.scale),
-                )
-                for i, ((a, b), nb) in enumerate(per_step.items())
-            )
+            flows = FlowBlock(cid, self.rows[stage], src, dst, nbytes)
             ident = CoflowIdentity(
                 CoflowType.DP, self.job.name, it, mid, lid, collective, step, "", stage
             )

@@ -13,7 +13,7 @@ before ``release_s`` (trace arrival time).  Nothing here knows about Mininet or 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -69,7 +69,7 @@ class Coflow:
     """A set of flows with one identity, released after its dependencies."""
 
     coflow_id: str
-    flows: tuple[Flow, ...]
+    flows: Sequence[Flow]  # a tuple, or a workload.flowblock.FlowBlock (arrays)
     identity: CoflowIdentity = field(default_factory=CoflowIdentity)
     deps: tuple[str, ...] = ()
     release_s: float = 0.0
@@ -130,17 +130,9 @@ class Dag:
 
     def validate(self) -> None:
         """Raise ValueError on duplicate ids, unknown dependencies or a cycle."""
-        ids: set[str] = set()
-        for n in self.nodes():
-            nid = node_id(n)
-            if nid in ids:
-                raise ValueError(f"duplicate node id {nid!r}")
-            ids.add(nid)
-        for n in self.nodes():
-            for d in n.deps:
-                if d not in ids:
-                    raise ValueError(f"node {node_id(n)!r} depends on unknown node {d!r}")
-        topological_order(self)
+        from workload.dagindex import check_acyclic, index_dag  # late: it imports this module
+
+        check_acyclic(index_dag(self))
 
 
 def node_id(n: Node) -> str:

@@ -128,13 +128,14 @@ class _Builder:
         extra: str | None = None,
     ) -> None:
         """One compute piece on every host of the stage; it becomes each host's front."""
+        label = f"{'fwd' if kind == 'F' else 'bwd'} mb{mb} L{lid}{part} stage{stage}"
+        row, tail = self.pl.stage_hosts[stage], f".{kind}{mb}.L{lid}{part}"
         for j, deps in front.items():
-            nid = f"i{it}.c.s{stage}h{j}.{kind}{mb}.L{lid}{part}"
+            nid = f"i{it}.c.s{stage}h{j}{tail}"
             if extra is not None:
                 deps.append(extra)
-            label = f"{'fwd' if kind == 'F' else 'bwd'} mb{mb} L{lid}{part} stage{stage}"
             self.computes.append(
-                Compute(nid, self.pl.host(stage, j), seconds, tuple(deps), label, it, self.job.name)
+                Compute(nid, row[j], seconds, tuple(deps), label, it, self.job.name)
             )
             front[j] = [nid]
 

@@ -48,6 +48,13 @@ class Placement:
         server, _ = slot_of(self.stage_hosts[stage][e // self.nics], self.slots)
         return endpoint_name(server, e % self.nics, self.nics)
 
+    def endpoints(self, stage: int) -> tuple[str, ...]:
+        """Every endpoint of ``stage`` by stage-local index (its hosts, one NIC each)."""
+        if not self.multi:
+            return self.stage_hosts[stage]
+        n = len(self.stage_hosts[stage]) * self.nics
+        return tuple(self.endpoint(stage, e) for e in range(n))
+
     def nic_map(self, stage: int, tp: int) -> NicMap:
         """GPU -> NIC map of ``stage`` for TP degree ``tp``."""
         return NicMap.of(self.stage_hosts[stage], self.nics, tp, self.ranks_per_host, self.slots)

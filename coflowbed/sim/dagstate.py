@@ -1,6 +1,11 @@
 """Dependency bookkeeping of a simulated DAG: when a node's dependencies are done, a
 compute node runs for its duration and a coflow is released (not before its
-``release_s``).  Times of both are kept per iteration for ``iterations.csv``."""
+``release_s``).  Times of both are kept per (job, iteration) for ``iterations.csv``;
+nodes of ``SETUP_ITERATION`` (a job's start delay) count in none.
+
+Nodes are integers (``workload.dagindex``: computes first, then coflows, so coflow c
+is node ``n_computes + c``); dependency counts and children are plain lists and CSR
+arrays rather than dicts of string ids."""
 
 from __future__ import annotations
 
@@ -8,18 +13,12 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from workload.dag import SETUP_ITERATION, Compute, Dag, node_id, node_iteration
+import numpy as np
+
+from workload.dag import SETUP_ITERATION, Coflow, Compute, Dag, node_iteration
+from workload.dagindex import check_acyclic, index_dag
 
 _RELEASE, _COMPUTE_END = 0, 1
-
-
-@dataclass
-class IterationSpan:
-    """First start, last end and open node count of one iteration."""
-
-    start_s: float = math.inf
-    finish_s: float = -math.inf
-    open_nodes: int = 0
 
 
 @dataclass
@@ -31,56 +30,39 @@ class DagState:
     ready: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.dag.validate()
-        self.coflow_index = {c.coflow_id: i for i, c in enumerate(self.dag.coflows)}
-        self.computes = {c.node_id: c for c in self.dag.computes}
-        self.children: dict[str, list[str]] = {}
-        self.waiting: dict[str, int] = {}
-        self.iterations: dict[tuple[str, int], IterationSpan] = {}  # (job, iteration)
-        self._heap: list[tuple[float, int, int, str]] = []
+        ix = index_dag(self.dag)
+        check_acyclic(ix)
+        self.ids, self.index = ix.ids, ix.index
+        self.n_computes = len(self.dag.computes)
+        self.waiting: list[int] = ix.indeg.tolist()
+        self._ptr: list[int] = ix.ptr.tolist()
+        self._children: list[int] = ix.children.tolist()
+        self._duration = [c.duration_s for c in self.dag.computes]
+        self._release_at = [c.release_s for c in self.dag.coflows]
+        self._keys, self._iter = _iteration_keys(self.dag)
+        n = len(self.ids)
+        self._start = [math.nan] * n  # compute start / coflow release (sim time)
+        self._end = [math.nan] * n  # compute end / coflow completion
+        self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
-        for n in self.dag.nodes():
-            self.waiting[node_id(n)] = len(n.deps)
-            for d in n.deps:
-                self.children.setdefault(d, []).append(node_id(n))
-            self._span(n).open_nodes += 1
         self.done_nodes = 0
-        self.compute_start: dict[str, float] = {}  # compute node -> start (sim time)
-        self.compute_end: dict[str, float] = {}
-
-    def _span(self, n) -> IterationSpan:
-        """The iteration span of node ``n`` (a throw-away one for setup nodes)."""
-        key = node_iteration(n)
-        if key[1] == SETUP_ITERATION:
-            return IterationSpan()
-        return self.iterations.setdefault(key, IterationSpan())
-
-    def _node(self, nid: str):
-        """The node called ``nid``."""
-        return (
-            self.computes[nid] if nid in self.computes else self.dag.coflows[self.coflow_index[nid]]
-        )
 
     def start(self) -> None:
         """Schedule every node without dependencies at time 0."""
-        for nid, k in list(self.waiting.items()):
+        for i, k in enumerate(self.waiting):
             if k == 0:
-                self._schedule(nid, 0.0)
+                self._schedule(i, 0.0)
         self.pop_due(0.0)
 
-    def _schedule(self, nid: str, now: float) -> None:
-        """All dependencies of ``nid`` are done at ``now``: run or release it."""
-        n = self._node(nid)
-        if isinstance(n, Compute):
-            self._span(n).start_s = min(self._span(n).start_s, now)
-            self.compute_start[nid] = now
-            self._push(now + n.duration_s, _COMPUTE_END, nid)
-        else:
-            self._push(max(now, n.release_s), _RELEASE, nid)
-
-    def _push(self, t: float, kind: int, nid: str) -> None:
+    def _schedule(self, i: int, now: float) -> None:
+        """All dependencies of node ``i`` are done at ``now``: run or release it."""
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, nid))
+        if i < self.n_computes:
+            self._start[i] = now
+            heapq.heappush(self._heap, (now + self._duration[i], self._seq, _COMPUTE_END, i))
+        else:
+            t = max(now, self._release_at[i - self.n_computes])
+            heapq.heappush(self._heap, (t, self._seq, _RELEASE, i))
 
     def next_time(self) -> float:
         """Time of the next release or compute end (inf if none)."""
@@ -88,38 +70,70 @@ class DagState:
 
     def pop_due(self, now: float) -> None:
         """Handle every release and compute end at or before ``now``."""
-        while self._heap and self._heap[0][0] <= now:
-            t, _, kind, nid = heapq.heappop(self._heap)
+        heap, nc = self._heap, self.n_computes
+        while heap and heap[0][0] <= now:
+            t, _, kind, i = heapq.heappop(heap)
             if kind == _RELEASE:
-                c = self.coflow_index[nid]
-                span = self._span(self.dag.coflows[c])
-                span.start_s = min(span.start_s, t)
-                self.ready.append(c)
+                self._start[i] = t
+                self.ready.append(i - nc)
             else:
-                self.compute_end[nid] = t
-                self.node_done(nid, t)
+                self._done(i, t)
 
     def node_done(self, nid: str, now: float) -> None:
         """Mark ``nid`` finished at ``now`` and schedule children whose deps are done."""
-        span = self._span(self._node(nid))
-        span.finish_s = max(span.finish_s, now)
-        span.open_nodes -= 1
+        self._done(self.index[nid], now)
+
+    def _done(self, i: int, now: float) -> None:
+        """Node ``i`` finished at ``now``."""
+        self._end[i] = now
         self.done_nodes += 1
-        for child in self.children.get(nid, ()):
-            self.waiting[child] -= 1
-            if self.waiting[child] == 0:
+        waiting = self.waiting
+        for child in self._children[self._ptr[i] : self._ptr[i + 1]]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
                 self._schedule(child, now)
 
     def all_done(self) -> bool:
         """Whether every node has finished."""
         return self.done_nodes == len(self.waiting)
 
+    @property
+    def compute_start(self) -> dict[str, float]:
+        """{compute node id: start} of the computes that started (sim time)."""
+        return self._times(self._start)
+
+    @property
+    def compute_end(self) -> dict[str, float]:
+        """{compute node id: end} of the computes that finished."""
+        return self._times(self._end)
+
+    def _times(self, times: list[float]) -> dict[str, float]:
+        """{compute id: time} where ``times`` (per node) is set."""
+        ids = self.ids
+        return {ids[i]: t for i, t in enumerate(times[: self.n_computes]) if t == t}
+
     def iteration_spans(self) -> dict[tuple[str, int], tuple[float, float | None]]:
         """{(job, iteration): (start, finish or None if unfinished)} for
-        ``iteration_records``."""
+        ``iteration_records``: first start or release and last end of the iteration's
+        nodes; iterations with nothing started are left out."""
+        start, end = np.asarray(self._start), np.asarray(self._end)
         out = {}
-        for it, s in self.iterations.items():
-            if s.start_s == math.inf:
+        for k, key in enumerate(self._keys):
+            mine = self._iter == k
+            if key[1] == SETUP_ITERATION or np.isnan(start[mine]).all():
                 continue
-            out[it] = (s.start_s, s.finish_s if s.open_nodes == 0 else None)
+            ends = end[mine]
+            out[key] = (
+                float(np.nanmin(start[mine])),
+                None if np.isnan(ends).any() else float(ends.max()),
+            )
         return out
+
+
+def _iteration_keys(dag: Dag) -> tuple[list[tuple[str, int]], np.ndarray]:
+    """The distinct (job, iteration) keys of ``dag``'s nodes, and each node's key index
+    (computes first, then coflows, as ``workload.dagindex`` numbers them)."""
+    keys: dict[tuple[str, int], int] = {}
+    nodes: list[Compute | Coflow] = [*dag.computes, *dag.coflows]
+    per_node = [keys.setdefault(node_iteration(n), len(keys)) for n in nodes]
+    return list(keys), np.asarray(per_node, dtype=np.int64)

@@ -233,22 +233,28 @@ class Simulator:
         self.dagstate.pop_due(self.now)
         while self.dagstate.ready:
             ready, self.dagstate.ready = self.dagstate.ready, []
-            for c in ready:
-                self._release(c)
+            opened = [c for c in ready if self._release(c)]
+            if opened:
+                self._activate(opened)
             self.dagstate.pop_due(self.now)
 
-    def _release(self, c: int) -> None:
-        """Coflow ``c`` is released now."""
+    def _release(self, c: int) -> bool:
+        """Coflow ``c`` is released now; True if it has flows to start (``_activate``)."""
         cf = self.dag.coflows[c]
         self.outcomes[c].release_s = self.now
         if self.left[c] == 0:
             self._complete(c)
-            return
+            return False
         self.version += 1
         self.states[c] = CoflowState(cf, self.now, self._seq)
         self._seq += 1
         self.moved[c] = True
-        new = self.flows.span(c)
+        return True
+
+    def _activate(self, cs: list[int]) -> None:
+        """Append the flows of the coflows ``cs``, just released, to the active arrays
+        (one concatenation per instant, not one per coflow)."""
+        new = np.concatenate([self.flows.span(c) for c in cs])
         self.active = np.concatenate([self.active, new])
         self.act_cof = np.concatenate([self.act_cof, self.flows.coflow_of[new]])
         self.act_paths = np.concatenate([self.act_paths, self.flows.paths[new]])

@@ -26,6 +26,7 @@ import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -63,6 +64,8 @@ class FabricModel:
     hosts: tuple[str, ...]
     capacity_bps: np.ndarray = field(init=False, repr=False)
     width: int = field(init=False, default=2)  # links per path row
+    # whether ``paths`` reads the flow ids (ECMP hashing); the caller may pass () if not
+    hashes_flow_ids: ClassVar[bool] = True
     description: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
@@ -74,6 +77,15 @@ class FabricModel:
     def dummy(self) -> int:
         """Index of the padding link of infinite capacity."""
         return len(self.capacity_bps) - 1
+
+    def host_indices(self, hosts: Sequence[str]) -> np.ndarray:
+        """int64 position of every host in ``hosts`` (ValueError naming one missing)."""
+        try:
+            return np.fromiter(map(self._index.__getitem__, hosts), np.int64, len(hosts))
+        except KeyError as exc:
+            raise ValueError(
+                f"host {exc.args[0]!r} is not on the fabric ({self.description})"
+            ) from None
 
     def host_index(self, host: str) -> int:
         """Position of ``host``; ValueError naming it if the fabric lacks it."""
@@ -108,6 +120,7 @@ class FabricModel:
 class BigSwitch(FabricModel):
     """Non-blocking switch; host i's uplink is link i, its downlink link H+i."""
 
+    hashes_flow_ids: ClassVar[bool] = False
     port_bps: float = 1e9
 
     def __post_init__(self) -> None:
@@ -123,8 +136,7 @@ class BigSwitch(FabricModel):
         """Uplink of the source, downlink of the destination."""
         if down:
             raise ValueError(f"{self.description}: has no leaf-spine links to fail")
-        s = np.fromiter((self.host_index(h) for h in src), np.int32, len(src))
-        d = np.fromiter((self.host_index(h) for h in dst), np.int32, len(dst))
+        s, d = self.host_indices(src), self.host_indices(dst)
         return np.stack([s, d + len(self.hosts)], axis=1).astype(np.int32)
 
     def view(self, levels: int = MAX_LEVELS) -> FabricView:
@@ -162,8 +174,7 @@ class LeafSpine(FabricModel):
         link for flows that stay on one leaf).  With links ``down``, a flow hashes over
         the spines both its leaves reach (all spines if none: it then waits at 0)."""
         h, k, s = len(self.hosts), self.hosts_per_leaf, self.spines
-        si = np.fromiter((self.host_index(x) for x in src), np.int64, len(src))
-        di = np.fromiter((self.host_index(x) for x in dst), np.int64, len(dst))
+        si, di = self.host_indices(src), self.host_indices(dst)
         sl, dl = si // k, di // k
         if down:
             live = {

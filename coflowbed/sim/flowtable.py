@@ -9,6 +9,7 @@ import numpy as np
 
 from coflowbed.sim.fabric import NONE_DOWN, Down, FabricModel
 from workload.dag import Coflow
+from workload.flowblock import flow_columns, flow_ids
 
 
 @dataclass
@@ -38,21 +39,18 @@ class FlowTable:
         """Arrays for ``coflows`` on ``fabric`` (ValueError if a host is not on it)."""
         counts = np.fromiter((len(c.flows) for c in coflows), np.int64, len(coflows))
         offsets = np.concatenate([[0], np.cumsum(counts)])
-        flows = [f for c in coflows for f in c.flows]
         coflow_of = np.repeat(np.arange(len(coflows), dtype=np.int32), counts)
-        size = np.fromiter((f.bytes for f in flows), np.float64, len(flows))
-        paths = fabric.paths(
-            [f.src for f in flows], [f.dst for f in flows], [f.flow_id for f in flows]
-        )
-        return cls(coflows, offsets, coflow_of, size, paths.reshape(len(flows), fabric.width))
+        cols = flow_columns(coflows)  # no Flow objects for array-backed coflows
+        ids = flow_ids(coflows) if fabric.hashes_flow_ids else ()
+        paths = fabric.paths(cols.src, cols.dst, ids)
+        n = cols.nbytes.shape[0]
+        return cls(coflows, offsets, coflow_of, cols.nbytes, paths.reshape(n, fabric.width))
 
     def repath(self, fabric: FabricModel, down: Down = NONE_DOWN) -> None:
         """Every flow's path again, around the leaf-spine links ``down``."""
-        flows = [f for c in self.coflows for f in c.flows]
-        paths = fabric.paths(
-            [f.src for f in flows], [f.dst for f in flows], [f.flow_id for f in flows], down
-        )
-        self.paths = paths.reshape(len(flows), fabric.width)
+        cols = flow_columns(self.coflows)
+        paths = fabric.paths(cols.src, cols.dst, flow_ids(self.coflows), down)
+        self.paths = paths.reshape(len(cols.src), fabric.width)
         self.path_id = _path_ids(self.paths)
 
     def __len__(self) -> int:

@@ -307,3 +307,45 @@ def test_expert_buckets_ring_over_the_expert_dp_group():
     expert = sizes.rank_layer_params(job, 0).expert  # 2 experts of 2 x h x ffn params
     assert expert == 2 * 2 * 512 * 2048
     assert {f.bytes for f in cf.flows} == {4 * expert // 2}
+
+
+def dag_digest(dag):
+    """sha256 (first 16 hex digits) over every compute and coflow field, flows as
+    (id, src, dst, bytes) tuples in order."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in dag.computes:
+        h.update(repr((c.node_id, c.host, c.duration_s, c.deps, c.label, c.iteration)).encode())
+    for cf in dag.coflows:
+        flows = tuple((f.flow_id, f.src, f.dst, f.bytes) for f in cf.flows)
+        h.update(repr((cf.coflow_id, cf.identity, cf.deps, cf.release_s, flows)).encode())
+    return h.hexdigest()[:16]
+
+
+# Digests of the DAGs the generator built with one Flow object per flow (commit
+# 67bb382, before coflows held their flows as workload.flowblock arrays): the array
+# path must give the same DAG, flow for flow.
+PER_FLOW_DIGESTS = {
+    "gpt3-13b": "58da376072b81683",
+    "gpt3-175b": "b20a573cfb1ccfeb",
+    "llama3-405b": "b748fab5041dcdf7",
+    "llama3-70b": "234b2d07005d18cc",
+    "mixtral-8x7b": "f2f0463eb14c055a",
+    "qwen-moe-12l": "ee6a4022d9ade05e",
+    "small-moe": "249b5be2cec4b89a",
+    "tiny-moe": "751cf9f61c35dcd4",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_FLOW_DIGESTS))
+def test_presets_give_the_dag_of_the_per_flow_generator(name):
+    """Same ids, hosts, bytes, dependencies and identities as before the flow arrays."""
+    assert dag_digest(make(name)[1]) == PER_FLOW_DIGESTS[name]
+
+
+def test_matching_phases_give_the_dag_of_the_per_flow_generator():
+    """Hermod's matching sub-phases (no preset turns them on): Mixtral with
+    ep_matching, digest recorded as above."""
+    dag = make("mixtral-8x7b", **{"collectives.ep_matching": True})[1]
+    assert dag_digest(dag) == "ea7e348654a8f3fc"
