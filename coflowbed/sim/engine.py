@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from coflowbed.sim import stepkernel
+from coflowbed.sim import groupkernel, stepkernel
 from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
@@ -47,6 +47,8 @@ log = logging.getLogger("sim")
 FINISH_TOL = 1e-9  # a flow within this fraction of its size (or 1e-6 B) of the end is done
 PROGRESS_EVERY_S = 10.0  # wall seconds between progress lines of a long run
 COMPACT_FRACTION = 0.25  # drop finished flows from the active arrays past this share
+SNAP_TOL = 1e-9  # bytes sent within this fraction of a byte threshold count as at it
+FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress are checked)
 
 
 @dataclass
@@ -85,6 +87,7 @@ class Simulator:
     wall_limit_s: float = math.inf  # stop (partial) after this much wall time (benchmarks)
     stats: SimStats = field(default_factory=SimStats)
     faults: Sequence[LinkFault] = ()  # leaf-spine links down for a while (scenario faults)
+    fast: bool = True  # flow completions on path groups (groupkernel); False: per flow
 
     def __post_init__(self) -> None:
         self.flows = FlowTable.build(self.dag.coflows, self.fabric)
@@ -92,6 +95,7 @@ class Simulator:
         n = len(self.dag.coflows)
         self.outcomes = [CoflowOutcome() for _ in range(n)]
         self._bar: Any = None  # a progress bar once the run takes long (_report_progress)
+        self._report_at = math.inf  # wall time of the next progress line (set by run)
         self.view = self.fabric.view(self.levels or MAX_LEVELS)
         self.states: dict[int, CoflowState] = {}  # active coflows, release order
         self.left = np.diff(self.flows.offsets)  # unfinished flows per coflow
@@ -135,22 +139,24 @@ class Simulator:
         self.dagstate.start()
         self._settle()
         redecide: bool | None = True  # None: nothing changed (see _advance)
-        report_at = t0 + PROGRESS_EVERY_S
+        self._report_at = t0 + PROGRESS_EVERY_S
         while not self.dagstate.all_done():
             if redecide is not None:
                 self._reallocate(redecide)
+                # From rates just computed: flow completions on path groups, compiled.
+                after, redecide = self._fast_events() if self._fast_ok() else (False, None)
+                if after:
+                    if self._out_of_wall(t0):
+                        break
+                    continue
             dt, why = self._next_event()
             if not math.isfinite(dt):
                 raise RuntimeError(
                     f"simulation stalled at t={self.now:.6f}s with "
                     f"{len(self.states)} coflows active"
                 )
-            wall = time.perf_counter()
-            if wall - t0 > self.wall_limit_s:
+            if self._out_of_wall(t0):
                 break
-            if wall >= report_at:
-                report_at = wall + PROGRESS_EVERY_S
-                self._report_progress(wall - t0)
             if self.now + dt > self.horizon_s:
                 if self.hold and self.horizon_s > self.now:
                     self._advance(self.horizon_s - self.now, "horizon")  # flows held rates end
@@ -173,6 +179,16 @@ class Simulator:
             self.stats.wall_s,
         )
         return self
+
+    def _out_of_wall(self, t0: float) -> bool:
+        """Whether the run has used up its wall time; logs progress every 10 s."""
+        wall = time.perf_counter()
+        if wall - t0 > self.wall_limit_s:
+            return True
+        if wall >= self._report_at:
+            self._report_at = wall + PROGRESS_EVERY_S
+            self._report_progress(wall - t0)
+        return False
 
     # --- link faults ---------------------------------------------------------------
 
@@ -396,6 +412,77 @@ class Simulator:
             if out.level is None:
                 out.level, out.rank = int(lv), str(r)
 
+    # --- compiled flow events --------------------------------------------------------
+
+    def _fast_ok(self) -> bool:
+        """Whether the next events can run on path groups: max-min sharing without caps
+        or held rates, some flow active."""
+        return self.fast and not (self.hold or self.capped) and self.active.size > 0
+
+    def _fast_events(self) -> tuple[bool, bool | None]:
+        """Run flow completions compiled (``groupkernel``) from the rates just computed.
+        Returns (False, None) if it stopped before an event (the engine handles that
+        one, rates current), else (True, what ``_advance`` returns after the event it
+        stopped at)."""
+        fl, by_cof = self.flows, bool(self.thresholds.size)
+        grp = groupkernel.build(
+            self.active,
+            self.act_level,
+            self.act_pid,
+            self.act_cof,
+            self.act_paths,
+            fl.remaining,
+            self.rates,
+            fl.start_s,
+            by_cof,
+        )
+        flows = (self.active, self.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s)
+        clock = (self.now, self.dagstate.next_time(), self._next_fault(), self.horizon_s)
+        out = groupkernel.run(
+            grp,
+            (*flows, self.caps),
+            (self.sent, self.left, by_cof),
+            self.capacity,
+            self.thresholds,
+            clock,
+            FAST_BUDGET,
+            FINISH_TOL,
+        )
+        status, self.now, events, visits, allocs, n_last, fin, done_c, began = out
+        groupkernel.sync(
+            grp,
+            self.active,
+            self.act_cof,
+            fl.remaining,
+            self.rates,
+            self.act_level,
+            self.sent,
+            self.moved,
+            by_cof,
+        )
+        self._count(events, visits, allocs, fin.size, began[began >= 0])
+        if status == groupkernel.BEFORE:
+            return False, None
+        before = self.version
+        for c in np.sort(done_c[done_c >= 0]).tolist():
+            self._complete(c)
+        self._settle()
+        if self.version != before:
+            return True, True
+        return True, (False if n_last else None)
+
+    def _count(self, events: int, visits: int, allocs: int, retired: int, began) -> None:
+        """Book a compiled run: counters, flows retired, coflows that started moving."""
+        self.stats.events += events
+        self.stats.flow_visits += visits
+        self.stats.allocations += allocs
+        self.n_retired += retired
+        for c in np.unique(began).tolist():
+            if math.isnan(self.outcomes[c].start_s):
+                self.outcomes[c].start_s = float(np.nanmin(self.flows.start_s[self.flows.span(c)]))
+        if self.n_retired > COMPACT_FRACTION * self.active.size:
+            self._compact()
+
     # --- time ----------------------------------------------------------------------
 
     def _next_event(self) -> tuple[float, str]:
@@ -435,6 +522,18 @@ class Simulator:
             return math.inf
         return float(((self.thresholds[k[ok]] - sent[ok]) / agg[cs[ok]]).min())
 
+    def _snap_thresholds(self) -> None:
+        """Active coflows whose bytes sent are a threshold to round-off (the ones this
+        threshold event was for) count exactly the threshold: else the policy, seeing
+        whole bytes, keeps half of them below it, depending on how the sum rounded."""
+        cs = np.fromiter(self.states, np.int64, len(self.states))
+        sent, thr = self.sent[cs], self.thresholds
+        at = np.searchsorted(thr, sent)  # thr[at - 1] < sent <= thr[at]
+        lo, hi = thr[np.maximum(at - 1, 0)], thr[np.minimum(at, thr.size - 1)]
+        near = np.where(np.abs(hi - sent) < np.abs(sent - lo), hi, lo)
+        hit = np.abs(near - sent) <= SNAP_TOL * near
+        self.sent[cs[hit]] = near[hit]
+
     def _advance(self, dt: float, why: str) -> bool | None:
         """Move time by ``dt`` and handle what happens then.  Returns True if the policy
         must decide again, False if only rates must be recomputed, None if nothing
@@ -453,6 +552,8 @@ class Simulator:
             start,
             FINISH_TOL,
         )
+        if why == "threshold":
+            self._snap_thresholds()
         before = self.version
         if done.size:
             self._finish_flows(self.active[done], when)
