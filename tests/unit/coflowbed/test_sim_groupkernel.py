@@ -150,23 +150,17 @@ def test_by_coflow_splits_a_path_between_coflows():
     assert groupkernel.build(*args, True)[0].tolist() == [0, 2]
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_threshold_event_puts_the_coflow_at_the_threshold(fast):
-    """D-CLAS, one 30 MB flow alone at 1 Gbit/s, first threshold 10 MiB = 10,485,760 B:
-    the threshold event comes at 10,485,760 x 8 / 1e9 = 0.08388608 s and the policy
-    then sees exactly 10,485,760 bytes sent (so demotes the coflow), whichever way the
-    per-event sums rounded."""
-    seen: list[tuple[float, int]] = []
-    pol = policies.get("dclas")
-    real = pol.decide
-
-    def spy(states, view, now):
-        """Record (now, bytes sent) of the one coflow, then decide."""
-        seen.extend((now, s.bytes_sent) for s in states)
-        return real(states, view, now)
-
-    pol.decide = spy  # type: ignore[method-assign]
-    dag = Dag(coflows=[Coflow("c", (Flow("f", "a", "b", 30_000_000),))])
-    Simulator(dag, BigSwitch(("a", "b"), 1e9), pol, None, fast=fast).run()
-    assert seen[1][0] == pytest.approx(0.08388608, rel=1e-12)
-    assert seen[1][1] == pol.byte_thresholds[0] == 10_485_760
+def test_threshold_event_puts_coflows_at_the_threshold():
+    """D-CLAS with its first threshold at 10^12 B (where a sum of per-event steps lands
+    ~1 B off): at a threshold event a coflow 0.6 B short (6 x 10^-13 relative, within
+    10^-9) is set to exactly 10^12 B, so the policy (whole bytes, searchsorted right)
+    demotes it; one 10^4 B short (10^-8 relative) and one far past keep their bytes."""
+    pol = policies.get("dclas", first_threshold_bytes=10**12)
+    flows = [Coflow(f"c{i}", (Flow(f"f{i}", "a", "b", 10**13),)) for i in range(3)]
+    sim = Simulator(Dag(coflows=flows), BigSwitch(("a", "b"), 1e9), pol, None)
+    sim.dagstate.start()
+    sim._settle()
+    sim.sent[:] = [1e12 - 0.6, 1e12 - 1e4, 5e12]
+    sim._advance(0.0, "threshold")
+    assert sim.sent.tolist() == [1e12, 1e12 - 1e4, 5e12]
+    assert pol.queue_of(int(round(sim.sent[0]))) == 1
