@@ -16,6 +16,10 @@ A policy with ``hold_rates`` (SEBF, as Varys and its reference simulator) keeps 
 until the next decision: a flow completion then changes no rate, so the engine jumps
 straight to the next coflow completion (or release, or compute end) and records every
 flow that ended on the way at its own instant.
+
+Otherwise, without caps, the flow completions between two decisions run compiled on
+path groups (``grouprun``/``groupkernel``); ``fast=False`` keeps this per-flow loop for
+them (the reference).
 """
 
 from __future__ import annotations
@@ -31,12 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from coflowbed.sim import groupkernel, stepkernel
+from coflowbed.sim import grouprun, stepkernel
 from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
 from coflowbed.sim.flowtable import FlowTable
 from coflowbed.sim.levels import assign_levels
+from coflowbed.sim.thresholds import next_crossing, snap
 from controller.policies.base import CoflowState, Decision, Policy
 from controller.policies.bigswitch import FlowTable as BsFlowTable, port_capacity
 from workload.dag import Dag
@@ -47,8 +52,6 @@ log = logging.getLogger("sim")
 FINISH_TOL = 1e-9  # a flow within this fraction of its size (or 1e-6 B) of the end is done
 PROGRESS_EVERY_S = 10.0  # wall seconds between progress lines of a long run
 COMPACT_FRACTION = 0.25  # drop finished flows from the active arrays past this share
-SNAP_TOL = 1e-9  # bytes sent within this fraction of a byte threshold count as at it
-FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress are checked)
 
 
 @dataclass
@@ -420,68 +423,8 @@ class Simulator:
         return self.fast and not (self.hold or self.capped) and self.active.size > 0
 
     def _fast_events(self) -> tuple[bool, bool | None]:
-        """Run flow completions compiled (``groupkernel``) from the rates just computed.
-        Returns (False, None) if it stopped before an event (the engine handles that
-        one, rates current), else (True, what ``_advance`` returns after the event it
-        stopped at)."""
-        fl, by_cof = self.flows, bool(self.thresholds.size)
-        grp = groupkernel.build(
-            self.active,
-            self.act_level,
-            self.act_pid,
-            self.act_cof,
-            self.act_paths,
-            fl.remaining,
-            self.rates,
-            fl.start_s,
-            by_cof,
-        )
-        flows = (self.active, self.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s)
-        clock = (self.now, self.dagstate.next_time(), self._next_fault(), self.horizon_s)
-        out = groupkernel.run(
-            grp,
-            (*flows, self.caps),
-            (self.sent, self.left, by_cof),
-            self.capacity,
-            self.thresholds,
-            clock,
-            FAST_BUDGET,
-            FINISH_TOL,
-        )
-        status, self.now, events, visits, allocs, n_last, fin, done_c, began = out
-        groupkernel.sync(
-            grp,
-            self.active,
-            self.act_cof,
-            fl.remaining,
-            self.rates,
-            self.act_level,
-            self.sent,
-            self.moved,
-            by_cof,
-        )
-        self._count(events, visits, allocs, fin.size, began[began >= 0])
-        if status == groupkernel.BEFORE:
-            return False, None
-        before = self.version
-        for c in np.sort(done_c[done_c >= 0]).tolist():
-            self._complete(c)
-        self._settle()
-        if self.version != before:
-            return True, True
-        return True, (False if n_last else None)
-
-    def _count(self, events: int, visits: int, allocs: int, retired: int, began) -> None:
-        """Book a compiled run: counters, flows retired, coflows that started moving."""
-        self.stats.events += events
-        self.stats.flow_visits += visits
-        self.stats.allocations += allocs
-        self.n_retired += retired
-        for c in np.unique(began).tolist():
-            if math.isnan(self.outcomes[c].start_s):
-                self.outcomes[c].start_s = float(np.nanmin(self.flows.start_s[self.flows.span(c)]))
-        if self.n_retired > COMPACT_FRACTION * self.active.size:
-            self._compact()
+        """Flow completions compiled on path groups (``grouprun.run_groups``)."""
+        return grouprun.run_groups(self)
 
     # --- time ----------------------------------------------------------------------
 
@@ -509,30 +452,13 @@ class Simulator:
 
     def _next_threshold(self) -> float:
         """Time until some active coflow's bytes sent reaches the next threshold."""
-        cof = self.act_cof
-        agg = np.bincount(cof, weights=self.rates, minlength=len(self.outcomes)) / 8.0
         cs = np.fromiter(self.states, np.int64, len(self.states))
-        cs = cs[agg[cs] > 0]
-        if not cs.size:
-            return math.inf
-        sent = self.sent[cs]
-        k = np.searchsorted(self.thresholds, sent * (1 + 1e-12) + 1e-6, side="right")
-        ok = k < self.thresholds.size
-        if not ok.any():
-            return math.inf
-        return float(((self.thresholds[k[ok]] - sent[ok]) / agg[cs[ok]]).min())
+        return next_crossing(self.act_cof, self.rates, self.sent, cs, self.thresholds)
 
     def _snap_thresholds(self) -> None:
-        """Active coflows whose bytes sent are a threshold to round-off (the ones this
-        threshold event was for) count exactly the threshold: else the policy, seeing
-        whole bytes, keeps half of them below it, depending on how the sum rounded."""
+        """Active coflows at a byte threshold to round-off count exactly it."""
         cs = np.fromiter(self.states, np.int64, len(self.states))
-        sent, thr = self.sent[cs], self.thresholds
-        at = np.searchsorted(thr, sent)  # thr[at - 1] < sent <= thr[at]
-        lo, hi = thr[np.maximum(at - 1, 0)], thr[np.minimum(at, thr.size - 1)]
-        near = np.where(np.abs(hi - sent) < np.abs(sent - lo), hi, lo)
-        hit = np.abs(near - sent) <= SNAP_TOL * near
-        self.sent[cs[hit]] = near[hit]
+        snap(self.sent, cs, self.thresholds)
 
     def _advance(self, dt: float, why: str) -> bool | None:
         """Move time by ``dt`` and handle what happens then.  Returns True if the policy
@@ -559,8 +485,7 @@ class Simulator:
             self._finish_flows(self.active[done], when)
             stepkernel.retire(done, self.rates, self.act_level)
             self.n_retired += done.size
-            if self.n_retired > COMPACT_FRACTION * self.active.size:
-                self._compact()
+            self.compact_if_due()
         self._settle()
         if why == "fault":
             self._apply_faults()  # after the flows that ended on the way: rates again
@@ -568,6 +493,11 @@ class Simulator:
         if why == "threshold" or self.version != before:
             return True
         return False if done.size and not self.hold else None
+
+    def compact_if_due(self) -> None:
+        """Compact the active arrays once a quarter of them is retired."""
+        if self.n_retired > COMPACT_FRACTION * self.active.size:
+            self._compact()
 
     def _compact(self) -> None:
         """Drop retired flows from the active arrays.  Done lazily (a quarter retired, or

@@ -148,19 +148,3 @@ def test_by_coflow_splits_a_path_between_coflows():
     args = (np.arange(4), level, pid, cof, paths, np.ones(4), np.ones(4), np.zeros(4))
     assert groupkernel.build(*args, False)[0].tolist() == [0, 1]
     assert groupkernel.build(*args, True)[0].tolist() == [0, 2]
-
-
-def test_threshold_event_puts_coflows_at_the_threshold():
-    """D-CLAS with its first threshold at 10^12 B (where a sum of per-event steps lands
-    ~1 B off): at a threshold event a coflow 0.6 B short (6 x 10^-13 relative, within
-    10^-9) is set to exactly 10^12 B, so the policy (whole bytes, searchsorted right)
-    demotes it; one 10^4 B short (10^-8 relative) and one far past keep their bytes."""
-    pol = policies.get("dclas", first_threshold_bytes=10**12)
-    flows = [Coflow(f"c{i}", (Flow(f"f{i}", "a", "b", 10**13),)) for i in range(3)]
-    sim = Simulator(Dag(coflows=flows), BigSwitch(("a", "b"), 1e9), pol, None)
-    sim.dagstate.start()
-    sim._settle()
-    sim.sent[:] = [1e12 - 0.6, 1e12 - 1e4, 5e12]
-    sim._advance(0.0, "threshold")
-    assert sim.sent.tolist() == [1e12, 1e12 - 1e4, 5e12]
-    assert pol.queue_of(int(round(sim.sent[0]))) == 1
