@@ -4,13 +4,17 @@ iteration of 8,192-GPU LLM jobs.
 Prints, per policy: wall time of the simulation (DAG already built), events, policy
 calls, average and p95 CCT (a run cut by ``--wall-limit`` is marked PARTIAL and its CCTs
 cover the coflows finished so far); then how run time grows with the number of flows
-(power-law fit over trace prefixes); then, per 8,192-GPU case and policy (each in a
+(power-law fit over trace prefixes); per max-min policy, the per-flow event loop
+(``Simulator(fast=False)``, the engine before path groups) against the compiled path
+groups, alternated in one sitting: both wall times and the largest relative per-coflow
+CCT difference; then, per 8,192-GPU case and policy (each in a
 child process so that its peak RSS is its own): generation and simulation time, events
 and peak RSS.  Usage::
 
     .venv/bin/python benchmarks/bench_sim.py [--trace PATH] [--policies fair,fifo,...]
         [--limit N] [--wall-limit S] [--sizes 25,50,100,200] [--scale-policy fair]
         [--gpu-cases moe-8192,gpt3-175b-8192] [--gpu-policies hermod,fair]
+        [--compare fair,fifo,dclas,sincronia] [--compare-reps 2]
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from coflowbed.sim import parse_fabric_spec, simulate  # noqa: E402
+from coflowbed.sim import SimResult, Simulator, parse_fabric_spec, simulate  # noqa: E402
 from controller import policies  # noqa: E402
 from workload import fbtrace  # noqa: E402
 
@@ -73,6 +77,69 @@ def run_one(trace, policy: str, limit: int | None, wall_limit: float = math.inf)
         "p95_cct_s": summ.p95_cct_s,
         "partial": res.partial,
     }
+
+
+def max_rel_cct(ref: Simulator, new: Simulator) -> float:
+    """Largest relative difference of per-coflow CCT between two runs (coflows done in
+    both)."""
+    a = np.array([o.finish_s - o.release_s for o in ref.outcomes])
+    b = np.array([o.finish_s - o.release_s for o in new.outcomes])
+    ok = np.isfinite(a) & np.isfinite(b)
+    return float(np.max(np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), 1e-12), initial=0.0))
+
+
+def compare_engines(trace, policy: str, limit: int | None, reps: int) -> dict:
+    """Per-flow loop (``fast=False``, as before) against the compiled path groups, runs
+    alternated ``reps`` times (old first on even reps) on one DAG; walls and the largest
+    relative CCT difference."""
+    dag = fbtrace.to_dag(trace, None, limit=limit)
+    fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+    walls: dict[bool, list[float]] = {False: [], True: []}
+    runs: dict[bool, Simulator] = {}
+    for rep in range(reps):
+        for fast in (False, True) if rep % 2 == 0 else (True, False):
+            sim = Simulator(dag, fabric, policies.get(policy), None, fast=fast).run()
+            walls[fast].append(sim.stats.wall_s)
+            runs[fast] = sim
+    old, new = runs[False], runs[True]
+    return {
+        "policy": policy,
+        "flows": len(new.flows),
+        "old_s": walls[False],
+        "new_s": walls[True],
+        "events": (old.stats.events, new.stats.events),
+        "max_rel_cct": max_rel_cct(old, new),
+        "avg_cct_s": (SimResult(old).summary().avg_cct_s, SimResult(new).summary().avg_cct_s),
+    }
+
+
+def _walls(xs: list[float]) -> str:
+    """Wall times as '1.23/1.25'."""
+    return "/".join(f"{x:.2f}" for x in xs)
+
+
+def print_compare(args, trace) -> None:
+    """Before/after wall time per max-min policy (old and new alternated)."""
+    pols = list(filter(None, args.compare.split(",")))
+    if not pols:
+        return
+    for fast in (False, True):  # load both engines' kernels before timing
+        Simulator(
+            fbtrace.to_dag(trace, None, limit=3),
+            parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True),
+            policies.get("dclas"),
+            None,
+            fast=fast,
+        ).run()
+    for pol in pols:
+        r = compare_engines(trace, pol, args.limit, args.compare_reps)
+        print(
+            f"compare {r['policy']:<10} {r['flows']} flows: per-flow loop {_walls(r['old_s'])} s, "
+            f"path groups {_walls(r['new_s'])} s (x{min(r['old_s']) / min(r['new_s']):.1f}), "
+            f"events {r['events'][0]}/{r['events'][1]}, avg CCT {r['avg_cct_s'][0]:.4f}/"
+            f"{r['avg_cct_s'][1]:.4f} s, max rel CCT diff {r['max_rel_cct']:.2e}",
+            flush=True,
+        )
 
 
 def run_gpu(case: str, policy: str) -> dict:
@@ -188,6 +255,12 @@ def main() -> int:
     ap.add_argument("--scale-policy", default="fair")
     ap.add_argument("--gpu-cases", default=",".join(GPU_CASES))
     ap.add_argument("--gpu-policies", default="hermod,fair")
+    ap.add_argument(
+        "--compare",
+        default="fair,fifo,dclas,sincronia",
+        help="policies timed per-flow loop against path groups ('' = none)",
+    )
+    ap.add_argument("--compare-reps", type=int, default=1, help="alternated runs per engine")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -197,6 +270,7 @@ def main() -> int:
     trace = fbtrace.read_trace(args.trace)
     warm_up(trace)
     print_trace(args, trace)
+    print_compare(args, trace)
     print_scaling(args, trace)
     print_gpu(args)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

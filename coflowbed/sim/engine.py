@@ -16,6 +16,10 @@ A policy with ``hold_rates`` (SEBF, as Varys and its reference simulator) keeps 
 until the next decision: a flow completion then changes no rate, so the engine jumps
 straight to the next coflow completion (or release, or compute end) and records every
 flow that ended on the way at its own instant.
+
+Otherwise, without caps, the flow completions between two decisions run compiled on
+path groups (``grouprun``/``groupkernel``); ``fast=False`` keeps this per-flow loop for
+them (the reference).
 """
 
 from __future__ import annotations
@@ -31,12 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from coflowbed.sim import stepkernel
+from coflowbed.sim import grouprun, stepkernel
 from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
 from coflowbed.sim.flowtable import FlowTable
 from coflowbed.sim.levels import assign_levels
+from coflowbed.sim.thresholds import next_crossing, snap
 from controller.policies.base import CoflowState, Decision, Policy
 from controller.policies.bigswitch import FlowTable as BsFlowTable, port_capacity
 from workload.dag import Dag
@@ -85,6 +90,7 @@ class Simulator:
     wall_limit_s: float = math.inf  # stop (partial) after this much wall time (benchmarks)
     stats: SimStats = field(default_factory=SimStats)
     faults: Sequence[LinkFault] = ()  # leaf-spine links down for a while (scenario faults)
+    fast: bool = True  # flow completions on path groups (groupkernel); False: per flow
 
     def __post_init__(self) -> None:
         self.flows = FlowTable.build(self.dag.coflows, self.fabric)
@@ -92,6 +98,7 @@ class Simulator:
         n = len(self.dag.coflows)
         self.outcomes = [CoflowOutcome() for _ in range(n)]
         self._bar: Any = None  # a progress bar once the run takes long (_report_progress)
+        self._report_at = math.inf  # wall time of the next progress line (set by run)
         self.view = self.fabric.view(self.levels or MAX_LEVELS)
         self.states: dict[int, CoflowState] = {}  # active coflows, release order
         self.left = np.diff(self.flows.offsets)  # unfinished flows per coflow
@@ -135,22 +142,24 @@ class Simulator:
         self.dagstate.start()
         self._settle()
         redecide: bool | None = True  # None: nothing changed (see _advance)
-        report_at = t0 + PROGRESS_EVERY_S
+        self._report_at = t0 + PROGRESS_EVERY_S
         while not self.dagstate.all_done():
             if redecide is not None:
                 self._reallocate(redecide)
+                # From rates just computed: flow completions on path groups, compiled.
+                after, redecide = self._fast_events() if self._fast_ok() else (False, None)
+                if after:
+                    if self._out_of_wall(t0):
+                        break
+                    continue
             dt, why = self._next_event()
             if not math.isfinite(dt):
                 raise RuntimeError(
                     f"simulation stalled at t={self.now:.6f}s with "
                     f"{len(self.states)} coflows active"
                 )
-            wall = time.perf_counter()
-            if wall - t0 > self.wall_limit_s:
+            if self._out_of_wall(t0):
                 break
-            if wall >= report_at:
-                report_at = wall + PROGRESS_EVERY_S
-                self._report_progress(wall - t0)
             if self.now + dt > self.horizon_s:
                 if self.hold and self.horizon_s > self.now:
                     self._advance(self.horizon_s - self.now, "horizon")  # flows held rates end
@@ -173,6 +182,16 @@ class Simulator:
             self.stats.wall_s,
         )
         return self
+
+    def _out_of_wall(self, t0: float) -> bool:
+        """Whether the run has used up its wall time; logs progress every 10 s."""
+        wall = time.perf_counter()
+        if wall - t0 > self.wall_limit_s:
+            return True
+        if wall >= self._report_at:
+            self._report_at = wall + PROGRESS_EVERY_S
+            self._report_progress(wall - t0)
+        return False
 
     # --- link faults ---------------------------------------------------------------
 
@@ -402,6 +421,17 @@ class Simulator:
             if out.level is None:
                 out.level, out.rank = int(lv), str(r)
 
+    # --- compiled flow events --------------------------------------------------------
+
+    def _fast_ok(self) -> bool:
+        """Whether the next events can run on path groups: max-min sharing without caps
+        or held rates, some flow active."""
+        return self.fast and not (self.hold or self.capped) and self.active.size > 0
+
+    def _fast_events(self) -> tuple[bool, bool | None]:
+        """Flow completions compiled on path groups (``grouprun.run_groups``)."""
+        return grouprun.run_groups(self)
+
     # --- time ----------------------------------------------------------------------
 
     def _next_event(self) -> tuple[float, str]:
@@ -428,18 +458,13 @@ class Simulator:
 
     def _next_threshold(self) -> float:
         """Time until some active coflow's bytes sent reaches the next threshold."""
-        cof = self.act_cof
-        agg = np.bincount(cof, weights=self.rates, minlength=len(self.outcomes)) / 8.0
         cs = np.fromiter(self.states, np.int64, len(self.states))
-        cs = cs[agg[cs] > 0]
-        if not cs.size:
-            return math.inf
-        sent = self.sent[cs]
-        k = np.searchsorted(self.thresholds, sent * (1 + 1e-12) + 1e-6, side="right")
-        ok = k < self.thresholds.size
-        if not ok.any():
-            return math.inf
-        return float(((self.thresholds[k[ok]] - sent[ok]) / agg[cs[ok]]).min())
+        return next_crossing(self.act_cof, self.rates, self.sent, cs, self.thresholds)
+
+    def _snap_thresholds(self) -> None:
+        """Active coflows at a byte threshold to round-off count exactly it."""
+        cs = np.fromiter(self.states, np.int64, len(self.states))
+        snap(self.sent, cs, self.thresholds)
 
     def _advance(self, dt: float, why: str) -> bool | None:
         """Move time by ``dt`` and handle what happens then.  Returns True if the policy
@@ -459,13 +484,14 @@ class Simulator:
             start,
             FINISH_TOL,
         )
+        if why == "threshold":
+            self._snap_thresholds()
         before = self.version
         if done.size:
             self._finish_flows(self.active[done], when)
             stepkernel.retire(done, self.rates, self.act_level)
             self.n_retired += done.size
-            if self.n_retired > COMPACT_FRACTION * self.active.size:
-                self._compact()
+            self.compact_if_due()
         self._settle()
         if why == "fault":
             self._apply_faults()  # after the flows that ended on the way: rates again
@@ -473,6 +499,11 @@ class Simulator:
         if why == "threshold" or self.version != before:
             return True
         return False if done.size and not self.hold else None
+
+    def compact_if_due(self) -> None:
+        """Compact the active arrays once a quarter of them is retired."""
+        if self.n_retired > COMPACT_FRACTION * self.active.size:
+            self._compact()
 
     def _compact(self) -> None:
         """Drop retired flows from the active arrays.  Done lazily (a quarter retired, or

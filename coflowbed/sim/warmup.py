@@ -47,7 +47,7 @@ def kernels_cached() -> bool:
     from coflowbed.sim import kernel
 
     cache = Path(kernel.__file__).parent / "__pycache__"
-    return all(any(cache.glob(f"{mod}.*.nbi")) for mod in ("kernel", "stepkernel"))
+    return all(any(cache.glob(f"{mod}.*.nbi")) for mod in ("kernel", "stepkernel", "groupkernel"))
 
 
 def main() -> int:

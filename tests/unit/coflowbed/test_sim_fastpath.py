@@ -167,18 +167,20 @@ def test_a_horizon_inside_a_held_jump_keeps_the_flows_that_ended_before_it():
     assert finish[0] == pytest.approx(2.0) and all(np.isnan(finish[1:]))
 
 
-def test_long_runs_report_progress(monkeypatch, caplog):
-    """A run longer than PROGRESS_EVERY_S logs how far it got (here: every event)."""
+@pytest.mark.parametrize("fast", [False, True])
+def test_long_runs_report_progress(monkeypatch, caplog, fast):
+    """A run longer than PROGRESS_EVERY_S logs how far it got: here at every event of the
+    per-flow loop, and after every compiled run of flow completions (``fast``)."""
     from coflowbed.sim import engine
 
     monkeypatch.setattr(engine, "PROGRESS_EVERY_S", 0.0)
     dag = random_dag(4)
+    fabric = BigSwitch(tuple(f"p{i}" for i in range(6)), GBPS)
     with caplog.at_level("INFO", logger="sim"):
-        res = simulate(
-            dag, BigSwitch(tuple(f"p{i}" for i in range(6)), GBPS), policies.get("fair"), None
-        )
+        sim = engine.Simulator(dag, fabric, policies.get("fair"), None, fast=fast).run()
     lines = [r.getMessage() for r in caplog.records if "coflows done" in r.getMessage()]
-    assert len(lines) >= res.sim.stats.events - 1 > 0
+    events = sim.stats.events if not fast else sim.stats.policy_calls
+    assert len(lines) >= events - 1 > 0
     assert f"/{len(dag.coflows)} coflows done" in lines[-1]
 
 

@@ -6,8 +6,9 @@ from coflowbed.sim import BigSwitch, kernel, simulate, warmup
 from controller import policies
 
 
-def test_kernels_cached_looks_for_both_kernel_modules(tmp_path, monkeypatch):
-    """Cached only when numba's index files of kernel and stepkernel are both there."""
+def test_kernels_cached_looks_for_every_kernel_module(tmp_path, monkeypatch):
+    """Cached only when numba's index files of kernel, stepkernel and groupkernel are
+    all there."""
     monkeypatch.setattr(kernel, "__file__", str(tmp_path / "kernel.py"))
     cache = tmp_path / "__pycache__"
     cache.mkdir()
@@ -15,6 +16,8 @@ def test_kernels_cached_looks_for_both_kernel_modules(tmp_path, monkeypatch):
     (cache / "kernel.fill-120.py311.nbi").touch()
     assert not warmup.kernels_cached()
     (cache / "stepkernel.advance-40.py311.nbi").touch()
+    assert not warmup.kernels_cached()
+    (cache / "groupkernel.run-286.py311.nbi").touch()
     assert warmup.kernels_cached()
 
 

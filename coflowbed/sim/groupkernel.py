@@ -1,0 +1,347 @@
+"""Compiled run of consecutive flow completions on path groups (numba): the event loop of
+max-min sharing between two policy decisions, out of Python.
+
+Between two decisions the levels are fixed, so flows of one level on one path (and, with
+byte thresholds, of one coflow) always move at the same rate: they form a *group* with
+one rate, one counter ``served`` (bytes each member received since the group was built)
+and its members sorted by the bytes they had left then (``rem0``), so a member's bytes
+left are ``rem0 - served`` and the members finish in that order.  An event then costs
+O(groups) instead of O(flows): re-sharing fills one weighted row per group (bit for bit
+the rates the per-flow filling gives: a weighted row adds its weight where the flows
+would add one each), time to the next completion looks at each group's first member,
+moving time forward adds to each moving group's counter.
+
+The loop stops, with the engine's arrays brought up to date (``sync``), when a coflow
+completes, when the next event is not a flow completion (release, compute end, fault,
+byte threshold, horizon) or after ``budget`` events; the engine then carries on.
+
+Layout (built by ``build`` from the engine's active arrays, positions ``p`` into them):
+``lv_bounds`` group ranges per level (increasing level); ``m_start``/``m_pos`` members
+of each group (CSR of positions, by increasing ``rem0``); ``head`` each group's first
+unfinished member; ``weight`` its unfinished member count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from coflowbed.sim import kernel
+
+BEFORE, AFTER = 0, 1  # the loop stopped before an event (rates current) / after one
+DAG, FLOW, FAULT, THRESHOLD = 0, 1, 2, 3  # kinds of the next event
+
+
+@njit(cache=True)
+def group_ids(active, level, pid, cof, by_coflow):
+    """Group id per position (-1: retired flow), ordered by level then first member;
+    returns (gid, number of groups, group range bounds per level).  ``slot[path]`` holds
+    the last group of that path: valid only if made since the level (or, ``by_coflow``,
+    the coflow run) began, as group ids only grow."""
+    order, bounds = kernel._by_level(level)
+    gid = np.full(active.size, -1, dtype=np.int64)
+    slot = np.full(pid.max() + 1 if pid.size else 0, -1, dtype=np.int64)
+    lv_bounds = [0]
+    n = 0
+    for b in range(bounds.size - 1):
+        idx = order[bounds[b] : bounds[b + 1]]
+        if idx.size == 0 or level[idx[0]] < 0:
+            continue
+        first = n
+        for q in range(idx.size):
+            p = idx[q]
+            if by_coflow and q and cof[p] != cof[idx[q - 1]]:
+                first = n
+            if slot[pid[p]] < first:
+                slot[pid[p]] = n
+                n += 1
+            gid[p] = slot[pid[p]]
+        lv_bounds.append(n)
+    return gid, n, np.array(lv_bounds)
+
+
+@njit(cache=True)
+def members(gid, n_groups, rem0):
+    """CSR of positions per group, each group's by increasing ``rem0`` (stable)."""
+    m_start = np.zeros(n_groups + 1, dtype=np.int64)
+    for p in range(gid.size):
+        if gid[p] >= 0:
+            m_start[gid[p] + 1] += 1
+    for g in range(n_groups):
+        m_start[g + 1] += m_start[g]
+    cursor = m_start[:-1].copy()
+    m_pos = np.empty(m_start[-1], dtype=np.int64)
+    for p in range(gid.size):
+        if gid[p] >= 0:
+            m_pos[cursor[gid[p]]] = p
+            cursor[gid[p]] += 1
+    for g in range(n_groups):
+        _sort_members(m_pos, m_start[g], m_start[g + 1], rem0)
+    return m_start, m_pos
+
+
+@njit(cache=True)
+def _sort_members(m_pos, lo, hi, rem0) -> None:
+    """Stable sort of ``m_pos[lo:hi]`` by ``rem0`` (insertion sort when short)."""
+    if hi - lo > 32:
+        seg = m_pos[lo:hi].copy()
+        m_pos[lo:hi] = seg[np.argsort(rem0[seg], kind="mergesort")]
+        return
+    for a in range(lo + 1, hi):
+        p = m_pos[a]
+        b = a - 1
+        while b >= lo and rem0[m_pos[b]] > rem0[p]:
+            m_pos[b + 1] = m_pos[b]
+            b -= 1
+        m_pos[b + 1] = p
+
+
+@njit(cache=True)
+def build(active, level, pid, cof, paths, remaining, rates, start_s, by_coflow):
+    """Groups of the live active flows: (lv_bounds, m_start, m_pos, rem0 per position,
+    then per group: paths, rate, weight, coflow, whether every member already started,
+    first unfinished member, bytes served per member)."""
+    rem0 = np.zeros(active.size)
+    for p in range(active.size):
+        rem0[p] = remaining[active[p]]
+    gid, n, lv_bounds = group_ids(active, level, pid, cof, by_coflow)
+    m_start, m_pos = members(gid, n, rem0)
+    g_paths = np.empty((n, paths.shape[1]), dtype=np.int32)
+    g_rate = np.zeros(n)
+    g_cof = np.zeros(n, dtype=np.int64)
+    started = np.ones(n, dtype=np.bool_)
+    for g in range(n):
+        p = m_pos[m_start[g]]
+        g_paths[g] = paths[p]
+        g_rate[g], g_cof[g] = rates[p], cof[p]
+        for a in range(m_start[g], m_start[g + 1]):
+            if np.isnan(start_s[active[m_pos[a]]]):
+                started[g] = False
+    weight = np.diff(m_start)
+    head = m_start[:-1].copy()
+    return (
+        lv_bounds,
+        m_start,
+        m_pos,
+        rem0,
+        g_paths,
+        g_rate,
+        weight,
+        g_cof,
+        started,
+        head,
+        np.zeros(n),
+    )
+
+
+@njit(cache=True)
+def allocate(lv_bounds, g_paths, weight, eps, g_rate, res_at, from_lv, idx, w) -> None:
+    """Rates of the groups (per member): levels in order, max-min within a level on one
+    weighted row per non-empty group.  Strict priority leaves the levels above
+    ``from_lv`` as they were, so it starts there from ``res_at[from_lv]`` (row ``lv``:
+    free capacity before level ``lv``, rewritten from ``from_lv`` on; ``idx``, ``w``:
+    scratch of one slot per group)."""
+    residual = res_at[from_lv].copy()
+    g_rate[lv_bounds[from_lv] :] = 0.0
+    empty = np.zeros(0)
+    for lv in range(from_lv, lv_bounds.size - 1):
+        res_at[lv] = residual
+        n = 0
+        for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
+            if weight[g] > 0:
+                idx[n], w[n] = g, weight[g]
+                n += 1
+        if n == 0 or not kernel._any_room(g_paths, idx[:n], residual, eps):
+            continue
+        gained = kernel.fill(g_paths, idx[:n], w[:n], residual, eps, empty, empty, False)
+        for j in range(n):
+            g_rate[idx[j]] = gained[j]
+    res_at[lv_bounds.size - 1] = residual
+
+
+@njit(cache=True)
+def next_finish(moving, g_rate, head, m_pos, rem0, served) -> float:
+    """Seconds until the first moving group's first member delivers its last byte."""
+    best = np.inf
+    for g in moving:
+        t = (rem0[m_pos[head[g]]] - served[g]) * 8.0 / g_rate[g]
+        if t < best:
+            best = t
+    return best
+
+
+@njit(cache=True)
+def moving_groups(g_rate, weight, out) -> np.ndarray:
+    """The groups with members and a rate (a view of ``out``)."""
+    n = 0
+    for g in range(g_rate.size):
+        if weight[g] > 0 and g_rate[g] > 0.0:
+            out[n] = g
+            n += 1
+    return out[:n]
+
+
+@njit(cache=True)
+def next_threshold(moving, g_rate, weight, g_cof, sent, thresholds, agg) -> float:
+    """Seconds until some moving coflow's bytes sent reach its next threshold (as the
+    engine's ``_next_threshold``; ``agg``: per-coflow scratch of zeros, left as found)."""
+    for g in moving:
+        agg[g_cof[g]] += g_rate[g] * weight[g] / 8.0
+    best = np.inf
+    for g in moving:
+        c = g_cof[g]
+        if agg[c] <= 0.0:
+            continue
+        k = np.searchsorted(thresholds, sent[c] * (1 + 1e-12) + 1e-6, side="right")
+        if k < thresholds.size:
+            best = min(best, (thresholds[k] - sent[c]) / agg[c])
+        agg[c] = 0.0
+    for g in moving:
+        agg[g_cof[g]] = 0.0
+    return best
+
+
+@njit(cache=True)
+def stamp(moving, started, m_start, m_pos, head, active, cof, start_s, now, out_c) -> int:
+    """Members of moving groups that never moved start now (``start_s``); append each
+    coflow seen so to ``out_c`` (from its first free slot, -1) and return the count."""
+    n = 0
+    while n < out_c.size and out_c[n] >= 0:
+        n += 1
+    for g in moving:
+        if started[g]:
+            continue
+        started[g] = True
+        for a in range(head[g], m_start[g + 1]):
+            i = active[m_pos[a]]
+            if np.isnan(start_s[i]):
+                start_s[i] = now
+                out_c[n] = cof[m_pos[a]]
+                n += 1
+    return n
+
+
+@njit(cache=True)
+def advance(grp, moving, flows, coflows, dt, start, tol, fin, n_fin, done_c) -> tuple:
+    """Move every moving group ``dt`` seconds on; finish the members now done (stamped
+    at their own instant, appended to ``fin``) and append the coflows with no flow left
+    to ``done_c`` (from its first free slot, -1); returns (flows done, n_fin, the lowest
+    level index that lost a member)."""
+    lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
+    active, cof, remaining, size, _start_s, finish_s, caps = flows
+    sent, left, by_coflow = coflows
+    low = lv_bounds.size  # lowest level index that lost a member
+    n_dc = 0
+    while n_dc < done_c.size and done_c[n_dc] >= 0:
+        n_dc += 1
+    n = 0
+    for g in moving:
+        rate = g_rate[g]
+        step = rate * dt / 8.0
+        s_old = served[g]
+        served[g] = s_old + step
+        if by_coflow:
+            sent[g_cof[g]] += step * weight[g]
+        while head[g] < m_start[g + 1]:
+            p = m_pos[head[g]]
+            i = active[p]
+            lft = rem0[p] - s_old
+            if lft - min(step, lft) > max(tol * size[i], 1e-6):
+                break
+            finish_s[i] = min(start + lft * 8.0 / rate, start + dt)
+            remaining[i], caps[i] = 0.0, 0.0
+            if by_coflow:
+                sent[g_cof[g]] += lft - step
+            left[cof[p]] -= 1
+            if left[cof[p]] == 0:
+                done_c[n_dc] = cof[p]
+                n_dc += 1
+            fin[n_fin] = p
+            n_fin += 1
+            head[g] += 1
+            weight[g] -= 1
+            n += 1
+            low = min(low, np.searchsorted(lv_bounds, g, side="right") - 1)
+    return n, n_fin, low
+
+
+@njit(cache=True)
+def next_event(grp, moving, sent, thresholds, agg, now, t_dag, t_fault) -> tuple:
+    """(seconds to the next event, its kind), as the engine's ``_next_event``."""
+    _lvb, _ms, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
+    dt = next_finish(moving, g_rate, head, m_pos, rem0, served)
+    best, why = t_dag - now, DAG
+    if dt < best:
+        best, why = dt, FLOW
+    if t_fault - now < best:
+        best, why = t_fault - now, FAULT
+    if thresholds.size and np.isfinite(dt):
+        d = next_threshold(moving, g_rate, weight, g_cof, sent, thresholds, agg)
+        if d < best:
+            best, why = d, THRESHOLD
+    return max(best, 0.0), why
+
+
+@njit(cache=True)
+def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol) -> tuple:
+    """Flow-completion events until a coflow completes, the next event is another kind,
+    the horizon or ``budget`` events.  ``clock``: (now, next release or compute end,
+    next fault, horizon).  Returns (BEFORE/AFTER, now, events, flow visits, allocations,
+    flows done at the last event, finished positions, completed coflows, coflows that
+    started)."""
+    lv_bounds, m_start, m_pos, _r0, g_paths, g_rate, weight, _gc, started, head, _sv = grp
+    active, cof, _rem, _size, start_s, _fin, _caps = flows
+    now, t_dag, t_fault, horizon = clock
+    n_g = g_rate.size
+    eps = kernel.full_below(capacity)
+    res_at = np.empty((lv_bounds.size, capacity.size))
+    res_at[0] = capacity
+    idx, w, mov = np.empty(n_g, np.int64), np.empty(n_g, np.int64), np.empty(n_g, np.int64)
+    agg = np.zeros(coflows[0].size)
+    fin = np.empty(active.size, np.int64)
+    done_c = np.full(active.size, -1, np.int64)
+    began = np.full(active.size, -1, np.int64)
+    moving = moving_groups(g_rate, weight, mov)
+    live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
+    need, valid = lv_bounds.size, False  # level to re-share from; res_at[1:] known
+    while True:
+        if need < lv_bounds.size:
+            allocate(lv_bounds, g_paths, weight, eps, g_rate, res_at, need if valid else 0, idx, w)
+            valid = True
+            moving = moving_groups(g_rate, weight, mov)
+            stamp(moving, started, m_start, m_pos, head, active, cof, start_s, now, began)
+            allocs += 1
+        dt, why = next_event(grp, moving, coflows[0], thresholds, agg, now, t_dag, t_fault)
+        if why != FLOW or now + dt > horizon or events >= budget:
+            return BEFORE, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began
+        visits += live
+        start, now = now, now + dt
+        n_last, n_fin, need = advance(
+            grp, moving, flows, coflows, dt, start, tol, fin, n_fin, done_c
+        )
+        live -= n_last
+        events += 1
+        if done_c[0] >= 0:
+            return AFTER, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began
+
+
+@njit(cache=True)
+def sync(grp, active, cof, remaining, rates, level, sent, moved, by_coflow) -> None:
+    """Write the groups back to the engine's arrays: bytes left per flow, rate per
+    position (finished: rate 0, level -1), ``moved`` and (unless ``by_coflow``, where
+    ``advance`` kept it live) ``sent`` per coflow."""
+    _lvb, m_start, m_pos, rem0, _paths, g_rate, _w, _gc, _st, head, served = grp
+    for g in range(g_rate.size):
+        for a in range(m_start[g], m_start[g + 1]):
+            p = m_pos[a]
+            if a < head[g]:
+                rates[p], level[p] = 0.0, -1
+                delta = rem0[p]
+            else:
+                remaining[active[p]] = rem0[p] - served[g]
+                rates[p] = g_rate[g]
+                delta = served[g]
+            if delta > 0.0:
+                moved[cof[p]] = True
+                if not by_coflow:
+                    sent[cof[p]] += delta

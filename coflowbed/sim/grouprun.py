@@ -1,0 +1,81 @@
+"""The engine's side of the compiled flow-completion runs (``groupkernel``): build the
+path groups from the active arrays, run, write back and book what happened."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from coflowbed.sim import groupkernel
+
+if TYPE_CHECKING:
+    from coflowbed.sim.engine import Simulator
+
+FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress are checked)
+
+
+def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
+    """Run ``sim``'s flow completions compiled from the rates just computed.  Returns
+    (False, None) if it stopped before an event (the engine handles that one, rates
+    current), else (True, what ``Simulator._advance`` returns after the event it
+    stopped at)."""
+    from coflowbed.sim.engine import FINISH_TOL
+
+    fl, by_cof = sim.flows, bool(sim.thresholds.size)
+    act = (sim.active, sim.act_level, sim.act_pid, sim.act_cof, sim.act_paths)
+    grp = groupkernel.build(*act, fl.remaining, sim.rates, fl.start_s, by_cof)
+    flows = (sim.active, sim.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s, sim.caps)
+    clock = (sim.now, sim.dagstate.next_time(), sim._next_fault(), sim.horizon_s)
+    out = groupkernel.run(
+        grp,
+        flows,
+        (sim.sent, sim.left, by_cof),
+        sim.capacity,
+        sim.thresholds,
+        clock,
+        FAST_BUDGET,
+        FINISH_TOL,
+    )
+    status, sim.now, events, visits, allocs, n_last, fin, done_c, began = out
+    groupkernel.sync(
+        grp,
+        sim.active,
+        sim.act_cof,
+        fl.remaining,
+        sim.rates,
+        sim.act_level,
+        sim.sent,
+        sim.moved,
+        by_cof,
+    )
+    _book(sim, (events, visits, allocs), fin.size, began[began >= 0])
+    if status == groupkernel.BEFORE:
+        return False, None
+    return True, _after(sim, done_c[done_c >= 0], n_last)
+
+
+def _after(sim: Simulator, done: np.ndarray, n_last: int) -> bool | None:
+    """Complete the coflows ``done`` at the run's last event, release what is due; what
+    ``Simulator._advance`` would return (True: decide again, False: re-share only)."""
+    before = sim.version
+    for c in np.sort(done).tolist():
+        sim._complete(c)
+    sim._settle()
+    if sim.version != before:
+        return True
+    return False if n_last else None
+
+
+def _book(sim: Simulator, counts: tuple[int, int, int], retired: int, began) -> None:
+    """Book a compiled run: (events, flow visits, allocations), flows retired, coflows
+    that started moving (their start: their earliest flow's)."""
+    sim.stats.events += counts[0]
+    sim.stats.flow_visits += counts[1]
+    sim.stats.allocations += counts[2]
+    sim.n_retired += retired
+    for c in np.unique(began).tolist():
+        if math.isnan(sim.outcomes[c].start_s):
+            sim.outcomes[c].start_s = float(np.nanmin(sim.flows.start_s[sim.flows.span(c)]))
+    sim.compact_if_due()

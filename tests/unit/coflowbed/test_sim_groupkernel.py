@@ -1,0 +1,150 @@
+"""Flow completions run compiled on path groups (``coflowbed.sim.groupkernel``, the
+engine's default) against the per-flow event loop (``Simulator(fast=False)``, the
+reference): same events and the same coflow completion times, on Facebook-trace
+prefixes and on every LLM preset, under every policy; and the grouping itself."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coflowbed.sim import BigSwitch, LeafSpine, Simulator, groupkernel, parse_fabric_spec
+from controller import policies
+from workload import fbtrace, generate
+from workload.dag import Coflow, Dag, Flow
+from workload.placement import generic_hosts
+from workload.presets import load_preset, preset_names
+
+FB = Path(__file__).resolve().parents[3] / "data" / "FB2010-1Hr-150-0.txt"
+MAX_MIN = ("fair", "fifo", "dclas", "sincronia")  # policies the compiled loop serves
+REL = 1e-9  # rounding of per-group counters against per-flow subtraction
+
+
+@pytest.fixture
+def kernel_runs(monkeypatch) -> list[int]:
+    """Counts the events each compiled run handled (wraps ``groupkernel.run``)."""
+    runs: list[int] = []
+    real = groupkernel.run
+
+    def counted(*args):
+        """The real run, its event count recorded."""
+        out = real(*args)
+        runs.append(int(out[2]))
+        return out
+
+    monkeypatch.setattr(groupkernel, "run", counted)
+    return runs
+
+
+def both(dag: Dag, fabric, policy: str) -> tuple[Simulator, Simulator]:
+    """The reference (per-flow) run and the compiled one of ``dag`` under ``policy``."""
+    ref = Simulator(dag, fabric, policies.get(policy), None, fast=False).run()
+    new = Simulator(dag, fabric, policies.get(policy), None).run()
+    assert ref.stats.finished and new.stats.finished
+    return ref, new
+
+
+def assert_same(ref: Simulator, new: Simulator) -> None:
+    """Same events, decisions and flow visits; coflow starts and CCTs within ``REL``."""
+    assert (new.stats.events, new.stats.policy_calls) == (ref.stats.events, ref.stats.policy_calls)
+    assert new.stats.flow_visits == ref.stats.flow_visits
+    cct_ref = [o.finish_s - o.release_s for o in ref.outcomes]
+    cct_new = [o.finish_s - o.release_s for o in new.outcomes]
+    assert cct_new == pytest.approx(cct_ref, rel=REL, abs=1e-12)
+    assert [o.start_s for o in new.outcomes] == pytest.approx(
+        [o.start_s for o in ref.outcomes], rel=REL, abs=1e-12
+    )
+    assert [o.level for o in new.outcomes] == [o.level for o in ref.outcomes]
+
+
+@pytest.mark.parametrize("policy", [*MAX_MIN, "sebf"])
+def test_trace_prefix_same_as_per_flow_loop(policy, kernel_runs):
+    """The first 45 Facebook coflows (150 ports at 1 Gbit/s): the compiled loop handles
+    most events of the max-min policies (SEBF holds rates: never) and changes nothing."""
+    trace = fbtrace.read_trace(FB)
+    dag = fbtrace.to_dag(trace, None, limit=45)
+    fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+    kernel_runs.clear()
+    ref, new = both(dag, fabric, policy)
+    assert_same(ref, new)
+    compiled = sum(kernel_runs)
+    if policy in MAX_MIN:
+        assert compiled > new.stats.events / 2
+    else:
+        assert compiled == 0
+
+
+SMALL = ("tiny-moe", "small-moe", "gpt3-175b")  # presets run under every policy
+CASES = [(pr, pol) for pr in preset_names() for pol in policies.names()]
+
+
+@pytest.mark.parametrize(
+    "preset,policy", [(pr, pol) for pr, pol in CASES if pr in SMALL or pol in MAX_MIN]
+)
+def test_llm_presets_same_as_per_flow_loop(preset, policy):
+    """Every LLM preset under the max-min policies, three of them under every
+    registered policy; one iteration on a big switch of the job's hosts at 400 Gbit/s:
+    same run either way."""
+    job = load_preset(preset)
+    hosts = generic_hosts(job.hosts_needed)
+    ref, new = both(generate(job, hosts), BigSwitch(tuple(hosts), 400e9), policy)
+    assert_same(ref, new)
+
+
+@pytest.mark.parametrize("policy", MAX_MIN)
+def test_leaf_spine_same_as_per_flow_loop(policy):
+    """Leaf-spine paths (four links, ECMP over two spines) of the small MoE preset."""
+    job = load_preset("small-moe")
+    hosts = generic_hosts(job.hosts_needed)
+    fabric = LeafSpine(tuple(hosts), 2, 2, 100e9, 100e9)
+    ref, new = both(generate(job, hosts), fabric, policy)
+    assert_same(ref, new)
+
+
+def test_one_path_shares_one_rate_and_finishes_in_size_order():
+    """Three flows of one coflow on one path (1, 2, 3 MB at 1 Gbit/s, max-min: a third
+    each): the first ends when 3 x 1 MB are through, at 3 x 8e6 / 1e9 = 0.024 s; then
+    two share: the second at 0.024 + 2 x 1 MB x 8 / 1e9 = 0.040 s; the third alone at
+    0.040 + 8e6 / 1e9 = 0.048 s (total 6 MB in 0.048 s: the link never idles)."""
+    flows = tuple(Flow(f"f{i}", "a", "b", (i + 1) * 1_000_000) for i in (2, 0, 1))
+    dag = Dag(coflows=[Coflow("c", flows)])
+    sim = Simulator(dag, BigSwitch(("a", "b"), 1e9), policies.get("fair"), None).run()
+    assert sim.flows.finish_s.tolist() == pytest.approx([0.048, 0.024, 0.040], rel=1e-12)
+    assert sim.stats.events == 3
+
+
+def test_build_groups_by_level_then_path():
+    """Positions 0-4 with levels (1, 0, 1, 0, 1) and paths (A, A, A, B, A): level 0 has
+    groups {1} (path A) and {3} (path B), level 1 one group {0, 2, 4}, its members by
+    bytes left (30, 10, 20 -> 2, 4, 0); a retired position (level -1) belongs to none."""
+    level = np.array([1, 0, 1, 0, 1, -1], dtype=np.int64)
+    pid = np.array([0, 0, 0, 1, 0, 0], dtype=np.int64)
+    paths = np.array([[0, 2], [0, 2], [0, 2], [1, 3], [0, 2], [0, 2]], dtype=np.int32)
+    remaining = np.array([30.0, 5.0, 10.0, 7.0, 20.0, 0.0])
+    active = np.arange(6, dtype=np.int64)
+    cof = np.zeros(6, dtype=np.int32)
+    rates = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 0.0])
+    grp = groupkernel.build(
+        active, level, pid, cof, paths, remaining, rates, np.full(6, math.nan), False
+    )
+    lv_bounds, m_start, m_pos, _rem0, g_paths, g_rate, weight = grp[:7]
+    assert lv_bounds.tolist() == [0, 2, 3]
+    groups = [m_pos[m_start[g] : m_start[g + 1]].tolist() for g in range(3)]
+    assert groups == [[1], [3], [2, 4, 0]]
+    assert weight.tolist() == [1, 1, 3] and g_rate.tolist() == [2.0, 3.0, 1.0]
+    assert g_paths.tolist() == [[0, 2], [1, 3], [0, 2]]
+
+
+def test_by_coflow_splits_a_path_between_coflows():
+    """With byte thresholds a group is also one coflow's: two coflows' flows on one
+    path and one level form two groups."""
+    level = np.zeros(4, dtype=np.int64)
+    pid = np.zeros(4, dtype=np.int64)
+    paths = np.zeros((4, 2), dtype=np.int32)
+    cof = np.array([0, 0, 1, 1], dtype=np.int32)
+    args = (np.arange(4), level, pid, cof, paths, np.ones(4), np.ones(4), np.zeros(4))
+    assert groupkernel.build(*args, False)[0].tolist() == [0, 1]
+    assert groupkernel.build(*args, True)[0].tolist() == [0, 2]
