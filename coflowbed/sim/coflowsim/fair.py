@@ -3,67 +3,42 @@ moves min(1 MB / flows at its receiver, 1 MB / flows at its sender) — an equal
 each port, the smaller of the two, with no redistribution of what that leaves unused.
 
 Flows between the same two racks always move the same bytes, so the loop keeps one
-counter per rack pair (bytes each of its flows has moved since the pair's first flow)
-and a heap of its flows' finishing marks; it jumps from step to the next step in which
-a flow finishes (the counts change) or jobs are admitted."""
+counter per rack pair (bytes each of its flows has moved) and each flow's finishing
+mark on it, and jumps from one step in which flows finish (the counts change) to the
+next, or to the next admission (``fairkernel``, compiled)."""
 
 from __future__ import annotations
 
-import heapq
 import time
 
 import numpy as np
 
-from coflowbed.sim.coflowsim.consts import END_MS, QUANTUM, QUANTUM_BYTES, ZERO
+from coflowbed.sim.coflowsim import fairkernel as fk
+from coflowbed.sim.coflowsim.consts import END_MS, QUANTUM
 from coflowbed.sim.coflowsim.jobs import CsWorkload
 from coflowbed.sim.coflowsim.outcome import CsOutcome, admit_steps
 
 
-class PairState:
-    """Per rack pair: bytes moved per flow so far, bytes per step, finishing heap."""
-
-    def __init__(self, wl: CsWorkload) -> None:
-        """Index every (src, dst) pair the workload uses."""
-        keys = wl.flow_src * wl.racks + wl.flow_dst
-        uniq, self.flow_pair = np.unique(keys, return_inverse=True)
-        self.src, self.dst = uniq // wl.racks, uniq % wl.racks
-        self.moved = np.zeros(len(uniq))
-        self.per_step = np.zeros(len(uniq))
-        self.first_mark = np.full(len(uniq), np.inf)
-        self.heaps: list[list[tuple[float, int]]] = [[] for _ in uniq]
-        self.n_src = np.zeros(wl.racks, dtype=np.int64)
-        self.n_dst = np.zeros(wl.racks, dtype=np.int64)
-
-    def add(self, flow: int, size: float, src: int, dst: int) -> None:
-        """A flow joins its pair: it is done once the pair moved ``size - ZERO`` more."""
-        p = int(self.flow_pair[flow])
-        heapq.heappush(self.heaps[p], (self.moved[p] + size - ZERO, flow))
-        self.first_mark[p] = self.heaps[p][0][0]
-        self.n_src[src] += 1
-        self.n_dst[dst] += 1
-
-    def reshare(self) -> None:
-        """Bytes per step of every pair at the current flow counts."""
-        with np.errstate(divide="ignore"):
-            self.per_step = np.minimum(
-                QUANTUM_BYTES / self.n_dst[self.dst], QUANTUM_BYTES / self.n_src[self.src]
-            )
-
-    def steps_left(self) -> np.ndarray:
-        """Steps until each pair's next flow finishes (inf for idle pairs)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            k = np.ceil((self.first_mark - self.moved) / self.per_step)
-        return np.where(np.isfinite(self.first_mark), np.maximum(k, 1.0), np.inf)
-
-    def pop_done(self, pair: int, before: float, n: int) -> list[int]:
-        """Flows of ``pair`` that finish within ``n`` steps from ``before`` moved."""
-        heap, out, step = self.heaps[pair], [], self.per_step[pair]
-        while heap and max(1.0, np.ceil((heap[0][0] - before) / step)) <= n:
-            out.append(heapq.heappop(heap)[1])
-        self.first_mark[pair] = heap[0][0] if heap else np.inf
-        self.n_src[self.src[pair]] -= len(out)
-        self.n_dst[self.dst[pair]] -= len(out)
-        return out
+def pair_arrays(wl: CsWorkload) -> tuple:
+    """(moved, per_step, first_mark, n_src, n_dst, src, dst, pair_first, pair_flows) of
+    every rack pair the workload uses, and each flow's pair."""
+    keys = wl.flow_src * wl.racks + wl.flow_dst
+    uniq, flow_pair = np.unique(keys, return_inverse=True)
+    order = np.argsort(flow_pair, kind="stable")
+    pair_first = np.r_[0, np.cumsum(np.bincount(flow_pair, minlength=len(uniq)))]
+    n = len(uniq)
+    pairs = (
+        np.zeros(n),
+        np.zeros(n),
+        np.full(n, np.inf),
+        np.zeros(wl.racks, dtype=np.int64),
+        np.zeros(wl.racks, dtype=np.int64),
+        uniq // wl.racks,
+        uniq % wl.racks,
+        pair_first.astype(np.int64),
+        order.astype(np.int64),
+    )
+    return pairs, flow_pair.astype(np.int64)
 
 
 class FairLoop:
@@ -71,26 +46,38 @@ class FairLoop:
 
     def __init__(self, wl: CsWorkload) -> None:
         """Nothing admitted yet."""
-        self.wl, self.pairs = wl, PairState(wl)
+        n = len(wl.flow_bytes)
+        self.wl = wl
+        self.pairs, self.flow_pair = pair_arrays(wl)
+        self.status = np.zeros(n, dtype=np.int64)
+        self.flow_finish = np.full(n, np.nan)
+        scratch = np.zeros(int(np.diff(self.pairs[7]).max(initial=1)), dtype=np.int64)
+        self.flows = (self.status, np.zeros(n), wl.flow_job, self.flow_finish, scratch)
         self.start = np.full(len(wl.jobs), np.nan)
         self.finish = np.full(len(wl.jobs), np.nan)
-        self.flow_finish = np.full(len(wl.flow_bytes), np.nan)
-        self.left = np.diff(wl.job_first)  # unfinished flows per job
+        self.jobs = (np.diff(wl.job_first), self.finish)
         self.admit_at = admit_steps(wl.arrival_ms)
-        self.step, self.events, self.next_job, self.active = 0, 0, 0, 0
+        self.state = np.zeros(2)  # step, active jobs
+        self.events, self.next_job = 0, 0
 
     def run(self) -> CsOutcome:
         """Simulate until every job finished or CoflowSim's end time."""
         t0 = time.perf_counter()
-        while self.next_job < len(self.wl.jobs) or self.active:
-            if self.step * QUANTUM >= END_MS or not self._advance():
-                break
+        end_step = END_MS // QUANTUM
+        while self.next_job < len(self.wl.jobs) or self.state[1] > 0:
+            limit = min(float(end_step), self._next_admission())
+            self.events += fk.run_until(limit, self.state, self.pairs, self.flows, self.jobs)
+            if not self.state[0] < end_step:
+                break  # CoflowSim's end time (or nothing could move)
+            if self.next_job < len(self.wl.jobs):
+                self.state[0] = max(self.state[0], self._next_admission())
+                self._admit()
         return CsOutcome(
             self.start,
             self.finish,
             self.flow_finish,
             self.events,
-            self.step,
+            int(min(self.state[0], end_step)),
             time.perf_counter() - t0,
         )
 
@@ -100,50 +87,30 @@ class FairLoop:
             return np.inf
         return float(self.admit_at[self.next_job])
 
-    def _advance(self) -> bool:
-        """Jump to the next step in which flows finish or jobs arrive."""
-        to_admit = self._next_admission() - self.step
-        if not self.active:
-            self.step += int(to_admit)
-        else:
-            k = self.pairs.steps_left()
-            n = min(float(k.min()), to_admit)
-            if not np.isfinite(n):
-                return False
-            self._move(k, int(n))
-        if self.step == self._next_admission():
-            self._admit()
-        self.pairs.reshare()
-        self.events += 1
-        return True
-
-    def _move(self, k: np.ndarray, n: int) -> None:
-        """``n`` steps at the current shares; record the flows that finish in the last."""
-        live = np.isfinite(k)
-        before = self.pairs.moved.copy()
-        self.pairs.moved[live] += self.pairs.per_step[live] * n
-        end = (self.step + n) * QUANTUM
-        for p in np.flatnonzero(k == n).tolist():
-            self._finish(self.pairs.pop_done(p, before[p], n), end)
-        self.step += n
-
-    def _finish(self, flows: list[int], end: float) -> None:
-        """Record finished flows (at ``end``) and the jobs they complete."""
-        for f in flows:
-            self.flow_finish[f] = end
-            j = int(self.wl.flow_job[f])
-            self.left[j] -= 1
-            if self.left[j] == 0:
-                self.finish[j] = end
-                self.active -= 1
-
     def _admit(self) -> None:
-        """Admit every job of this epoch; their flows join their pairs."""
-        wl = self.wl
-        while self.next_job < len(wl.jobs) and self.admit_at[self.next_job] == self.step:
+        """Admit every job of this epoch; their flows join their pairs; reshare."""
+        wl, (moved, per_step, first_mark, n_src, n_dst, src, dst, _, _) = self.wl, self.pairs
+        status, mark = self.flows[0], self.flows[1]
+        step = self.state[0]
+        while self.next_job < len(wl.jobs) and self.admit_at[self.next_job] == step:
             j = self.next_job
-            self.start[j] = self.step * QUANTUM
-            for f in range(int(wl.job_first[j]), int(wl.job_first[j + 1])):
-                self.pairs.add(f, float(wl.flow_bytes[f]), int(wl.flow_src[f]), int(wl.flow_dst[f]))
+            self.start[j] = step * QUANTUM
+            lo, hi = int(wl.job_first[j]), int(wl.job_first[j + 1])
+            fk.admit_flows(
+                lo,
+                hi,
+                self.flow_pair,
+                wl.flow_bytes,
+                status,
+                mark,
+                moved,
+                first_mark,
+                n_src,
+                n_dst,
+                src,
+                dst,
+            )
             self.next_job += 1
-            self.active += 1
+            self.state[1] += 1
+        fk.reshare(first_mark, per_step, n_src, n_dst, src, dst)
+        self.events += 1
