@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from coflowbed.sim.coflowsim import run_trace
+from coflowbed.sim.coflowsim.consts import RACK_BPS as C
 from coflowbed.sim.coflowsim.dark import queue_of
 from coflowbed.sim.coflowsim.javarandom import JavaRandom
 from coflowbed.sim.coflowsim.jobs import build_workload
+from coflowbed.sim.coflowsim.varys import varys_rates
 from workload.fbtrace import TraceCoflow
 
 MB = 2**20
@@ -89,6 +91,35 @@ def test_sebf_orders_by_static_alpha_not_arrival():
     trace = [cf("A", (0,), ((1, 4.0),)), cf("B", (0,), ((2, 1.0),))]
     assert ccts(trace, "sebf") == {"fbA": 40.0, "fbB": 8.0}
     assert ccts(trace, "fifo") == {"fbA": 32.0, "fbB": 40.0}
+
+
+def varys(first, src, dst, rem_mb, order, edf) -> list[float]:
+    """``varys_rates`` of flows (src, dst, MB left) grouped by ``first``, in units of C."""
+    rate = np.zeros(len(src))
+    arr = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+    rem = np.array(rem_mb, dtype=np.float64) * MB
+    done = np.zeros(len(src), dtype=np.bool_)
+    varys_rates(arr(order), arr(edf), arr(first), arr(src), arr(dst), rem, done, rate, 8)
+    return (rate / C).tolist()
+
+
+def test_skipped_coflows_split_the_ports_left_equally():
+    """Coflow 0: 0->1 (1 MB) gets C by MADD; coflows 1 (0->2, 3->2) and 2 (0->3, 4->2)
+    both have bytes on the full rack 0: skipped.  They share as one: the flows whose
+    ports have capacity are 3->2 and 4->2, two at rack 2: each min(C/1, C/2) = C/2.
+    Nothing is left for the top-up.  (Top-up alone would give 3->2 all of rack 2.)"""
+    got = varys(
+        [0, 1, 3, 5], [0, 0, 3, 0, 4], [1, 2, 2, 3, 2], [1, 1, 1, 1, 1], [0, 1, 2], [0, 1, 2]
+    )
+    assert got == [1.0, 0.0, 0.5, 0.0, 0.5]
+
+
+def test_top_up_gives_each_flow_min_free_sender_free_receiver():
+    """One coflow: 0->1 1 MB, 0->2 1 MB, 3->2 3 MB.  Alpha = 4 MB (rack 2) at C: MADD
+    rates C/4, C/4, 3C/4.  Left: rack 0 sends C/2, rack 1 receives 3C/4, rack 2 0: the
+    top-up adds min(C/2, 3C/4) = C/2 to 0->1 (3C/4) and nothing to the flows into 2."""
+    got = varys([0, 3], [0, 0, 3], [1, 2, 2], [1, 1, 3], [0], [0])
+    assert got == [0.75, 0.25, 0.75]
 
 
 def test_dclas_demotes_by_bytes_sent_at_the_next_arrival():
