@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from coflowbed.sim import coflowsim
 
     _check_flags(args)
-    policy = args.policy or "fair"
+    policy = coflowsim.canonical(args.policy or "fair")
     try:
         coflowsim.check_policy(policy)
     except ValueError as exc:

@@ -11,7 +11,14 @@ its FAIR, FIFO, SEBF (MADD) and DARK (D-CLAS) allocations.  See docs/simulator.m
 
 from __future__ import annotations
 
-from coflowbed.sim.coflowsim.model import POLICIES, CsRun, check_policy, run_trace, run_workload
+from coflowbed.sim.coflowsim.model import (
+    POLICIES,
+    CsRun,
+    canonical,
+    check_policy,
+    run_trace,
+    run_workload,
+)
 from coflowbed.sim.coflowsim.records import write
 
-__all__ = ["POLICIES", "CsRun", "check_policy", "run_trace", "run_workload", "write"]
+__all__ = ["POLICIES", "CsRun", "canonical", "check_policy", "run_trace", "run_workload", "write"]

@@ -26,11 +26,22 @@ class CsRun:
     outcome: CsOutcome
 
 
+def canonical(name: str) -> str:
+    """Our policy name for ``name`` or one of its aliases (``varys``, ``aalo``, ...)."""
+    from controller.policies import policy_class
+
+    try:
+        return policy_class(name).name
+    except ValueError:
+        return name
+
+
 def check_policy(name: str) -> str:
-    """CoflowSim's algorithm for our policy ``name``; ValueError naming the choices."""
-    if name not in POLICIES:
+    """CoflowSim's algorithm for our policy ``name`` (or an alias); ValueError naming
+    the choices."""
+    if canonical(name) not in POLICIES:
         raise ValueError(f"the coflowsim model has {', '.join(POLICIES)}, not {name!r}")
-    return POLICIES[name]
+    return POLICIES[canonical(name)]
 
 
 def run_workload(wl: CsWorkload, policy: str) -> CsOutcome:
@@ -53,6 +64,7 @@ def run_trace(
     byte_scale: float = 1.0,
 ) -> CsRun:
     """Lay ``trace`` out as CoflowSim does and simulate it under ``policy``."""
+    policy = canonical(policy)
     check_policy(policy)
     if not time_scale > 0 or not byte_scale > 0:
         raise ValueError(f"time_scale and byte_scale must be > 0, got {time_scale}, {byte_scale}")

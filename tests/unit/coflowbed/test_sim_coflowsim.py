@@ -145,6 +145,14 @@ def test_unknown_policy_is_refused():
         run_trace([cf("A", (0,), ((1, 1.0),))], 8, "hermod")
 
 
+def test_aliases_name_the_same_algorithm():
+    """``varys`` is sebf and ``aalo`` dclas, as everywhere else."""
+    trace = [cf("A", (0,), ((1, 4.0),)), cf("B", (0,), ((2, 1.0),))]
+    assert run_trace(trace, 8, "varys").policy == "sebf"
+    assert ccts(trace, "varys") == ccts(trace, "sebf")
+    assert run_trace(trace, 8, "aalo").policy == "dclas"
+
+
 def test_all_flows_finish_and_bytes_are_conserved():
     """Under every policy each flow of a random 12-coflow trace ends by its coflow's end."""
     rng = np.random.default_rng(3)
