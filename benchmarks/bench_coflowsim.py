@@ -7,7 +7,7 @@ average CCT, its wall time, their ratio and how many coflows got the same CCT (t
 CCTs are seconds: CoflowSim ms / 1024 (its simulated second).  Usage::
 
     .venv/bin/python benchmarks/bench_coflowsim.py [--trace PATH] [--limit N]
-        [--policies fair,fifo,sebf,dclas] [--coflowsim-dir DIR | --coflowsim-out DIR]
+        [--policies fair,fifo,sebf,dclas] [--coflowsim-dir DIR [--save DIR] | --coflowsim-out DIR]
         [--default]
 
 ``--coflowsim-dir DIR``: CoflowSim's compiled classes or jar (built outside this repo:
@@ -84,15 +84,20 @@ def parse_coflowsim(text: str) -> dict[str, float]:
     return out
 
 
-def run_coflowsim(classes: Path, trace_path: Path, algo: str) -> Figures:
-    """Run CoflowSim on the trace file and time it."""
+def run_coflowsim(classes: Path, trace_path: Path, algo: str, save: Path | None) -> Figures:
+    """Run CoflowSim on the trace file and time it; keep its stdout as
+    ``save/out-ALGO.txt`` if ``save`` is given (readable by ``--coflowsim-out``)."""
     java = shutil.which("java") or "java"
     cmd = [java, "-cp", str(classes), "coflowsim.CoflowSim", algo, "COFLOW-BENCHMARK"]
     t0 = time.perf_counter()
     proc = subprocess.run(
         [*cmd, str(trace_path)], capture_output=True, text=True, check=True, encoding="utf-8"
     )
-    return Figures(parse_coflowsim(proc.stdout), time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        (save / f"out-{algo}.txt").write_text(proc.stdout)
+    return Figures(parse_coflowsim(proc.stdout), wall)
 
 
 def trimmed(trace_path: Path, limit: int | None, tmp: Path) -> Path:
@@ -109,7 +114,7 @@ def trimmed(trace_path: Path, limit: int | None, tmp: Path) -> Path:
 def reference(args: argparse.Namespace, path: Path, algo: str) -> Figures | None:
     """CoflowSim's figures: run it, read a saved output, or None."""
     if args.coflowsim_dir:
-        return run_coflowsim(args.coflowsim_dir, path, algo)
+        return run_coflowsim(args.coflowsim_dir, path, algo, args.save)
     if args.coflowsim_out:
         saved = args.coflowsim_out / f"out-{algo}.txt"
         return Figures(parse_coflowsim(saved.read_text()), None) if saved.exists() else None
@@ -143,6 +148,7 @@ def main() -> int:
     ap.add_argument("--policies", default="fair,fifo,sebf,dclas")
     ap.add_argument("--coflowsim-dir", type=Path)
     ap.add_argument("--coflowsim-out", type=Path)
+    ap.add_argument("--save", type=Path, help="keep CoflowSim's outputs here")
     ap.add_argument("--default", action="store_true", help="also run the default model")
     args = ap.parse_args()
     trace = fbtrace.read_trace(args.trace)

@@ -69,37 +69,50 @@ def _pop(p, n, before, pair_first, pair_flows, status, mark, per_step, first_mar
 
 
 @njit(cache=True)
+def _finish(count, end, state, flows, jobs):
+    """Record the ``count`` flows in the scratch list as done at ``end`` (and the jobs
+    they complete)."""
+    _, _, flow_job, flow_finish, done = flows
+    left, finish = jobs
+    for i in range(count):
+        f = done[i]
+        flow_finish[f] = end
+        j = flow_job[f]
+        left[j] -= 1
+        if left[j] == 0:
+            finish[j] = end
+            state[1] -= 1
+
+
+@njit(cache=True)
+def _jump(n, state, pairs, flows, jobs):
+    """``n`` steps at the current shares; retire the flows that finish in the last."""
+    moved, per_step, first_mark, n_src, n_dst, src, dst, pair_first, pair_flows = pairs
+    status, mark, _, _, done = flows
+    end = (state[0] + n) * QUANTUM
+    for p in range(len(moved)):
+        if first_mark[p] == math.inf:
+            continue
+        before = moved[p]
+        moved[p] += per_step[p] * n
+        if _steps(first_mark[p], before, per_step[p]) > n:
+            continue
+        count = _pop(p, n, before, pair_first, pair_flows, status, mark, per_step, first_mark, done)
+        n_src[src[p]] -= count
+        n_dst[dst[p]] -= count
+        _finish(count, end, state, flows, jobs)
+    state[0] += n
+
+
+@njit(cache=True)
 def run_until(limit_step, state, pairs, flows, jobs):
     """Advance from ``state[0]`` (step) to the first step >= ``limit_step`` or until no flow
     is active; returns the number of share changes.  ``state`` = [step, active jobs]."""
-    moved, per_step, first_mark, n_src, n_dst, src, dst, pair_first, pair_flows = pairs
-    status, mark, flow_job, flow_finish, done = flows
-    left, finish = jobs
+    moved, per_step, first_mark, n_src, n_dst, src, dst, _, _ = pairs
     events = 0
     while state[0] < limit_step and state[1] > 0:
         n = _next_jump(first_mark, moved, per_step, limit_step - state[0])
-        end = (state[0] + n) * QUANTUM
-        for p in range(len(moved)):
-            if first_mark[p] == math.inf:
-                continue
-            before = moved[p]
-            moved[p] += per_step[p] * n
-            if _steps(first_mark[p], before, per_step[p]) > n:
-                continue
-            count = _pop(
-                p, n, before, pair_first, pair_flows, status, mark, per_step, first_mark, done
-            )
-            n_src[src[p]] -= count
-            n_dst[dst[p]] -= count
-            for i in range(count):
-                f = done[i]
-                flow_finish[f] = end
-                j = flow_job[f]
-                left[j] -= 1
-                if left[j] == 0:
-                    finish[j] = end
-                    state[1] -= 1
-        state[0] += n
+        _jump(n, state, pairs, flows, jobs)
         reshare(first_mark, per_step, n_src, n_dst, src, dst)
         events += 1
     return events
