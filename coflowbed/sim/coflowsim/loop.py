@@ -11,7 +11,6 @@ import time
 import numpy as np
 
 from coflowbed.sim.coflowsim.consts import END_MS, QUANTUM, SECOND, ZERO
-from coflowbed.sim.coflowsim.exact import advance, finish_steps
 from coflowbed.sim.coflowsim.jobs import CsWorkload
 from coflowbed.sim.coflowsim.outcome import CsOutcome, admit_steps
 from coflowbed.sim.coflowsim.policies import CsPolicy, FlowState
@@ -20,12 +19,11 @@ BYTES_PER_BPS = QUANTUM / SECOND / 8  # bytes one bit/s moves in a step
 
 
 def steps_to_finish(rem: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    """Steps until each flow has at most ``ZERO`` bytes left (inf at rate 0), as
-    CoflowSim's step-by-step subtraction gives them."""
+    """Steps until each flow has at most ``ZERO`` bytes left (inf at rate 0)."""
     per_step = rate * BYTES_PER_BPS
     with np.errstate(divide="ignore", invalid="ignore"):
         k = np.ceil((rem - ZERO) / per_step)
-    return finish_steps(rem, per_step, np.where(per_step > 0, np.maximum(k, 1.0), np.inf))
+    return np.where(per_step > 0, np.maximum(k, 1.0), np.inf)
 
 
 def job_maxima(jobs: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,12 +98,10 @@ class CoflowLoop:
     def _move(self, k: np.ndarray, n: int) -> None:
         """``n`` steps at the current rates: bytes moved, flows finished on the way."""
         act, st = self.act, self.st
-        before = st.rem[act]
-        after = before.copy()
-        advance(after, st.rate[act] * BYTES_PER_BPS, n)
+        moved = np.minimum(st.rate[act] * BYTES_PER_BPS * n, st.rem[act])
         over = k <= n
-        moved = before - after
-        st.rem[act] = after
+        moved[over] = st.rem[act][over]
+        st.rem[act] -= moved
         st.sent += np.bincount(self.wl.flow_job[act], moved, minlength=len(st.sent))
         st.done[act[over]] = True
         self.flow_finish[act[over]] = (self.step + k[over]) * QUANTUM
