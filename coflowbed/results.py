@@ -205,6 +205,7 @@ class RunSummary:
     sim_wall_s: float | None = None
     sim_end_s: float | None = None
     sim_total_wall_s: float | None = None
+    model: str | None = None  # simulate --model: None/absent = default, or "coflowsim"
 
     def to_json(self) -> dict:
         """The JSON object (optional fields only when set, but for ``_ALWAYS``)."""

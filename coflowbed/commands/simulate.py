@@ -44,10 +44,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip", type=int, default=0, help="trace: skip this many coflows first")
     p.add_argument("--time-scale", type=float, default=1.0, help="trace: arrival time factor")
     p.add_argument("--byte-scale", type=float, default=1.0, help="trace: byte factor")
+    p.add_argument(
+        "--model",
+        default="default",
+        help="default (exact max-min fluid model) or coflowsim (CoflowSim's semantics, "
+        "--trace only; docs/simulator.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Simulate, write results, print one summary line; exit 1 if partial."""
+    from coflowbed.commands import simulate_coflowsim
+
+    if simulate_coflowsim.check_model(args.model) == "coflowsim":
+        return simulate_coflowsim.run(args)
     if (args.scenario is None) == (args.trace is None):
         raise UserError("simulate", None, "give a scenario YAML or --trace, not both or neither")
     job = _trace_job(args) if args.trace else _scenario_job(args)
