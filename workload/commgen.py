@@ -27,19 +27,10 @@ from workload.flowblock import FlowBlock
 from workload.jobspec import JobSpec
 from workload.nics import dense_rank_rings, expert_rank_rings, pp_pairs
 from workload.placement import Placement
+from workload.sizes import scaled, scaled_array
 
 PHASE = {"F": "fwd", "B": "bwd"}
 Phase = tuple[np.ndarray, np.ndarray, np.ndarray]  # src, dst, bytes of one EP sub-phase
-
-
-def scaled(nbytes: float, scale: float) -> int:
-    """Scaled integer bytes, at least 1."""
-    return max(1, round(nbytes * scale))
-
-
-def scaled_array(nbytes: np.ndarray, scale: float) -> np.ndarray:
-    """``scaled`` of every entry (round half to even, as Python's round), as int64."""
-    return np.maximum(1, np.rint(nbytes * scale)).astype(np.int64)
 
 
 def _phase_arrays(phase: list[tuple[int, int, int]]) -> Phase:

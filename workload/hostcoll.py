@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from workload import nccl
 from workload.collectives import ring_edge_weights
 from workload.dag import Coflow, CoflowIdentity, Flow
+from workload.sizes import scaled
 
 RING_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather")
 
@@ -99,7 +100,7 @@ def merge(phases: Sequence[Sequence[Phase]]) -> list[Phase]:
 def phase_flows(cid: str, phase: Phase, hosts: Sequence[str], scale: float) -> tuple[Flow, ...]:
     """The flows of a phase, bytes x ``scale`` rounded (at least 1)."""
     return tuple(
-        Flow(f"{cid}:{i}", hosts[a], hosts[b], max(1, round(nb * scale)))
+        Flow(f"{cid}:{i}", hosts[a], hosts[b], scaled(nb, scale))
         for i, ((a, b), nb) in enumerate(phase.pairs)
     )
 

@@ -9,11 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from workload.jobspec import JobSpec, ModelSpec
 
 ACT_BYTES = 2
 GRAD_BYTES = 4
 PARAM_BYTES = 2
+
+
+def scaled(nbytes: float, scale: float) -> int:
+    """Bytes times a job's ``byte_scale``, as the integer a flow carries (at least 1)."""
+    return max(1, round(nbytes * scale))
+
+
+def scaled_array(nbytes: np.ndarray, scale: float) -> np.ndarray:
+    """``scaled`` of every entry (round half to even, as Python's round), as int64."""
+    return np.maximum(1, np.rint(nbytes * scale)).astype(np.int64)
 
 
 def pp_message_bytes(b: int, s: int, h: int, tp: int = 1, sequence_parallel: bool = False) -> float:

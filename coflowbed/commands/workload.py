@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -18,6 +19,9 @@ from coflowbed.workload_import import (
     dag_from_args,
     refuse_import_flags,
 )
+
+if TYPE_CHECKING:
+    from workload.dag import Dag
 
 NAME = "workload"
 HELP = "generate the coflow DAG of an LLM training job (YAML file or preset name)"
@@ -107,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             str(args.file), None, f"unexpected argument (did you mean '{IMPORT_WORD}'?)"
         )
     refuse_import_flags(args)
-    from workload import critical_path, dagjson, generate
+    from workload import generate
     from workload.jobspec import load_job
     from workload.presets import resolve
 
@@ -118,13 +122,23 @@ def run(args: argparse.Namespace) -> int:
         else host_names(args, job.hosts_needed)
     )
     dag = generate(job, hosts)
+    return _write_and_summarise(
+        args,
+        dag,
+        f"job {job.name}: {job.world_gpus} GPUs on {job.hosts_needed} hosts, "
+        f"{len(dag.computes)} computes, byte_scale {job.byte_scale:g}",
+    )
+
+
+def _write_and_summarise(args: argparse.Namespace, dag: Dag, headline: str) -> int:
+    """Write ``dag`` to ``--output`` if given; print ``headline``, the per-type table and
+    (with ``--line-rate-mbps``) the critical path."""
+    from workload import critical_path, dagjson
+
     if args.output:
         dagjson.dump(dag, args.output)
         log.info("wrote %s", args.output)
-    print(
-        f"job {job.name}: {job.world_gpus} GPUs on {job.hosts_needed} hosts, "
-        f"{len(dag.computes)} computes, byte_scale {job.byte_scale:g}"
-    )
+    print(headline)
     print(type_table(dag))
     if args.line_rate_mbps:
         print(
@@ -136,21 +150,11 @@ def run(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     """Import, write and summarise a SimAI/AICB or ASTRA-sim workload's DAG."""
-    from workload import critical_path, dagjson
-
     dag = dag_from_args(args, lambda n: host_names(args, n))
-    if args.output:
-        dagjson.dump(dag, args.output)
-        log.info("wrote %s", args.output)
     m = dag.meta
-    print(
+    return _write_and_summarise(
+        args,
+        dag,
         f"{m['format']} {args.file}: {m['parallelism']}, ga {m['ga']}, {m['layers']} layers on "
-        f"{len(m['hosts'])} hosts, {len(dag.computes)} computes, byte_scale {m['byte_scale']:g}"
+        f"{len(m['hosts'])} hosts, {len(dag.computes)} computes, byte_scale {m['byte_scale']:g}",
     )
-    print(type_table(dag))
-    if args.line_rate_mbps:
-        print(
-            f"critical path at {args.line_rate_mbps:g} Mbit/s: "
-            f"{critical_path(dag, args.line_rate_mbps * 1e6):.3f} s"
-        )
-    return 0

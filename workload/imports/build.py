@@ -22,6 +22,7 @@ from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Dag, Flow
 from workload.imports.model import ImportedWorkload, Layer, Pass, groups
 from workload.nccl import DEFAULT_LINK_GBPS
 from workload.schema import SpecError
+from workload.sizes import scaled
 
 CTYPE = {"tp": CoflowType.TP, "ep": CoflowType.EP, "pp": CoflowType.PP}
 PHASE = {"fwd": "fwd", "ig": "bwd", "wg": ""}
@@ -177,7 +178,7 @@ class _Builder:
 
     def _pp(self, it: int, kind: str, src: int, dst: int, mb: int) -> None:
         """PP send/recv between the j-th hosts of two stages (g ranks x pp_bytes)."""
-        nbytes = max(1, round(self.g * self.wl.pp_bytes * self.opts.byte_scale))
+        nbytes = scaled(self.g * self.wl.pp_bytes, self.opts.byte_scale)
         pairs = zip(self.stage_hosts(src), self.stage_hosts(dst), strict=True)
         for j, (a, b) in enumerate(pairs):
             cid = pp_id(it, kind, src, dst, j, mb)
