@@ -103,12 +103,13 @@ def from_dict(data: Any, source: str = "<dag>") -> Dag:
     meta = top.raw("meta", {})
     if not isinstance(meta, dict):
         raise top.error("meta", "must be a mapping")
-    computes = [
-        _compute(Section(c, source, f"computes[{i}]"))
-        for i, c in enumerate(top.list("computes", []))
-    ]
     coflows = [
         _coflow(Section(c, source, f"coflows[{i}]")) for i, c in enumerate(top.list("coflows", []))
+    ]
+    job = _sole_job(coflows)
+    computes = [
+        _compute(Section(c, source, f"computes[{i}]"), job)
+        for i, c in enumerate(top.list("computes", []))
     ]
     top.done()
     dag = Dag(coflows, computes, meta)
@@ -119,8 +120,16 @@ def from_dict(data: Any, source: str = "<dag>") -> Dag:
     return dag
 
 
-def _compute(s: Section) -> Compute:
-    """One entry of ``computes``."""
+def _sole_job(coflows: list[Coflow]) -> str:
+    """The job of a compute that names none: the coflows' job when they all share one
+    (a single-job DAG, as files written before computes carried their job), else
+    ``DEFAULT_JOB``."""
+    jobs = {cf.identity.job for cf in coflows}
+    return jobs.pop() if len(jobs) == 1 else DEFAULT_JOB
+
+
+def _compute(s: Section, job: str) -> Compute:
+    """One entry of ``computes`` (``job`` when it names none)."""
     node = Compute(
         s.str("id"),
         s.str("host"),
@@ -128,7 +137,7 @@ def _compute(s: Section) -> Compute:
         _deps(s),
         s.raw("label", ""),
         s.int("iteration", 0, lo=SETUP_ITERATION),
-        s.str("job", DEFAULT_JOB),
+        s.str("job", job),
     )
     if not isinstance(node.label, str):
         raise s.error("label", "must be a string")

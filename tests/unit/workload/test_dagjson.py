@@ -69,6 +69,29 @@ def test_hand_written_minimal_dag(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("jobs, expected", [(["llm", "llm"], "llm"), (["a", "b"], "job0")])
+def test_a_compute_without_a_job_takes_the_coflows_sole_job(tmp_path, jobs, expected):
+    """A file written before computes carried their job: its computes join the one job
+    its coflows name (else the default job), so an iteration stays one span."""
+    doc = {
+        "format": "coflowbed-dag",
+        "version": 1,
+        "computes": [{"id": "c0", "host": "a", "duration_s": 0.5}],
+        "coflows": [
+            {
+                "id": f"x{i}",
+                "deps": ["c0"],
+                "identity": {"job": job},
+                "flows": [{"id": f"x{i}:0", "src": "a", "dst": "b", "bytes": 10}],
+            }
+            for i, job in enumerate(jobs)
+        ],
+    }
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(doc))
+    assert dagjson.load(path).computes[0].job == expected
+
+
 def _base():
     dag = Dag(
         [Coflow("x", (Flow("x:0", "a", "b", 10),), CoflowIdentity(), ("c0",))],
