@@ -22,7 +22,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from coflowbed.agent_types import SendOrder
 from topo.plan import FabricPlan, HostPlan
@@ -41,6 +43,9 @@ CAPACITY_MARGIN = 0.8
 DRAIN_TIMEOUT_S = 5.0
 FLOWS_PER_HOST = 8
 PREFIX = "calibration/"
+QUIET_BYTES = 6_000  # a port moving less than this per reading carries no data flow
+QUIET_INTERVAL_S = 0.05  # between two readings of the port counters
+QUIET_TIMEOUT_S = 2.0
 BMV2_NOTE = (
     "BMv2's forwarding rate depends on how it was built (optimised builds forward "
     "about 1 Gbit/s, default builds 10-30 Mbit/s)"
@@ -230,3 +235,32 @@ def _consume(agents, ends: set[tuple[str, str]], until: float) -> None:
                 raise RuntimeError(f"calibration: agent of {ev.host} lost: {ev.get('error')}")
             side = {"flow_sent": "sender", "flow_received": "receiver"}.get(ev.kind, ev.get("side"))
             ends.discard((ev.flow_id, side))
+
+
+def quiet_counters(read: Callable[[], Mapping[str, Mapping[Any, Any]]]):
+    """The port counters (``read()``: switch -> port -> PortCount) once the burst's
+    tail has left the fabric: packets still in host and switch queues when its flows
+    ended or were reset are counted before the iteration, not in it.  Reads until no
+    port moves ``QUIET_BYTES`` between two readings; after ``QUIET_TIMEOUT_S`` (traffic
+    that does not stop), the last reading, with a warning."""
+    deadline = time.monotonic() + QUIET_TIMEOUT_S
+    last = read()
+    while time.monotonic() < deadline:
+        _pause_until(time.monotonic() + QUIET_INTERVAL_S)
+        now = read()
+        if _most_moved(now, last) < QUIET_BYTES:
+            return now
+        last = now
+    log.warning("calibration: the fabric still carried traffic %.0f s after it", QUIET_TIMEOUT_S)
+    return last
+
+
+def _most_moved(now: Mapping[str, Mapping[Any, Any]], last: Mapping[str, Mapping[Any, Any]]) -> int:
+    """The most bytes (rx + tx) any port moved from ``last`` to ``now``."""
+    moved = [
+        c.rx_bytes + c.tx_bytes - (b.rx_bytes + b.tx_bytes if b else 0)
+        for sw, ports in now.items()
+        for port, c in ports.items()
+        for b in [last.get(sw, {}).get(port)]
+    ]
+    return max(moved, default=0)

@@ -115,7 +115,12 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
                 injector.attach(fabric, service, backend.link.client)
             info["connections"] = _prepare_iteration(scen, agents, backend)
             info["calibration"] = _calibrate(scen, agents)
-            ports_before = _ports_now(controller)  # bring-up and calibration traffic
+            # bring-up and calibration traffic, its tail drained first
+            ports_before = (
+                calibrate.quiet_counters(controller.port_stats)
+                if info["calibration"]
+                else _ports_now(controller)
+            )
             executor = DagExecutor(
                 scen.dag, backend, on_coflow_done=_progress(backend), timeline=injector
             )

@@ -143,3 +143,28 @@ def test_rail_burst_pairs_go_to_the_next_rail_of_the_next_server():
     pairs = [(s.name, d.name) for s, d in burst_pairs(rail)]
     assert pairs == [("h1n0", "h2n1"), ("h2n0", "h1n1"), ("h1n1", "h2n0"), ("h2n1", "h1n0")]
     assert burst_pairs(FabricPlan(2, 2, 1, 25, 50, nics=2)) == []
+
+
+def _reads(totals):
+    """A ``read`` that gives one port's counters with the given rx byte totals in turn."""
+    from controller.stats import PortCount
+
+    seq = iter(totals)
+    return lambda: {"l1": {3: PortCount(next(seq), 0, 0, 0)}}
+
+
+def test_quiet_counters_wait_for_the_burst_tail_to_drain(monkeypatch):
+    """Readings 0, 150 KB, 300 KB, 301 KB: the tail moves 150 KB per reading twice,
+    then 1 KB (< QUIET_BYTES): the baseline is the 301 KB reading, so the 152 KB the
+    rail test once found on a spine port are counted before the iteration."""
+    monkeypatch.setattr(cal_mod, "_pause_until", lambda t: None)
+    got = cal_mod.quiet_counters(_reads([0, 150_000, 300_000, 301_000]))
+    assert got["l1"][3].rx_bytes == 301_000
+
+
+def test_quiet_counters_give_up_after_the_timeout_with_a_warning(monkeypatch, caplog):
+    """Counters that never stop moving: the last reading once QUIET_TIMEOUT_S is over."""
+    monkeypatch.setattr(cal_mod, "QUIET_TIMEOUT_S", 0.2)
+    got = cal_mod.quiet_counters(_reads(range(0, 10**9, 100_000)))
+    assert got["l1"][3].rx_bytes >= 100_000
+    assert "still carried traffic" in caplog.text
