@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
@@ -23,7 +23,7 @@ from functools import partial
 from coflowbed.agent_types import SendOrder
 from coflowbed.calibrate import PREFIX as CALIBRATION_PREFIX
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
-from coflowbed.results import percentile
+from coflowbed.results import FlowRecord, percentile
 from controller.lane import Lane
 from controller.messages import (
     POLL_COUNTERS,
@@ -51,6 +51,7 @@ log = logging.getLogger("emulation")
 COUNTER_POLL_S = 0.1  # D-CLAS learns bytes sent from switch counters this often
 PROGRESS_POLL_S = 0.5  # clairvoyant policies learn bytes left from the agents this often
 REQUEST_TIMEOUT_S = 30.0
+SENT_WAIT_S = 2.0  # after the run, the senders' last acknowledgements arrive within this
 
 
 def merge_host_updates(items: Sequence[HostUpdates]) -> HostUpdates:
@@ -219,6 +220,8 @@ class EmulationBackend:
         self.levels: dict[str, int] = {}  # level each coflow was released at
         self._done_flows: list[str] = []
         self.times = ReleaseTimes()
+        self.retrans: dict[str, int] = {}  # flow id -> bytes its sender's TCP sent again
+        self.sent: set[str] = set()  # flows whose sender saw the receiver's acknowledgement
 
     def preinstall(self) -> None:
         """Before the iteration: open the job (identity-ranked policies' entries are
@@ -289,6 +292,8 @@ class EmulationBackend:
                 self.times.new_connections += bool(ev.get("new_connection"))
                 self.times.started(fid, int(ev["t_ns"]))
                 out.append(FlowStarted(fid, ev["t_ns"] / 1e9))
+            elif kind == "flow_sent":
+                self._sent(fid, ev.get("retrans_bytes"))
             elif kind == "flow_received":
                 self.times.first_byte(fid, int(ev.get("first_ns") or 0))
                 if self.fixed is None:  # dynamic: the scheduler hears of it next request
@@ -301,6 +306,25 @@ class EmulationBackend:
             elif kind == "agent_lost":
                 out.append(FlowFailed("(agent)", f"agent of {ev.host} lost: {ev.get('error')}"))
         return out
+
+    def _sent(self, flow_id: str, retrans_bytes: int | None) -> None:
+        """The sender of ``flow_id`` saw it acknowledged; what its TCP sent again."""
+        self.sent.add(flow_id)
+        if retrans_bytes is not None:
+            self.retrans[flow_id] = int(retrans_bytes)
+
+    def collect_sent(self, flow_ids: Collection[str], timeout_s: float = SENT_WAIT_S) -> None:
+        """Wait (at most ``timeout_s``) for the senders' ``flow_sent`` of ``flow_ids``: the
+        last ones come a moment after the receivers' last ``flow_received`` ended the run."""
+        deadline = time.monotonic() + timeout_s
+        missing = set(flow_ids) - self.sent
+        while missing and (left := deadline - time.monotonic()) > 0:
+            self.wait_events(left)  # a late event of a finished run: only flow_sent counts
+            missing -= self.sent
+        if missing:
+            log.warning(
+                "%d senders did not confirm their flows within %g s", len(missing), timeout_s
+            )
 
     def tick(self, now: float) -> float | None:
         """Poll for policies that decide on progress: the controller reads its own tag
@@ -325,6 +349,22 @@ class EmulationBackend:
             self.report = self.link.close()
         except Exception as exc:  # the run's own error, if any, is reported already
             log.warning("scheduler report unavailable: %s", exc)
+
+
+def retransmitted(flows: Sequence[FlowRecord]) -> dict | None:
+    """summary.json's ``retransmitted``: the bytes TCP sent again (segments dropped at a
+    queue, or reordered), in all and as a share of the flows' bytes; None: not measured."""
+    measured = [f for f in flows if f.retrans_bytes is not None]
+    if not measured:
+        return None
+    again = sum(f.retrans_bytes or 0 for f in measured)
+    total = sum(f.bytes for f in measured)
+    return {
+        "bytes": again,
+        "share": round(again / total, 6) if total else 0.0,
+        "flows": sum(1 for f in measured if f.retrans_bytes),
+        "flows_measured": len(measured),
+    }
 
 
 LOSS_WAIT_S = 2.0  # a failed flow's peer agent may be seen lost a moment after the failure

@@ -31,6 +31,7 @@ class FlowRecord:
     start_s: float | None = None  # sender began the flow (took a connection)
     finish_s: float | None = None  # receiver got the last byte
     bytes_received: int = 0
+    retrans_bytes: int | None = None  # sender's TCP sent these again (None: not measured)
 
 
 @dataclass
@@ -189,6 +190,7 @@ class RunSummary:
     connections: Block | None = None  # pooled connections (runner._prepare_iteration)
     calibration: Block | None = None  # coflowbed.calibrate.Calibration.to_dict
     release: Block | None = None  # coflowbed.emulation.ReleaseTimes.summary
+    retransmitted: Block | None = None  # coflowbed.emulation.retransmitted: TCP's repairs
     level_change_s: Block | None = None  # the controller's write times (JobReport)
     fidelity: Block | None = None  # coflowbed.fidelity: a Fidelity/-Skipped/-Error block
     faults: Sequence[Block] | None = None  # coflowbed.faults.FaultRecord per scenario fault

@@ -19,7 +19,7 @@ from pathlib import Path
 # (topo.mininet_log keeps loggers made after a Mininet import plain)
 from coflowbed import calibrate, results, runstate
 from coflowbed.cleanup import delete_interfaces, end_pids, reclaim_stale
-from coflowbed.emulation import EmulationBackend, name_losses
+from coflowbed.emulation import EmulationBackend, name_losses, retransmitted
 from coflowbed.executor import DagExecutor, RunFailed
 from coflowbed.rundir import write_inputs
 from coflowbed.scenario import Scenario
@@ -150,6 +150,9 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path, check: bool = True) -> Ru
         if sampler is not None:
             info["sampling"] = _stop_sampler(sampler, out_dir, executor)
         if backend is not None:
+            if error is None and executor is not None:
+                done = executor.flow_records.values()
+                backend.collect_sent([f.flow_id for f in done if f.finish_s is not None])
             backend.close()
         if injector is not None:
             info["faults"], error = _fault_records(injector, controller, executor, out_dir, error)
@@ -406,6 +409,9 @@ def _write(
         }
     if backend is not None:
         extra["release"] = backend.times.summary()
+        for f in flows:
+            f.retrans_bytes = backend.retrans.get(f.flow_id)
+        extra["retransmitted"] = retransmitted(flows)
     computes = executor.compute_records() if executor else []
     summary = results.write_results(out_dir, flows, coflows, its, partial, extra, computes)
     log.info(

@@ -47,7 +47,9 @@ Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, 
 Events: ``flow_started`` flow_id, t_ns, tos, priority, pacing_bps (bytes/s, null when
 unpaced; all read back from the socket before its first byte), new_connection (no idle
 pooled connection: one was opened for it);
-``flow_sent`` flow_id, t_ns (receiver acknowledged the last byte), written_ns;
+``flow_sent`` flow_id, t_ns (receiver acknowledged the last byte), written_ns,
+retrans_bytes (bytes TCP sent again for it: ``tcpi_bytes_retrans``, null where the
+kernel does not say);
 ``flow_received`` flow_id, bytes, first_ns, last_ns, src (receiver);
 ``flow_failed`` flow_id (None if unknown), side, error (and src on the receiver side).
 

@@ -39,6 +39,7 @@ from workload.agent.proto import (
     set_pacing,
     unacked_bytes,
 )
+from workload.agent.sockets import bytes_retransmitted
 from workload.agent.wire import MESSAGE_ACK
 
 if TYPE_CHECKING:  # only for the annotation: workload.agent.daemon imports this module
@@ -79,6 +80,7 @@ class SendFlow:
     handed: int = 0  # payload bytes accepted by the kernel
     written_ns: int = 0  # last payload byte accepted by the kernel
     confirmed_ns: int = 0  # receiver acknowledged the last byte: everything arrived
+    retrans_at_start: int | None = None  # its connection's tcpi_bytes_retrans before it
     watched: int = -1  # progress seen at the last watchdog tick
     idle_s: float = 0.0
     task: asyncio.Task | None = None
@@ -213,6 +215,7 @@ class FlowSender:
             flow.sock = sock = conn.sock
             self._mark(flow, sock)
             self._started(flow, sock, start_ns, fresh)
+            flow.retrans_at_start = bytes_retransmitted(sock)
             await self._transfer(flow, sock)
             self.emit(
                 {
@@ -220,6 +223,7 @@ class FlowSender:
                     "flow_id": req.flow_id,
                     "t_ns": flow.confirmed_ns,
                     "written_ns": flow.written_ns,
+                    "retrans_bytes": _retransmitted(flow, sock),
                 }
             )
             self._give_back(dest, conn)
@@ -370,6 +374,15 @@ def _alive(sock: socket.socket) -> bool:
         return True
     except OSError:
         return False
+
+
+def _retransmitted(flow: SendFlow, sock: socket.socket) -> int | None:
+    """Bytes TCP sent again while ``flow`` ran on ``sock`` (None: the kernel does not
+    say); the connection is the flow's alone from its first byte to its acknowledgement."""
+    now = bytes_retransmitted(sock)
+    if now is None or flow.retrans_at_start is None:
+        return None
+    return now - flow.retrans_at_start
 
 
 def _describe(exc: OSError | TimeoutError, connect_timeout_s: float) -> str:

@@ -116,3 +116,19 @@ def unacked_bytes(sock: socket.socket) -> int:
     """Bytes handed to the kernel but not yet acknowledged by the receiver (SIOCOUTQ)."""
     buf = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
     return int.from_bytes(buf, sys.byteorder, signed=True)
+
+
+# struct tcp_info (linux/tcp.h): the u64 tcpi_bytes_retrans sits at byte 208 (Linux 4.19+).
+_TCPI_BYTES_RETRANS = struct.Struct("@Q")
+TCPI_BYTES_RETRANS_AT = 208
+TCP_INFO_LEN = 256  # room for every field up to and past bytes_retrans
+
+
+def bytes_retransmitted(sock: socket.socket) -> int | None:
+    """Bytes ``sock`` has sent again since it opened (``tcpi_bytes_retrans``: segments
+    dropped or reordered on the way, repaired by TCP); None where the kernel is older."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
+    if len(info) < TCPI_BYTES_RETRANS_AT + _TCPI_BYTES_RETRANS.size:
+        return None
+    (value,) = _TCPI_BYTES_RETRANS.unpack_from(info, TCPI_BYTES_RETRANS_AT)
+    return int(value)

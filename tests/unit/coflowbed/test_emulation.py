@@ -12,6 +12,7 @@ import pytest
 
 from coflowbed import emulation
 from coflowbed.emulation import HostWriter, ReleaseTimes, merge_host_updates
+from coflowbed.results import FlowRecord
 from controller.messages import HostLevel, HostRate, HostUpdates, OpenJob, PolicySpec
 from tests.fakes import PLAN, LoopbackClient, ready_plane
 from workload.dag import Coflow, Flow
@@ -224,3 +225,57 @@ def test_a_remapped_sender_gets_its_dscp_in_the_send_order():
     assert (orders["w.1"].tag, orders["w.1"].dscp) == (56, None)
     assert orders["c0.0"].dscp is None
     be.close()
+
+
+class LateSenders(FakeAgents):
+    """Agents whose ``flow_sent`` events come after the run: one per call, then none."""
+
+    def __init__(self, sent):
+        super().__init__()
+        self.queue = [
+            SimpleNamespace(host="h11", get={"event": "flow_sent", "flow_id": f, **v}.get)
+            for f, v in sent.items()
+        ]
+
+    def events(self, timeout):
+        return [self.queue.pop(0)] if self.queue else []
+
+
+def test_collect_sent_takes_the_late_acknowledgements_and_their_retransmissions():
+    """x.0 resent 3000 bytes, x.1 none, y.0's kernel did not say (null): all three are
+    confirmed, and only the two measured ones carry a count."""
+    agents = LateSenders(
+        {
+            "x.0": {"retrans_bytes": 3000},
+            "x.1": {"retrans_bytes": 0},
+            "y.0": {"retrans_bytes": None},
+        }
+    )
+    be, *_ = backend_for("fair", [X, Y], agents=agents)
+    be.collect_sent(["x.0", "x.1", "y.0"], timeout_s=5.0)
+    assert be.sent == {"x.0", "x.1", "y.0"} and be.retrans == {"x.0": 3000, "x.1": 0}
+
+
+def test_collect_sent_gives_up_after_its_timeout():
+    """No sender answers: it returns after the timeout with nothing recorded."""
+    be, *_ = backend_for("fair", [X], agents=FakeAgents())
+    be.collect_sent(["x.0"], timeout_s=0.05)
+    assert be.sent == set() and be.retrans == {}
+
+
+def test_retransmitted_sums_the_measured_flows_only():
+    """Measured: 1 MB with 30 kB again and 1 kB with none -> 30000 bytes, a share of
+    30000 / 1001000; the unmeasured flow (None) counts nowhere; nothing measured: None."""
+    recs = [
+        FlowRecord("a", "c", "h1", "h2", 1_000_000, retrans_bytes=30_000),
+        FlowRecord("b", "c", "h1", "h2", 1000, retrans_bytes=0),
+        FlowRecord("s", "c", "h1", "h2", 5000),
+    ]
+    out = emulation.retransmitted(recs)
+    assert out == {
+        "bytes": 30_000,
+        "share": round(30_000 / 1_001_000, 6),
+        "flows": 1,
+        "flows_measured": 2,
+    }
+    assert emulation.retransmitted(recs[2:]) is None

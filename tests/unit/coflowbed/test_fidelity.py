@@ -283,6 +283,7 @@ class InstantBackend:
         self.levels = levels
         self.events: list = []
         self.times = ReleaseTimes()
+        self.retrans: dict[str, int] = {}  # no TCP here: nothing measured
 
     def release(self, coflow, now):
         from coflowbed.executor import FlowDone, FlowStarted
@@ -302,6 +303,9 @@ class InstantBackend:
 
     def tick(self, now):
         return None
+
+    def collect_sent(self, flow_ids):
+        """Every sender confirmed at once."""
 
     def close(self):
         """Nothing to stop."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from workload.agent.proto import (
     request_dict,
     set_pacing,
 )
+from workload.agent.sockets import bytes_retransmitted
 
 SEND = {
     "id": 7,
@@ -362,3 +364,36 @@ def test_receiver_rejects_more_bytes_than_announced_and_duplicate_ids():
     rx2.connection_made(Transport())
     feed(rx2, sink, encode_header("f1", 10), 64)
     assert sink.events[-1]["event"] == "flow_failed" and "duplicate" in sink.events[-1]["error"]
+
+
+class InfoSocket:
+    """A socket whose TCP_INFO is ``info`` (the kernel's struct tcp_info bytes)."""
+
+    def __init__(self, info: bytes):
+        self.info = info
+
+    def getsockopt(self, level, name, size):
+        assert (level, name) == (socket.IPPROTO_TCP, socket.TCP_INFO)
+        return self.info[:size]
+
+
+def test_bytes_retransmitted_reads_tcpi_bytes_retrans_and_none_from_an_older_kernel():
+    """tcpi_bytes_retrans is the u64 at byte 208 of struct tcp_info (Linux 4.19+): the
+    neighbours (bytes_sent at 200, dsack_dups at 216) must not leak into it; a kernel
+    whose struct ends before it (a 104-byte struct of Linux 4.9) says nothing."""
+    info = bytearray(232)
+    struct.pack_into("@QQI", info, 200, 7_000_000, 123_456, 9)
+    assert bytes_retransmitted(InfoSocket(bytes(info))) == 123_456
+    assert bytes_retransmitted(InfoSocket(bytes(104))) is None
+
+
+@pytest.mark.sockets
+def test_a_loopback_transfer_sends_nothing_again():
+    """On loopback nothing drops: the real kernel's count is there and 0."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        with socket.create_connection(srv.getsockname()) as c, srv.accept()[0] as s:
+            c.sendall(b"x" * 100_000)
+            got = 0
+            while got < 100_000:
+                got += len(s.recv(65536))
+            assert bytes_retransmitted(c) == 0
