@@ -153,6 +153,7 @@ def environment(run_dir: Path, s: dict) -> list[tuple[str, object]]:
             f"{cal['measured_mbps']} / {cal['nominal_mbps']}" if cal else None,
         ),
         ("calibration warning", cal.get("warning")),
+        ("sent again by TCP", _retransmitted(s.get("retransmitted"))),
         ("machine", s.get("machine", "not recorded")),
         ("sampling", s.get("sampling", "off")),
     ]
@@ -160,6 +161,16 @@ def environment(run_dir: Path, s: dict) -> list[tuple[str, object]]:
     if vpath.is_file():
         rows += [(f"version: {k}", v) for k, v in json.loads(vpath.read_text()).items()]
     return [(k, json.dumps(v) if isinstance(v, dict) else fmt(v)) for k, v in rows]
+
+
+def _retransmitted(block: dict | None) -> str | None:
+    """summary.json's ``retransmitted`` in words (None: not measured)."""
+    if not block:
+        return None
+    return (
+        f"{block['bytes']} B ({block['share'] * 100:.2f} % of the bytes) by "
+        f"{block['flows']} of {block['flows_measured']} flows"
+    )
 
 
 def run_sections(run_dir: Path) -> list[str]:

@@ -4,12 +4,13 @@ browser: tests/integration/test_report_browser.py)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from coflowbed.commands.report import check_folder
 from coflowbed.errors import UserError
-from coflowbed.report import key_figures, page, write_report
+from coflowbed.report import fmt, key_figures, page, write_report
 from coflowbed.results import CoflowRecord, write_results
 
 
@@ -72,3 +73,13 @@ def test_a_comparison_report_opens_with_its_one_line_answer(tmp_path):
     (tmp_path / "compare.csv").write_text("policy\nfair\n")
     body = write_report(tmp_path).read_text().split("<body>", 1)[1]
     assert body.startswith(f'<h1>{tmp_path.name}</h1><p class="answer">{answer}</p>')
+
+
+def test_the_environment_says_what_tcp_sent_again():
+    """30,000 of 1,001,000 bytes is 3.00 %; an unmeasured run (simulated) has no value."""
+    from coflowbed.report import environment
+
+    block = {"bytes": 30_000, "share": 30_000 / 1_001_000, "flows": 1, "flows_measured": 2}
+    rows = dict(environment(Path("/nonexistent"), {"retransmitted": block}))
+    assert rows["sent again by TCP"] == "30000 B (3.00 % of the bytes) by 1 of 2 flows"
+    assert dict(environment(Path("/nonexistent"), {}))["sent again by TCP"] == fmt(None)
