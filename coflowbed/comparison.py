@@ -143,7 +143,8 @@ class Comparison:
 
 
 def run_metrics(summary: RunSummary) -> dict[str, float | None]:
-    """A run's figures: CCT, iteration time, average CCT per type, fidelity."""
+    """A run's figures: CCT, iteration time, average CCT per type, fidelity, and the share
+    of the bytes TCP sent again (emulated runs)."""
     out: dict[str, float | None] = {
         "avg_cct_s": summary.avg_cct_s,
         "p95_cct_s": summary.p95_cct_s,
@@ -154,6 +155,7 @@ def run_metrics(summary: RunSummary) -> dict[str, float | None]:
     block = summary.fidelity or {}
     out["fidelity_iter"] = block.get("iteration_ratio")
     out["fidelity_cct_p50"] = block.get("cct_ratio_p50")
+    out["retrans_share"] = (summary.retransmitted or {}).get("share")
     return {**out, **job_metrics(summary)}
 
 

@@ -81,3 +81,14 @@ def test_a_multi_job_run_gives_each_job_its_iteration_time_and_ratio():
     run = ComparedRun("hermod+crux", 1, 1, "/x", False, 3, None, got)
     c = tabulate("s", "s.yaml", _plan(["hermod+crux"], 1), [run], False)
     assert metric_names([run])[3:7] == tuple(sorted(got)) and compared_jobs(c) == ["a", "b"]
+
+
+def test_a_run_reports_the_share_tcp_sent_again_and_a_simulated_run_none():
+    """summary.retransmitted.share becomes the retrans_share metric (mean and interval
+    per policy like any other); a run that measured none (simulated) gives None."""
+    from coflowbed.comparison import run_metrics
+    from coflowbed.results import summarize
+
+    block = {"bytes": 30, "share": 0.003, "flows": 1, "flows_measured": 4}
+    assert run_metrics(summarize([], [], False, {"retransmitted": block}))["retrans_share"] == 0.003
+    assert run_metrics(summarize([], [], False))["retrans_share"] is None
