@@ -1,0 +1,94 @@
+"""Scenario faults on a BMv2 fabric: ``coflowbed.fault_inject.OvsFaults`` with the
+three things that differ on P4Runtime switches.
+
+- A link goes down as on OVS (both veth ends administratively down), but the ends live
+  in their switches' namespaces, so each is set there (``mnexec -a <pid> ip -batch``).
+- Nothing in BMv2 reports a port down, so a ``topo.bmv2_ports.PortWatcher`` watches the
+  switch ends' carrier in every switch namespace and sends each change to the
+  controller (control API op ``port_status``, with the time it was seen); the
+  controller reroutes exactly as on an OpenFlow port status.  After a controller
+  restart the new controller gets every port's state again.
+- A switch's state is read over P4Runtime (``controller.p4runtime.reader``): every
+  table entry, ECMP member and group, configured meter cell, and the installed P4Info's
+  digest; a leaf's static pipeline leaves out the coflow table and meters.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from coflowbed.fault_inject import OvsFaults, link_devices
+from coflowbed.faults import Fault
+from controller.client import ControllerClient, ControllerError
+from controller.p4runtime.readback import is_coflow_state
+from controller.p4runtime.reader import SwitchReader
+from topo.bmv2_ports import PortEvent, PortWatcher
+from topo.plan import FabricPlan
+
+log = logging.getLogger("faults")
+READ_TIMEOUT_S = 10.0
+
+
+class Bmv2Faults(OvsFaults):
+    """``apply`` of a FaultInjector on a ``topo.bmv2.BMv2Fabric`` (see module docstring);
+    its port watcher runs from construction to :meth:`close`."""
+
+    def __init__(self, fabric, controller=None, client=None) -> None:
+        """On ``fabric``; port changes go to ``controller``'s control API."""
+        super().__init__(fabric, controller, client)
+        self.readers = {
+            sw.name: SwitchReader(fabric.grpc_addrs[sw.name], sw.dpid)
+            for sw in fabric.plan.switches
+        }
+        self._api_lock = threading.Lock()
+        self._api = None if controller is None else ControllerClient(controller.api)
+        self.unsent: list[PortEvent] = []  # the controller was away: sent after its restart
+        self.watcher = PortWatcher(fabric.namespaces(), self.report)
+        self.watcher.start()
+
+    def report(self, ev: PortEvent) -> None:
+        """Tell the controller a port changed (watcher threads); while it is away (a
+        restart) the change waits for ``controller_started``."""
+        if self._api is None:
+            return
+        req = {"op": "port_status", "switch": ev.switch, "port": ev.port}
+        with self._api_lock:
+            try:
+                self._api.call({**req, "down": ev.down, "t_s": ev.t_s})
+            except (OSError, ControllerError) as exc:
+                log.warning("port %s/%d: not reported (%s); resent later", ev.switch, ev.port, exc)
+                self.unsent.append(ev)
+
+    def controller_started(self) -> None:
+        """The restarted controller gets every port's state (stamped now: it did not
+        see them change)."""
+        with self._api_lock:
+            self.unsent.clear()
+        for ev in self.watcher.snapshot():
+            self.report(ev)
+
+    def set_links(self, plan: FabricPlan, fault: Fault, up: bool) -> None:
+        """Each veth end of the fault's link up or down, in its switch's namespace."""
+        from topo.net import run_ip_batch
+
+        state = "up" if up else "down"
+        pids = self.fabric.namespaces()
+        for dev in link_devices(plan, fault):
+            sw = dev.rsplit("-eth", 1)[0]
+            run_ip_batch([f"link set dev {dev} {state}"], f"{fault.target} {state}", pids[sw])
+
+    def tables(self, name: str) -> list[str]:
+        """Everything switch ``name`` holds, read over P4Runtime."""
+        return self.readers[name].dump(READ_TIMEOUT_S)
+
+    def base(self, name: str) -> list[str]:
+        """Its static pipeline: the dump without coflow rules and meters."""
+        b = self.readers[name].build
+        return [ln for ln in self.tables(name) if not is_coflow_state(b, ln)]
+
+    def close(self) -> None:
+        """Stop the port watcher and the API connection."""
+        self.watcher.stop()
+        if self._api is not None:
+            self._api.close()
