@@ -138,9 +138,10 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
 
     def GetForwardingPipelineConfig(self, request, context):
         with self.lock:
+            if self.p4info is None:  # as PI's server answers before any pipeline
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, "No forwarding pipeline")
             cfg = p4r.ForwardingPipelineConfig()
-            if self.p4info is not None:
-                cfg.p4info.CopyFrom(self.p4info)
+            cfg.p4info.CopyFrom(self.p4info)
         return p4r.GetForwardingPipelineConfigResponse(config=cfg)
 
     def Capabilities(self, request, context):

@@ -188,6 +188,9 @@ class P4RuntimeDriver(SwitchDriver):
             raise SouthboundError("group writes not confirmed in time")
         for f in done:
             f.result()
+        for n, g in sorted(work.items()):
+            for d, spines in sorted(g.items()):
+                log.info("%s: group %d (to l%d) over spines %s", n, d, d, list(spines))
         return sum(len(g) for g in work.values())
 
     def apply(self, diffs: Mapping[str, LeafDiff], timeout: float) -> int:

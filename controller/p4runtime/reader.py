@@ -9,10 +9,12 @@ import grpc
 from finsy.proto import p4r, p4r_grpc
 
 from controller.p4runtime.artifacts import Artifacts, committed
-from controller.p4runtime.entities import EntityBuilder
+from controller.p4runtime.entities import EntityBuilder, N
 from controller.p4runtime.p4info import P4InfoIndex
 from controller.p4runtime.readback import dump_lines, p4info_digest, state_reads
 from controller.southbound.base import SouthboundError
+
+NO_PIPELINE = "pipeline none"  # the dump of a switch that has no pipeline yet
 
 
 class SwitchReader:
@@ -27,8 +29,9 @@ class SwitchReader:
 
     def dump(self, timeout: float) -> list[str]:
         """Every entry, ECMP member and group and configured meter cell, as sorted lines
-        (``readback.dump_lines``), the installed P4Info's digest first; SouthboundError
-        when the switch does not answer."""
+        (``readback.dump_lines``), the installed P4Info's digest first (``NO_PIPELINE``
+        alone before a pipeline is pushed); SouthboundError when the switch does not
+        answer."""
         with grpc.insecure_channel(self.address) as channel:
             stub = p4r_grpc.P4RuntimeStub(channel)
             try:
@@ -45,5 +48,25 @@ class SwitchReader:
                 for resp in stub.Read(req, timeout=timeout):
                     ents.extend(resp.entities)
             except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:  # no pipeline pushed yet
+                    return [NO_PIPELINE]
                 raise SouthboundError(f"{self.address}: read failed: {e.code().name}") from None
         return dump_lines(ents, p4info_digest(p4info))
+
+    def egress_packets(self, port: int, timeout: float) -> int:
+        """Packets the pipeline sent out of ``port`` (its ``port_tx`` counter cell), what
+        it tried to send whatever the interface's state."""
+        with grpc.insecure_channel(self.address) as channel:
+            req = p4r.ReadRequest(
+                device_id=self.device_id,
+                entities=[p4r.Entity(counter_entry=self.build.counter_read(N.port_tx, port))],
+            )
+            try:
+                ents = [
+                    e
+                    for r in p4r_grpc.P4RuntimeStub(channel).Read(req, timeout=timeout)
+                    for e in r.entities
+                ]
+            except grpc.RpcError as e:
+                raise SouthboundError(f"{self.address}: read failed: {e.code().name}") from None
+        return sum(e.counter_entry.data.packet_count for e in ents)

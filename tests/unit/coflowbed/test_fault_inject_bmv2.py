@@ -149,3 +149,49 @@ def test_tables_are_read_over_p4runtime_and_a_leafs_base_leaves_coflow_state_out
     assert len(full) == len(base_only) + 4
     assert faults.base("l1") == base_only
     drv.close()
+
+
+class Events:
+    """``fabric_events`` answers: the reroute of ``link`` confirmed after ``polls`` calls."""
+
+    def __init__(self, link: str, polls: int) -> None:
+        self.link, self.polls, self.calls = link, polls, 0
+
+    def __call__(self):
+        from controller.routing import FabricEvents, LinkEvent
+
+        self.calls += 1
+        if self.calls < self.polls:
+            return FabricEvents()
+        return FabricEvents((LinkEvent(self.link, True, 1e12, "l1 port 3", 1e12 + 0.004),))
+
+
+@needs_p4info
+@pytest.mark.sockets
+def test_a_link_down_waits_for_the_reroute_then_notes_what_was_sent_into_it(
+    faults, switches, monkeypatch
+):
+    """l1-s1 (l1 port 3, s1 port 1): egress counters 10 and 20 packets at the reroute,
+    13 and 20 before the link comes back: the note says +3 and +0."""
+    from tests.p4runtime_fake import p4info_ids
+
+    monkeypatch.setattr(faults, "set_links", lambda plan, fault, up: None)
+    faults._api.fabric_events = Events("l1-s1", polls=3)
+    tx = p4info_ids().id("counters", "CoflowEgress.port_tx")
+    switches["l1"].fake.counters[(tx, 3)] = (0, 10)
+    switches["s1"].fake.counters[(tx, 1)] = (0, 20)
+    fault = Fault(0, "link", "l1-s1", 1.0, None, 1.0)
+    assert faults(PLAN, fault, up=False) is None
+    assert faults._api.fabric_events.calls == 3
+    assert faults.egress[0] == {"l1-eth3": 10, "s1-eth1": 20}
+    switches["l1"].fake.counters[(tx, 3)] = (0, 13)
+    note = faults(PLAN, fault, up=True)
+    assert note == "sent into the dead link after the reroute: l1-eth3 +3, s1-eth1 +0 packets"
+
+
+def test_a_link_down_without_a_reroute_in_time_fails_the_fault(faults, monkeypatch):
+    monkeypatch.setattr(fib, "REROUTE_WAIT_S", 0.1)
+    monkeypatch.setattr(faults, "set_links", lambda plan, fault, up: None)
+    faults._api.fabric_events = Events("l2-s2", polls=1)  # another link's reroute only
+    with pytest.raises(RuntimeError, match="l1-s1: no reroute confirmed within 0.1 s"):
+        faults(PLAN, Fault(0, "link", "l1-s1", 1.0, None, 1.0), up=False)

@@ -173,3 +173,15 @@ def test_reader_dump_has_pipeline_digest_and_leaves_counters_out(driver, switche
     switches["l1"].fake.direct[key] = (999, 9)  # traffic changes counters only
     assert r.dump(5) == before
     assert driver.read_state("l1", 5).base_ok
+
+
+def test_reader_dump_of_a_switch_without_pipeline_is_one_line(plan):
+    """A restarted BMv2 before the controller pushed its pipeline: FAILED_PRECONDITION
+    from GetForwardingPipelineConfig -> just NO_PIPELINE (not an error)."""
+    from controller.p4runtime.reader import NO_PIPELINE, SwitchReader
+
+    fresh = FakeSwitch()
+    try:
+        assert SwitchReader(f"127.0.0.1:{fresh.port}", 1).dump(5) == [NO_PIPELINE]
+    finally:
+        fresh.stop()
