@@ -201,7 +201,9 @@ def installed_rule(b: EntityBuilder, te: p4r.TableEntry) -> InstalledRule:
 
 
 def installed_meter(m: p4r.MeterEntry) -> InstalledMeter:
-    """A configured meter cell read back (``entities.meter_entry`` inverted)."""
+    """A configured meter cell read back (``entities.meter_entry`` inverted, rounded:
+    BMv2 keeps rates as bytes per microsecond in a double, so a rate may come back a
+    byte/s off)."""
     return InstalledMeter(
-        m.index.index, m.config.cir // BYTES_PER_KBIT, m.config.cburst // BYTES_PER_KBIT
+        m.index.index, round(m.config.cir / BYTES_PER_KBIT), round(m.config.cburst / BYTES_PER_KBIT)
     )

@@ -158,6 +158,8 @@ def test_meter_rate_inverts_the_written_byte_rate():
     m = p4r.MeterEntry(index=p4r.Index(index=4))
     m.config.cir, m.config.cburst = 5_000_000, 1_250_000
     assert installed_meter(m) == InstalledMeter(4, 40_000, 10_000)
+    m.config.cir = 416_624  # 3_333 kbit/s = 416_625 B/s, come back a byte/s short
+    assert installed_meter(m).rate_kbps == 3_333
 
 
 def test_reader_dump_has_pipeline_digest_and_leaves_counters_out(driver, switches, plan):
