@@ -10,7 +10,9 @@ three things that differ on P4Runtime switches.
   restart the new controller gets every port's state again.
 - While a link is down, what its two switches still sent into it once the controller
   had rerouted (their ``port_tx`` egress counters, read when the reroute is confirmed
-  and again just before the link comes back) goes to the fault's record: it must be 0.
+  and again just before the link comes back) goes to the fault's record.  A weak
+  check: BMv2's port_tx stayed at +0 also with the reroute broken on purpose
+  (docs/bmv2.md, "Faults"); the group writes are what show the reroute.
 - A switch's state is read over P4Runtime (``controller.p4runtime.reader``): every
   table entry, ECMP member and group, configured meter cell, and the installed P4Info's
   digest; a leaf's static pipeline leaves out the coflow table and meters.

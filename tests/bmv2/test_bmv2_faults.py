@@ -8,7 +8,9 @@ down, the port watcher sees the carrier go (topo/bmv2_ports.py), the controller 
 l1's groups (no more hashing onto the dead uplink) and group 1 of every other leaf (no
 more l1 traffic through s1); a flow left on a dead path would never finish and the
 run's timeout would mark it partial.  What the two switches still sent into the dead
-link once the reroute was confirmed (their port_tx egress counters) is in the record.
+link once the reroute was confirmed (their port_tx egress counters) is in the record and
+checked, but it is weak: it stayed +0 with the reroute broken on purpose, which the
+group-write checks of ``check_reroute`` did catch (docs/bmv2.md, "Faults").
 """
 
 from __future__ import annotations
