@@ -30,7 +30,7 @@ log = logging.getLogger("faults")
 # Controller events this long before an injection was issued still count as its own
 # (the clocks are one CLOCK_MONOTONIC; this only absorbs rounding).
 MATCH_SLACK_S = 0.01
-SUPPORTED = {"ovs": ("link", "switch", "controller"), "bmv2": ()}
+SUPPORTED = {"ovs": ("link", "switch", "controller"), "bmv2": ("link", "switch", "controller")}
 
 
 def check_supported(faults: Sequence[Fault], switch: str, source: str) -> None:
@@ -120,9 +120,27 @@ class OvsFaults:
         self.restarts: dict[int, Restart] = {}  # controller restarts, by fault
         self.equal: dict[int, bool] = {}  # restarts: tables after equal before, by fault
 
+    def set_links(self, plan: FabricPlan, fault: Fault, up: bool) -> None:
+        """Both ends of a link fault's link up or down (``set_links``)."""
+        set_links(plan, fault, up)
+
+    def tables(self, name: str) -> list[str]:
+        """Everything switch ``name`` holds, counters left out (``switch_tables``)."""
+        return switch_tables(name)
+
+    def base(self, name: str) -> list[str]:
+        """Its static pipeline only (``base_tables``)."""
+        return base_tables(name)
+
+    def controller_started(self) -> None:
+        """Hook: the new controller of a restart listens (it has not taken over yet)."""
+
+    def close(self) -> None:
+        """Hook: the run's faults are over."""
+
     def __call__(self, plan: FabricPlan, fault: Fault, up: bool) -> str | None:
         if fault.kind == "link":
-            set_links(plan, fault, up)
+            self.set_links(plan, fault, up)
             return None
         if fault.kind == "controller":
             self.restarts[fault.index] = r = self.restart_controller(plan)
@@ -132,7 +150,8 @@ class OvsFaults:
         # A leaf's coflow rules follow the policy's decisions while it is away: only its
         # static pipeline must come back as it was (the controller's ready event says
         # when its whole current state was confirmed).
-        tables = switch_tables if plan.switch(name).role == "spine" else base_tables
+        spine = plan.switch(name).role == "spine"
+        tables = self.tables if spine else self.base
         if not up:
             self.before[name] = tables(name)
             self.fabric.stop_switch(name)
@@ -149,7 +168,7 @@ class OvsFaults:
                 self.before[name], now
             )
         took = (time.monotonic() - t0) * 1e3
-        what = "tables" if tables is switch_tables else "static pipeline"
+        what = "tables" if spine else "static pipeline"
         return f"{name} {what} equal to before the restart ({len(now)} entries, {took:.0f} ms)"
 
     def restart_controller(self, plan: FabricPlan) -> Restart:
@@ -167,14 +186,15 @@ class OvsFaults:
         killed = time.monotonic()
         try:
             self.controller.kill()
-            before = {n: switch_tables(n) for n in names}  # nothing writes them now
+            before = {n: self.tables(n) for n in names}  # nothing writes them now
             started = time.monotonic()
             self.controller.start(resume=True)
             up = time.monotonic()
+            self.controller_started()
             with ControllerClient(self.controller.api, timeout=RESYNC_TIMEOUT_S) as c:
                 c.wait_ready(RESYNC_TIMEOUT_S)
             ready = time.monotonic()
-            after = {n: switch_tables(n) for n in names}
+            after = {n: self.tables(n) for n in names}
             given, resent = self.client.resume()
         except (RuntimeError, OSError, TimeoutError) as exc:
             self.client.abandon(exc)  # the run's requests fail now, not at their timeout
@@ -194,6 +214,16 @@ class OvsFaults:
         )
         log.info("controller restart: %s", note)
         return Restart(killed, up, ready, resumed, not differ, note)
+
+
+def faults_for(fabric) -> type[OvsFaults]:
+    """The ``apply`` class of a fabric: BMv2's (``coflowbed.fault_inject_bmv2``) for a
+    fabric of P4Runtime switches, else OVS's."""
+    if hasattr(fabric, "grpc_addrs"):
+        from coflowbed.fault_inject_bmv2 import Bmv2Faults
+
+        return Bmv2Faults
+    return OvsFaults
 
 
 def _differ(before: list[str], after: list[str]) -> str:
@@ -274,15 +304,18 @@ class FaultInjector:
             self.notes.setdefault(f.index, []).append(note)
 
     def attach(self, fabric, controller=None, client=None) -> None:
-        """Apply the faults on ``fabric`` (an OVS ``topo.net.Fabric``; a controller
-        restart on ``controller`` and the scheduling connection ``client``), unless the
-        injector was made with its own ``apply`` (tests)."""
+        """Apply the faults on ``fabric`` (an OVS ``topo.net.Fabric`` or a
+        ``topo.bmv2.BMv2Fabric``; a controller restart on ``controller`` and the
+        scheduling connection ``client``), unless the injector was made with its own
+        ``apply`` (tests)."""
         if self._set is set_links:
-            self._set = OvsFaults(fabric, controller, client)
+            self._set = faults_for(fabric)(fabric, controller, client)
 
     def close(self) -> None:
-        """Let what is queued finish."""
+        """Let what is queued finish, then end what the faults' side started."""
         self.lane.close()
+        if isinstance(self._set, OvsFaults):
+            self._set.close()
 
     def error(self) -> str | None:
         """The first injection that failed, for the run's error (None: all went in)."""

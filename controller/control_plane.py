@@ -69,7 +69,16 @@ OPS = (
     "meter_stats",
     "fabric_events",
     "resume",
+    "port_status",
 )
+# The keys each op takes beside "op".
+OP_KEYS = {
+    "set": ("entries",),
+    "clear": ("tags",),
+    "wait_ready": ("timeout_s",),
+    "resume": ("answered",),
+    "port_status": ("switch", "port", "down", "t_s"),
+}
 SCHEDULER_OPS = tuple(REQUESTS)  # open_job, register, unregister, progress, close_job
 FABRIC_EVENTS_FILE = "fabric-events.jsonl"  # beside the scheduler's event log
 
@@ -323,6 +332,22 @@ class ControlPlane:
         log.warning("link %s %s (%s)", link_name(link), "down" if now else "up", by)
         self.spawn(self._reroute, link, now, t, by)
 
+    def op_port_status(self, req: dict, _received: float) -> dict:
+        """A port's operational state seen from outside the switch (BMv2 has no
+        OpenFlow port status: the orchestrator watches its interfaces, ``topo.bmv2_ports``):
+        ``switch``, ``port``, ``down`` and ``t_s``, the CLOCK_MONOTONIC time it was seen."""
+        switch, port, down, t = req.get("switch"), req.get("port"), req.get("down"), req.get("t_s")
+        if switch not in {sw.name for sw in self.plan.switches}:
+            raise ValueError(f"switch: unknown switch {switch!r}")
+        if isinstance(port, bool) or not isinstance(port, int) or port < 1:
+            raise ValueError(f"port: must be a port number >= 1, got {port!r}")
+        if not isinstance(down, bool):
+            raise ValueError(f"down: must be true or false, got {down!r}")
+        if isinstance(t, bool) or not isinstance(t, (int, float)):
+            raise ValueError(f"t_s: must be a monotonic time in s, got {t!r}")
+        self.port_status(switch, port, down, float(t))
+        return {}
+
     def port_states(self, switch: str, down_ports: dict[int, bool]) -> None:
         """The ports of a (re)connecting switch as it reports them (``port_status`` each)."""
         for port, down in sorted(down_ports.items()):
@@ -415,15 +440,7 @@ class ControlPlane:
             op = request["op"]
             if op in SCHEDULER_OPS:
                 return {"ok": True, **self.scheduler.handle(op, request)}
-            allowed = {
-                "op",
-                {
-                    "set": "entries",
-                    "clear": "tags",
-                    "wait_ready": "timeout_s",
-                    "resume": "answered",
-                }.get(op, "op"),
-            }
+            allowed = {"op", *OP_KEYS.get(op, ())}
             unknown = sorted(set(request) - allowed)
             if unknown:
                 raise ValueError(f"{unknown[0]}: unknown key for op {op!r}")

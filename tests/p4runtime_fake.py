@@ -9,7 +9,7 @@ from concurrent import futures
 
 import grpc
 import pytest
-from finsy.proto import p4r, p4r_grpc, rpc_code
+from finsy.proto import p4i, p4r, p4r_grpc, rpc_code
 
 from controller.p4runtime import artifacts
 
@@ -36,6 +36,9 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
         self.reads: list[p4r.ReadRequest] = []
         self.tables: dict[tuple, p4r.TableEntry] = {}
         self.meters: dict[tuple, p4r.MeterEntry] = {}
+        self.members: dict[tuple, p4r.ActionProfileMember] = {}
+        self.groups: dict[tuple, p4r.ActionProfileGroup] = {}
+        self.p4info: p4i.P4Info | None = None
         self.counters: dict[tuple, tuple[int, int]] = {}  # (counter id, index) -> (b, p)
         self.direct: dict[tuple, tuple[int, int]] = {}  # entry key -> (bytes, packets)
         self.primary_election: int | None = None
@@ -61,6 +64,9 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
             self.pipelines.append(request)
             self.tables.clear()
             self.meters.clear()
+            self.members.clear()
+            self.groups.clear()
+            self.p4info = request.config.p4info
         return p4r.SetForwardingPipelineConfigResponse()
 
     def Write(self, request, context):
@@ -88,6 +94,14 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
         elif kind == "meter_entry":
             m = u.entity.meter_entry
             self.meters[(m.meter_id, m.index.index)] = m
+        elif kind == "action_profile_member":
+            mb = u.entity.action_profile_member
+            self.members[(mb.action_profile_id, mb.member_id)] = mb
+        elif kind == "action_profile_group":
+            g = u.entity.action_profile_group
+            if u.type == p4r.Update.MODIFY and (g.action_profile_id, g.group_id) not in self.groups:
+                return "group not found"
+            self.groups[(g.action_profile_id, g.group_id)] = g
         return None
 
     def Read(self, request, context):
@@ -99,10 +113,16 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
         yield p4r.ReadResponse(entities=out)
 
     def _read(self, ent: p4r.Entity) -> list[p4r.Entity]:
+        if ent.HasField("action_profile_member"):
+            return [p4r.Entity(action_profile_member=m) for m in self.members.values()]
+        if ent.HasField("action_profile_group"):
+            return [p4r.Entity(action_profile_group=g) for g in self.groups.values()]
+        if ent.HasField("meter_entry"):  # every cell written (a reset one without config)
+            return [p4r.Entity(meter_entry=m) for m in self.meters.values()]
         if ent.HasField("table_entry"):
             res = []
             for key, te in self.tables.items():
-                if key[0] == ent.table_entry.table_id:
+                if ent.table_entry.table_id in (0, key[0]):
                     copy = p4r.TableEntry()
                     copy.CopyFrom(te)
                     b, p = self.direct.get(key, (0, 0))
@@ -115,6 +135,14 @@ class FakeP4Runtime(p4r_grpc.P4RuntimeServicer):
         res.CopyFrom(c)
         res.data.byte_count, res.data.packet_count = b, p
         return [p4r.Entity(counter_entry=res)]
+
+    def GetForwardingPipelineConfig(self, request, context):
+        with self.lock:
+            if self.p4info is None:  # as PI's server answers before any pipeline
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, "No forwarding pipeline")
+            cfg = p4r.ForwardingPipelineConfig()
+            cfg.p4info.CopyFrom(self.p4info)
+        return p4r.GetForwardingPipelineConfigResponse(config=cfg)
 
     def Capabilities(self, request, context):
         return p4r.CapabilitiesResponse(p4runtime_api_version="1.3.0")

@@ -312,7 +312,7 @@ class Stage:
         (tc counts a frame at dequeue, just before the capture sees it)."""
 
         def read():
-            moved = class_deltas(self.before, tc_reading(self.devs, self.levels))
+            moved = class_deltas(self.before, tc_reading(self.devs, self.levels, self.netns_pid))
             self._drain()
             want = {lv: [0, 0] for lv in range(self.levels)}
             for lv, frames in [(level, self.seen)] + [(None, [f]) for f in self.others]:

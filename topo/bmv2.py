@@ -203,6 +203,14 @@ class BMv2Switch(Switch):
             raise RuntimeError(f"{self.name}: not started")
         wait_address(self.grpc_addr, self.proc.pid, timeout)
 
+    def crash(self) -> None:
+        """SIGKILL the switch process (by PID) and reap it: its pipeline, entries and
+        P4Runtime connection are gone, its namespace and interfaces stay."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name}: not running")
+        self.proc.kill()
+        self.proc.wait(STOP_TIMEOUT_S)
+
     def stop(self, deleteIntfs: bool = True) -> None:
         """Stop the switch process by PID, then let Mininet delete the interfaces (and
         end the shell that holds the namespace)."""
@@ -244,6 +252,22 @@ class BMv2Fabric:
     def host(self, name: str):
         """The Mininet host called ``name``."""
         return self.net.get(name)
+
+    def namespaces(self) -> dict[str, int]:
+        """switch -> the pid of the shell holding its network namespace."""
+        return {sw.name: self.net.get(sw.name).pid for sw in self.plan.switches}
+
+    def stop_switch(self, name: str) -> None:
+        """Take switch ``name`` away as a crash would (``BMv2Switch.crash``)."""
+        self.net.get(name).crash()
+
+    def start_switch(self, name: str, timeout: float = READY_TIMEOUT_S) -> None:
+        """Run switch ``name`` again after :meth:`stop_switch` (a fresh process without
+        a pipeline, on the same interfaces, whose port schedulers stayed) and wait for
+        its gRPC socket; the controller reconnects and installs it."""
+        sw = self.net.get(name)
+        sw.start(None)
+        sw.wait_ready(timeout)
 
     def stop(self) -> None:
         """Stop switches (by PID), host shells and links."""

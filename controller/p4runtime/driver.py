@@ -21,6 +21,7 @@ from controller.coflow_table import LeafDiff, RuleKey, TagRule
 from controller.p4runtime.artifacts import Artifacts
 from controller.p4runtime.entities import EntityBuilder, N, rule_key_of
 from controller.p4runtime.p4info import P4InfoIndex
+from controller.p4runtime.readback import state_reads, switch_state
 from controller.p4runtime.session import DELETE, INSERT, MODIFY, P4RuntimeSession, update
 from controller.routing import Groups, leaf_groups
 from controller.southbound.base import (
@@ -30,6 +31,7 @@ from controller.southbound.base import (
     RuleCounter,
     SouthboundError,
     SwitchDriver,
+    SwitchState,
 )
 from topo.plan import FabricPlan, SwitchPlan
 
@@ -162,8 +164,7 @@ class P4RuntimeDriver(SwitchDriver):
         log.info("%s: pipeline pushed, %d routes installed", switch, len(routes))
 
     def set_groups(self, groups: Mapping[str, Groups], timeout: float) -> int:
-        """Modify the ECMP groups' members of each leaf (leaves in parallel).  Not run
-        against BMv2 here (none installed): checked on the fake P4Runtime switch only."""
+        """Modify the ECMP groups' members of each leaf (leaves in parallel)."""
         work = {n: g for n, g in groups.items() if g}
         if not work:
             return 0
@@ -187,6 +188,9 @@ class P4RuntimeDriver(SwitchDriver):
             raise SouthboundError("group writes not confirmed in time")
         for f in done:
             f.result()
+        for n, g in sorted(work.items()):
+            for d, spines in sorted(g.items()):
+                log.info("%s: group %d (to l%d) over spines %s", n, d, d, list(spines))
         return sum(len(g) for g in work.values())
 
     def apply(self, diffs: Mapping[str, LeafDiff], timeout: float) -> int:
@@ -255,6 +259,18 @@ class P4RuntimeDriver(SwitchDriver):
             self.on_removed(name, c.cookie, c.bytes, c.packets)
 
     # --- reads -------------------------------------------------------------------------
+    def read_state(self, switch: str, timeout: float) -> SwitchState:
+        """Every entry, ECMP member/group and configured meter of ``switch`` (one Read),
+        as ``controller.p4runtime.readback.switch_state`` parses it; the driver's own
+        record of the coflow rules' cookies and the meter cells in use is rebuilt
+        from it (a restarted controller adopts them)."""
+        ents = self.session(switch).read(state_reads(self.build), timeout)
+        state = switch_state(self.build, self.plan, self.plan.switch(switch), ents)
+        with self._lock:
+            self._rules[switch] = {(r.tag, r.in_port, r.dst_ip): r.cookie for r in state.rules}
+            self._meters[switch] = {m.meter_id for m in state.meters}
+        return state
+
     def _coflow_counters(
         self, name: str, timeout: float, only: set | None = None
     ) -> list[RuleCounter]:

@@ -175,15 +175,18 @@ class EntityBuilder:
         return m
 
     def coflow_entry(self, rule: TagRule, meter_id: int | None) -> p4r.TableEntry:
-        """Entry of ``rule``; ``meter_id`` is its meter index (None: unmetered)."""
+        """Entry of ``rule`` (its cookie as the entry's controller metadata);
+        ``meter_id`` is its meter index (None: unmetered)."""
         act = (
             self.action(N.set_level, level=rule.level)
             if meter_id is None
             else self.action(N.set_level_metered, level=rule.level, meter_idx=meter_id)
         )
-        return self.table_entry(
+        entry = self.table_entry(
             N.coflow, self.coflow_match(rule.tag, rule.in_port, rule.dst_ip), act
         )
+        entry.controller_metadata = rule.cookie  # read back by a restarted controller
+        return entry
 
     def coflow_read(self) -> p4r.TableEntry:
         """Wildcard read of the coflow table with its direct counters."""

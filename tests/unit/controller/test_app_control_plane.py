@@ -224,3 +224,37 @@ def test_bad_dscps_are_refused_with_the_key(dscps):
         "ok": False,
         "error": "entries[0].dscps: must map host names of the fabric to DSCPs 1..55",
     }
+
+
+def test_port_status_op_reroutes_like_an_openflow_port_status():
+    """BMv2's port watcher: l1 port 3 (hosts_per_leaf=2, so its uplink to s1) down at
+    t=50 s.  PLAN has one spine, so l1's group to l2 and l2's group to l1 are left with
+    no spine: both leaves rewritten, recorded as detected at 50 s."""
+    from controller.routing import FabricEvents
+
+    plane, drv = _ready_plane()
+    reply = plane.handle(
+        {"op": "port_status", "switch": "l1", "port": 3, "down": True, "t_s": 50.0}
+    )
+    assert reply == {"ok": True}
+    assert drv.groups_set == [{"l1": {2: ()}, "l2": {1: ()}}]
+    (ev,) = FabricEvents.from_wire(plane.handle({"op": "fabric_events"})).links
+    assert (ev.link, ev.down, ev.detected_s, ev.reported_by) == ("l1-s1", True, 50.0, "l1 port 3")
+
+
+@pytest.mark.parametrize(
+    "req,msg",
+    [
+        ({"switch": "x9", "port": 3, "down": True, "t_s": 1.0}, "switch: unknown switch 'x9'"),
+        ({"switch": "l1", "port": 0, "down": True, "t_s": 1.0}, "port: must be a port number"),
+        ({"switch": "l1", "port": True, "down": True, "t_s": 1.0}, "port: must be a port number"),
+        ({"switch": "l1", "port": 3, "down": "yes", "t_s": 1.0}, "down: must be true or false"),
+        ({"switch": "l1", "port": 3, "down": True, "t_s": None}, "t_s: must be a monotonic"),
+        ({"switch": "l1", "port": 3, "down": True, "t_s": 1.0, "x": 1}, "x: unknown key"),
+    ],
+)
+def test_bad_port_status_requests_change_nothing(req, msg):
+    plane, drv = _ready_plane()
+    reply = plane.handle({"op": "port_status", **req})
+    assert reply["ok"] is False and re.search(msg, reply["error"]), reply
+    assert drv.groups_set == [] and plane.down_links == set()
