@@ -91,7 +91,7 @@ class Simulator:
     stats: SimStats = field(default_factory=SimStats)
     faults: Sequence[LinkFault] = ()  # leaf-spine links down for a while (scenario faults)
     fast: bool = True  # flow completions on path groups (groupkernel); False: per flow
-    incremental: bool = True  # path groups re-share only the levels that changed (groupalloc)
+    incremental: bool = False  # path groups re-share only the levels that changed (groupalloc)
 
     def __post_init__(self) -> None:
         self.flows = FlowTable.build(self.dag.coflows, self.fabric)

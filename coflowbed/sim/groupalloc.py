@@ -12,7 +12,7 @@ the set ``D`` of links whose free capacity now differs from last time:
 - a level that was blocked (every group crosses a full link) stays blocked while no link
   of ``D`` it crosses went from full to free (members only leave between decisions):
   skipped in O(|D|), the capacity passes through;
-- any other level is filled again (``groupfill.fill_level``, as ``groupkernel.allocate``
+- any other level is filled again (``roundfill.fill``, as ``groupkernel.allocate``
   does) and
   ``D`` becomes the links where what it hands on differs from last time;
 - once ``D`` is empty and no dirty level is left, the levels below are unchanged: stop.
@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import groupfill
+from coflowbed.sim import roundfill
 
 
 @njit(cache=True)
@@ -73,10 +73,10 @@ def _differences(residual, saved, diff, dval) -> int:
 def reshare(grp_lv, g_paths, weight, eps, g_rate, state, from_lv, scratch) -> int:
     """Re-share the groups from level ``from_lv`` on (the levels above are unchanged),
     filling only the levels whose inputs changed.  ``grp_lv``: (lv_bounds, uses,
-    ``groupfill.level_index``); ``state``: (res_at [levels + 1, links], blocked, dirty),
-    updated; ``scratch``: (diff, dval, residual, fill scratch).  Returns how many levels
-    were filled."""
-    lv_bounds, uses, index = grp_lv
+    ``groupfill.level_index``, ``roundfill`` rounds); ``state``: (res_at [levels + 1,
+    links], blocked, dirty), updated; ``scratch``: (diff, dval, residual, fill scratch).
+    Returns how many levels were filled."""
+    lv_bounds, uses, index, rounds = grp_lv
     res_at, blocked, dirty = state
     diff, dval, residual, fscratch = scratch
     n_lv = lv_bounds.size - 1
@@ -93,8 +93,8 @@ def reshare(grp_lv, g_paths, weight, eps, g_rate, state, from_lv, scratch) -> in
             dirty[lv] = False
             continue
         residual[:] = res_at[lv]
-        blocked[lv] = groupfill.fill_level(
-            lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, fscratch
+        blocked[lv] = roundfill.fill(
+            lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, fscratch
         )
         dirty[lv] = False
         filled += 1

@@ -64,9 +64,10 @@ def _live(lo, hi, g_paths, weight, residual, eps, live, count) -> int:
 def fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scratch) -> bool:
     """Max-min rates of level ``lv``'s groups (per member) from ``residual`` (consumed);
     returns whether the level is blocked (no group can grow: rates 0, nothing consumed).
-    ``index``: ``level_index``; ``scratch``: (live flags, one per group; link counts)."""
+    ``index``: ``level_index``; ``scratch``: (live flags, one per group; link counts;
+    more unused here)."""
     lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
-    live, count = scratch
+    live, count = scratch[0], scratch[1]
     g_rate[lo:hi] = 0.0
     count[:] = 0
     n_live = _live(lo, hi, g_paths, weight, residual, eps, live, count)

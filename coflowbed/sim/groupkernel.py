@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import groupalloc, groupfill, kernel
+from coflowbed.sim import groupalloc, groupfill, kernel, roundfill
 
 BEFORE, AFTER = 0, 1  # the loop stopped before an event (rates current) / after one
 DAG, FLOW, FAULT, THRESHOLD = 0, 1, 2, 3  # kinds of the next event
@@ -135,16 +135,19 @@ def build(active, level, pid, cof, paths, remaining, rates, start_s, by_coflow):
 
 
 @njit(cache=True)
-def allocate(lv_bounds, g_paths, weight, eps, g_rate, res_at, from_lv, index, fscratch) -> None:
+def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch) -> None:
     """Rates of the groups (per member): levels in order, max-min within a level on one
-    weighted row per non-empty group (``groupfill.fill_level`` on the run's link
-    ``index``).  Strict priority leaves the levels above ``from_lv`` as they were, so it
-    starts there from ``res_at[from_lv]`` (row ``lv``: free capacity before level
-    ``lv``, rewritten from ``from_lv`` on)."""
+    weighted row per non-empty group (``roundfill.fill``; ``grp_lv``: (lv_bounds, uses,
+    link index, rounds) as ``groupalloc.reshare``).  Strict priority leaves the levels
+    above ``from_lv`` as they were, so it starts there from ``res_at[from_lv]`` (row
+    ``lv``: free capacity before level ``lv``, rewritten from ``from_lv`` on)."""
+    lv_bounds, _uses, index, rounds = grp_lv
     residual = res_at[from_lv].copy()
     for lv in range(from_lv, lv_bounds.size - 1):
         res_at[lv] = residual
-        groupfill.fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, fscratch)
+        roundfill.fill(
+            lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, fscratch
+        )
     res_at[lv_bounds.size - 1] = residual
 
 
@@ -281,12 +284,13 @@ def _reshare(grp, eps, state, need, scratch, incremental) -> None:
     (``groupalloc.reshare``: only the levels whose inputs changed) or every level again
     from ``need`` (``allocate``, the reference)."""
     lv_bounds, _ms, _mp, _r0, g_paths, g_rate, weight, _gc, _st, _hd, _sv = grp
-    res_at, blocked, dirty, uses, index = state
+    res_at, blocked, dirty, uses, index, rounds = state
+    grp_lv = (lv_bounds, uses, index, rounds)
     if incremental:
-        saved, grp_lv = (res_at, blocked, dirty), (lv_bounds, uses, index)
+        saved = (res_at, blocked, dirty)
         groupalloc.reshare(grp_lv, g_paths, weight, eps, g_rate, saved, need, scratch)
     else:
-        allocate(lv_bounds, g_paths, weight, eps, g_rate, res_at, need, index, scratch[3])
+        allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, need, scratch[3])
         dirty[:] = False
 
 
@@ -309,9 +313,12 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     uses = groupalloc.level_links(lv_bounds, g_paths, links)
     index = groupfill.level_index(lv_bounds, g_paths, links)
     # Saved per level: free capacity handed to it, no rate at all, lost a member since.
-    state = (res_at, np.zeros(n_lv, np.bool_), np.ones(n_lv, np.bool_), uses, index)
+    big = roundfill.biggest(lv_bounds)  # the level whose filling restarts mid-way
+    lo, hi = (lv_bounds[big], lv_bounds[big + 1]) if big >= 0 else (0, 0)
+    rounds = (big, roundfill.state(lo, hi, links))
+    state = (res_at, np.zeros(n_lv, np.bool_), np.ones(n_lv, np.bool_), uses, index, rounds)
     mov = np.empty(n_g, np.int64)
-    fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64))
+    fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64))
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
     agg = np.zeros(coflows[0].size)
     out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2])
