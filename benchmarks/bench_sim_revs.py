@@ -105,7 +105,9 @@ def bench_policy(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
             )
     first = trees[0][0]
     for name, _tree in trees[1:]:
-        print(f"{policy}: max rel CCT diff {name} vs {first}: {max_rel(ccts[first], ccts[name]):.2e}")
+        print(
+            f"{policy}: max rel CCT diff {name} vs {first}: {max_rel(ccts[first], ccts[name]):.2e}"
+        )
 
 
 def main() -> int:
