@@ -19,7 +19,8 @@ flow that ended on the way at its own instant.
 
 Otherwise, without caps, the flow completions between two decisions run compiled on
 path groups (``grouprun``/``groupkernel``); ``fast=False`` keeps this per-flow loop for
-them (the reference).
+them (the reference).  ``incremental=True`` makes those runs skip the levels whose
+inputs did not change (``groupalloc``; the same rates, bit for bit).
 """
 
 from __future__ import annotations
