@@ -19,7 +19,8 @@ flow that ended on the way at its own instant.
 
 Otherwise, without caps, the flow completions between two decisions run compiled on
 path groups (``grouprun``/``groupkernel``); ``fast=False`` keeps this per-flow loop for
-them (the reference).
+them (the reference).  ``incremental=True`` makes those runs skip the levels whose
+inputs did not change (``groupalloc``; the same rates, bit for bit).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class Simulator:
     stats: SimStats = field(default_factory=SimStats)
     faults: Sequence[LinkFault] = ()  # leaf-spine links down for a while (scenario faults)
     fast: bool = True  # flow completions on path groups (groupkernel); False: per flow
+    incremental: bool = False  # path groups re-share only the levels that changed (groupalloc)
 
     def __post_init__(self) -> None:
         self.flows = FlowTable.build(self.dag.coflows, self.fabric)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import kernel
+from coflowbed.sim import groupalloc, groupfill, kernel, roundfill
 
 BEFORE, AFTER = 0, 1  # the loop stopped before an event (rates current) / after one
 DAG, FLOW, FAULT, THRESHOLD = 0, 1, 2, 3  # kinds of the next event
@@ -135,27 +135,19 @@ def build(active, level, pid, cof, paths, remaining, rates, start_s, by_coflow):
 
 
 @njit(cache=True)
-def allocate(lv_bounds, g_paths, weight, eps, g_rate, res_at, from_lv, idx, w) -> None:
+def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch) -> None:
     """Rates of the groups (per member): levels in order, max-min within a level on one
-    weighted row per non-empty group.  Strict priority leaves the levels above
-    ``from_lv`` as they were, so it starts there from ``res_at[from_lv]`` (row ``lv``:
-    free capacity before level ``lv``, rewritten from ``from_lv`` on; ``idx``, ``w``:
-    scratch of one slot per group)."""
+    weighted row per non-empty group (``roundfill.fill``; ``grp_lv``: (lv_bounds, uses,
+    link index, rounds) as ``groupalloc.reshare``).  Strict priority leaves the levels
+    above ``from_lv`` as they were, so it starts there from ``res_at[from_lv]`` (row
+    ``lv``: free capacity before level ``lv``, rewritten from ``from_lv`` on)."""
+    lv_bounds, _uses, index, rounds = grp_lv
     residual = res_at[from_lv].copy()
-    g_rate[lv_bounds[from_lv] :] = 0.0
-    empty = np.zeros(0)
     for lv in range(from_lv, lv_bounds.size - 1):
         res_at[lv] = residual
-        n = 0
-        for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
-            if weight[g] > 0:
-                idx[n], w[n] = g, weight[g]
-                n += 1
-        if n == 0 or not kernel._any_room(g_paths, idx[:n], residual, eps):
-            continue
-        gained = kernel.fill(g_paths, idx[:n], w[:n], residual, eps, empty, empty, False)
-        for j in range(n):
-            g_rate[idx[j]] = gained[j]
+        roundfill.fill(
+            lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, fscratch
+        )
     res_at[lv_bounds.size - 1] = residual
 
 
@@ -222,14 +214,16 @@ def stamp(moving, started, m_start, m_pos, head, active, cof, start_s, now, out_
 
 
 @njit(cache=True)
-def advance(grp, moving, flows, coflows, dt, start, tol, fin, n_fin, done_c) -> tuple:
+def advance(grp, moving, flows, coflows, dt, start, tol, out) -> tuple:
     """Move every moving group ``dt`` seconds on; finish the members now done (stamped
-    at their own instant, appended to ``fin``) and append the coflows with no flow left
-    to ``done_c`` (from its first free slot, -1); returns (flows done, n_fin, the lowest
-    level index that lost a member)."""
+    at their own instant, appended to ``fin``), append the coflows with no flow left to
+    ``done_c`` (from its first free slot, -1) and mark the levels that lost a member in
+    ``dirty`` (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin, the
+    lowest level index that lost a member)."""
     lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
     active, cof, remaining, size, _start_s, finish_s, caps = flows
     sent, left, by_coflow = coflows
+    fin, n_fin, done_c, dirty = out
     low = lv_bounds.size  # lowest level index that lost a member
     n_dc = 0
     while n_dc < done_c.size and done_c[n_dc] >= 0:
@@ -261,7 +255,9 @@ def advance(grp, moving, flows, coflows, dt, start, tol, fin, n_fin, done_c) -> 
             head[g] += 1
             weight[g] -= 1
             n += 1
-            low = min(low, np.searchsorted(lv_bounds, g, side="right") - 1)
+            lv = np.searchsorted(lv_bounds, g, side="right") - 1
+            dirty[lv] = True
+            low = min(low, lv)
     return n, n_fin, low
 
 
@@ -283,30 +279,57 @@ def next_event(grp, moving, sent, thresholds, agg, now, t_dag, t_fault) -> tuple
 
 
 @njit(cache=True)
-def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol) -> tuple:
+def _reshare(grp, eps, state, need, scratch, incremental) -> None:
+    """Rates of the groups after the levels from ``need`` on changed: incrementally
+    (``groupalloc.reshare``: only the levels whose inputs changed) or every level again
+    from ``need`` (``allocate``, the reference)."""
+    lv_bounds, _ms, _mp, _r0, g_paths, g_rate, weight, _gc, _st, _hd, _sv = grp
+    res_at, blocked, dirty, uses, index, rounds = state
+    grp_lv = (lv_bounds, uses, index, rounds)
+    if incremental:
+        saved = (res_at, blocked, dirty)
+        groupalloc.reshare(grp_lv, g_paths, weight, eps, g_rate, saved, need, scratch)
+    else:
+        allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, need, scratch[3])
+        dirty[:] = False
+
+
+@njit(cache=True)
+def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, incremental) -> tuple:
     """Flow-completion events until a coflow completes, the next event is another kind,
     the horizon or ``budget`` events.  ``clock``: (now, next release or compute end,
-    next fault, horizon).  Returns (BEFORE/AFTER, now, events, flow visits, allocations,
-    flows done at the last event, finished positions, completed coflows, coflows that
-    started)."""
+    next fault, horizon); ``incremental``: re-share only the levels whose inputs changed
+    (``groupalloc``; else every level from the first that lost a member).  Returns
+    (BEFORE/AFTER, now, events, flow visits, allocations, flows done at the last event,
+    finished positions, completed coflows, coflows that started)."""
     lv_bounds, m_start, m_pos, _r0, g_paths, g_rate, weight, _gc, started, head, _sv = grp
     active, cof, _rem, _size, start_s, _fin, _caps = flows
     now, t_dag, t_fault, horizon = clock
-    n_g = g_rate.size
+    n_g, n_lv = g_rate.size, lv_bounds.size - 1
     eps = kernel.full_below(capacity)
-    res_at = np.empty((lv_bounds.size, capacity.size))
+    res_at = np.zeros((n_lv + 1, capacity.size))
     res_at[0] = capacity
-    idx, w, mov = np.empty(n_g, np.int64), np.empty(n_g, np.int64), np.empty(n_g, np.int64)
+    links = capacity.size
+    uses = groupalloc.level_links(lv_bounds, g_paths, links)
+    index = groupfill.level_index(lv_bounds, g_paths, links)
+    # Saved per level: free capacity handed to it, no rate at all, lost a member since.
+    big = roundfill.biggest(lv_bounds)  # the level whose filling restarts mid-way
+    lo, hi = (lv_bounds[big], lv_bounds[big + 1]) if big >= 0 else (0, 0)
+    rounds = (big, roundfill.state(lo, hi, links))
+    state = (res_at, np.zeros(n_lv, np.bool_), np.ones(n_lv, np.bool_), uses, index, rounds)
+    mov = np.empty(n_g, np.int64)
+    fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64))
+    scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
     agg = np.zeros(coflows[0].size)
-    fin = np.empty(active.size, np.int64)
-    done_c = np.full(active.size, -1, np.int64)
+    out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2])
+    fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)
     moving = moving_groups(g_rate, weight, mov)
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
-    need, valid = lv_bounds.size, False  # level to re-share from; res_at[1:] known
+    need, valid = n_lv + 1, False  # level to re-share from; res_at[1:] known
     while True:
-        if need < lv_bounds.size:
-            allocate(lv_bounds, g_paths, weight, eps, g_rate, res_at, need if valid else 0, idx, w)
+        if need <= n_lv:
+            _reshare(grp, eps, state, need if valid else 0, scratch, incremental)
             valid = True
             moving = moving_groups(g_rate, weight, mov)
             stamp(moving, started, m_start, m_pos, head, active, cof, start_s, now, began)
@@ -316,9 +339,8 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol) -> tuple:
             return BEFORE, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began
         visits += live
         start, now = now, now + dt
-        n_last, n_fin, need = advance(
-            grp, moving, flows, coflows, dt, start, tol, fin, n_fin, done_c
-        )
+        out = (fin, n_fin, done_c, state[2])
+        n_last, n_fin, need = advance(grp, moving, flows, coflows, dt, start, tol, out)
         live -= n_last
         events += 1
         if done_c[0] >= 0:

@@ -37,6 +37,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         clock,
         FAST_BUDGET,
         FINISH_TOL,
+        sim.incremental,
     )
     status, sim.now, events, visits, allocs, n_last, fin, done_c, began = out
     groupkernel.sync(
