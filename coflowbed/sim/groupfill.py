@@ -61,6 +61,16 @@ def _live(lo, hi, g_paths, weight, residual, eps, live, count) -> int:
 
 
 @njit(cache=True)
+def take_step(residual, count, step, link) -> None:
+    """One filling round: every link loses ``step`` per live group on it (``count``);
+    the bottleneck ``link`` is full even if round-off left it above its epsilon."""
+    for k in range(residual.size):
+        if count[k] > 0:
+            residual[k] -= step * count[k]
+    residual[link] = 0.0
+
+
+@njit(cache=True)
 def fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scratch) -> bool:
     """Max-min rates of level ``lv``'s groups (per member) from ``residual`` (consumed);
     returns whether the level is blocked (no group can grow: rates 0, nothing consumed).
@@ -81,10 +91,7 @@ def fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scr
         if link < 0:
             raise ValueError("a flow crosses no link of finite capacity")
         level += step
-        for k in range(residual.size):
-            if count[k] > 0:
-                residual[k] -= step * count[k]
-        residual[link] = 0.0  # the bottleneck is full even if round-off left it above eps
+        take_step(residual, count, step, link)
         for k in range(residual.size):
             if residual[k] > eps[k]:
                 continue

@@ -98,10 +98,7 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live) -
             raise ValueError("a flow crosses no link of finite capacity")
         r_step[r] = step
         level += step
-        for k in range(residual.size):
-            if count[k] > 0:
-                residual[k] -= step * count[k]
-        residual[link] = 0.0  # the bottleneck is full even if round-off left it above eps
+        groupfill.take_step(residual, count, step, link)
         for k in range(residual.size):
             if residual[k] > eps[k]:
                 continue
