@@ -15,63 +15,30 @@ group-write checks of ``check_reroute`` did catch (docs/bmv2.md, "Faults").
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.cli import SCENARIOS, coflowbed
+from tests import faultrun
+from tests.cli import SCENARIOS
+from tests.faultrun import LEAVES, check_reroute, run
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2, pytest.mark.slow]
 
 KB = 1000
-LEAVES = ("l1", "l2", "l3", "l4")
-CROSS = [("h21", "h11"), ("h22", "h12"), ("h31", "h11"), ("h32", "h12"), ("h42", "h11")]
-CROSS += [("h11", "h22"), ("h12", "h42")]
 
 
 def scenario(tmp: Path, name: str, faults: list[dict], policy: str | None = None) -> Path:
     """default-bmv2.yaml plus the ``cross`` coflow (600 KB per flow) and ``faults``."""
-    data = yaml.safe_load((SCENARIOS / "default-bmv2.yaml").read_text())
-    data["name"] = name
-    if policy is not None:
-        data["policy"] = policy
-    data["timeout_s"] = 60
-    data["workload"]["coflows"].append(
-        {
-            "id": "cross",
-            "arrival_s": 0.3,
-            "level": 5,
-            "flows": [{"src": s, "dst": d, "bytes": 600 * KB} for s, d in CROSS],
-        }
+    return faultrun.scenario(
+        SCENARIOS / "default-bmv2.yaml",
+        tmp,
+        name,
+        faults,
+        policy,
+        flow_bytes=600 * KB,
+        timeout_s=60,
     )
-    data["faults"] = faults
-    p = tmp / f"{name}.yaml"
-    p.write_text(yaml.safe_dump(data, sort_keys=False))
-    return p
-
-
-def run(path: Path, out: Path) -> dict:
-    res = coflowbed("run", str(path), "--out", str(out), "--no-check")
-    assert res.returncode == 0, res.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
-    rows = list(csv.DictReader((out / "faults.csv").open()))
-    return {"summary": summary, "rows": rows, "log": (out / "controller.log").read_text()}
-
-
-def check_reroute(f: dict, log: str) -> None:
-    """The fault went in, the watcher saw it, every leaf confirmed new groups."""
-    assert f["kind"] == "link" and f["target"] == "l1-s1"
-    assert f["injected_s"] is not None and f["injected_s"] >= f["at_s"]
-    assert f["detected_s"] is not None and 0 <= f["detect_ms"] < 500
-    assert f["rerouted_s"] >= f["detected_s"] and 0 <= f["reroute_ms"] < 500
-    assert f["leaves_rerouted"] == " ".join(LEAVES), f
-    for d in (2, 3, 4):  # l1 reaches every leaf over s2 only
-        assert f"l1: group {d} (to l{d}) over spines [2]" in log
-    for leaf in ("l2", "l3", "l4"):  # the others reach l1 over s2 only
-        assert f"{leaf}: group 1 (to l1) over spines [2]" in log
 
 
 def test_link_down_and_back_nothing_sent_into_it_and_every_flow_completes(tmp_path):
