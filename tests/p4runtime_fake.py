@@ -5,6 +5,7 @@ keeping the written entities so reads answer like a switch."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent import futures
 
 import grpc
@@ -160,6 +161,15 @@ class FakeSwitch:
 
     def stop(self) -> None:
         self.server.stop(grace=None).wait(5)
+
+
+def fake_switches(plan) -> Iterator[dict[str, FakeSwitch]]:
+    """A FakeSwitch per switch of ``plan`` by name, for a fixture to yield; each is
+    stopped when the fixture ends."""
+    sws = {sw.name: FakeSwitch() for sw in plan.switches}
+    yield sws
+    for s in sws.values():
+        s.stop()
 
 
 def p4info_ids():

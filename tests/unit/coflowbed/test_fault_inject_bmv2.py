@@ -11,7 +11,7 @@ from coflowbed import fault_inject_bmv2 as fib
 from coflowbed.fault_inject import OvsFaults, faults_for
 from coflowbed.faults import Fault
 from controller.coflow_table import LeafTable, TagEntry, leaf_state
-from tests.p4runtime_fake import ART, FakeSwitch, needs_p4info
+from tests.p4runtime_fake import ART, fake_switches, needs_p4info
 from topo.bmv2_ports import PortEvent
 from topo.plan import FabricPlan
 
@@ -67,10 +67,7 @@ class FakeController:
 
 @pytest.fixture
 def switches():
-    sws = {sw.name: FakeSwitch() for sw in PLAN.switches}
-    yield sws
-    for s in sws.values():
-        s.stop()
+    yield from fake_switches(PLAN)
 
 
 @pytest.fixture

@@ -11,7 +11,13 @@ from finsy.proto import p4r
 
 from controller.coflow_table import FlowRate, LeafTable, TagEntry, leaf_state, rule_cookie
 from controller.southbound.base import SouthboundError
-from tests.p4runtime_fake import ART, FakeSwitch, entries_of, needs_p4info, p4info_ids
+from tests.p4runtime_fake import (
+    ART,
+    entries_of,
+    fake_switches,
+    needs_p4info,
+    p4info_ids,
+)
 from topo.plan import FabricPlan
 
 
@@ -22,10 +28,7 @@ def plan():
 
 @pytest.fixture
 def switches(plan):
-    sws = {sw.name: FakeSwitch() for sw in plan.switches}
-    yield sws
-    for s in sws.values():
-        s.stop()
+    yield from fake_switches(plan)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from controller.coflow_table import FlowRate, LeafTable, TagEntry, leaf_state, r
 from controller.p4runtime.p4info import encode_uint
 from controller.southbound.base import InstalledMeter
 from controller.takeover import adopted_table
-from tests.p4runtime_fake import ART, FakeSwitch, needs_p4info, p4info_ids
+from tests.p4runtime_fake import ART, FakeSwitch, fake_switches, needs_p4info, p4info_ids
 from topo.plan import FabricPlan
 
 pytestmark = [needs_p4info, pytest.mark.sockets]
@@ -24,10 +24,7 @@ def plan():
 
 @pytest.fixture
 def switches(plan):
-    sws = {sw.name: FakeSwitch() for sw in plan.switches}
-    yield sws
-    for s in sws.values():
-        s.stop()
+    yield from fake_switches(plan)
 
 
 @pytest.fixture
