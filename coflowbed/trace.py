@@ -13,7 +13,9 @@ Unfinished slices are left out (their records say so); times are run time (s) x 
 
 from __future__ import annotations
 
+import heapq
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -30,15 +32,18 @@ def _us(t: float) -> float:
 
 
 def pack_lanes(spans: Iterable[tuple[float, float]]) -> list[int]:
-    """For spans (start, end), in the given order, the first lane (0, 1, ...) whose last
-    span ended by this one's start: no two spans of a lane overlap."""
-    ends: list[float] = []
+    """For spans (start, end) in order of start, the first lane (0, 1, ...) whose last
+    span ended by this one's start: no two spans of a lane overlap.  Lanes whose span
+    ended go from a heap by end time to a heap of free lane numbers (with starts in
+    order, a lane once free stays free until reused): O(n log lanes)."""
+    busy: list[tuple[float, int]] = []  # (end, lane)
+    free: list[int] = []
     out = []
     for start, end in spans:
-        lane = next((i for i, e in enumerate(ends) if e <= start), len(ends))
-        if lane == len(ends):
-            ends.append(end)
-        ends[lane] = end
+        while busy and busy[0][0] <= start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        lane = heapq.heappop(free) if free else len(busy) + len(free)
+        heapq.heappush(busy, (end, lane))
         out.append(lane)
     return out
 
@@ -137,11 +142,14 @@ def trace_events(
     """Every event of the run's trace."""
     levels = {c.coflow_id: c.level for c in coflows}
     hosts = sorted({f.src for f in flows} | {f.dst for f in flows} | {c.host for c in computes})
+    by_src, by_host = defaultdict(list), defaultdict(list)
+    for f in flows:
+        by_src[f.src].append(f)
+    for c in computes:
+        by_host[c.host].append(c)
     events = _coflow_events(coflows)
     for pid, host in enumerate(hosts, start=1):
-        mine_f = [f for f in flows if f.src == host]
-        mine_c = [c for c in computes if c.host == host]
-        events += _host_events(host, pid, mine_f, mine_c, levels)
+        events += _host_events(host, pid, by_src[host], by_host[host], levels)
     return events
 
 

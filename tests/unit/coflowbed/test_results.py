@@ -8,6 +8,7 @@ import pytest
 
 from coflowbed.results import (
     CoflowRecord,
+    FlowRecord,
     IterationRecord,
     RunSummary,
     mean,
@@ -64,3 +65,15 @@ def test_written_files_round_trip(tmp_path):
     assert on_disk["error"] is None and "switch" not in on_disk  # unset optional: omitted
     row = read_coflows_csv(tmp_path / "coflows.csv")[0]
     assert row["coflow_id"] == "a" and row["cct_s"] == 1.5 and row["level"] is None
+
+
+def test_flows_csv_has_the_fields_in_order_and_none_as_empty(tmp_path):
+    """One row per record, the dataclass's fields as columns in declaration order, an
+    unset value (a flow that never finished) as an empty cell."""
+    flows = [FlowRecord("f0", "a", "h1", "h2", 10, 0.5, None, 0, None)]
+    write_results(tmp_path, flows, [rec("a", "PP", 0.5, None)], [], partial=True)
+    lines = (tmp_path / "flows.csv").read_text().splitlines()
+    assert lines == [
+        "flow_id,coflow_id,src,dst,bytes,start_s,finish_s,bytes_received,retrans_bytes",
+        "f0,a,h1,h2,10,0.5,,0,",
+    ]

@@ -78,3 +78,11 @@ def test_compute_slices_match_compute_csv_and_no_lane_overlaps(run):
 
 def test_pack_lanes_reuses_a_lane_once_it_is_free():
     assert pack_lanes([(0, 2), (1, 3), (2, 4), (3.5, 5)]) == [0, 1, 0, 1]
+
+
+def test_pack_lanes_takes_the_lowest_numbered_free_lane():
+    """(0, 10) takes lane 0, (0, 1) lane 1, (0, 2) lane 2; at 3 lanes 1 and 2 are free
+    (ended at 1 and 2) and lane 0 is not: (3, 4) takes lane 1, then (4, 6) finds lane 1
+    free again (ended at 4, ends are inclusive) ahead of lane 2."""
+    spans = [(0, 10), (0, 1), (0, 2), (3, 4), (4, 6), (5, 7)]
+    assert pack_lanes(spans) == [0, 1, 2, 1, 1, 2]
