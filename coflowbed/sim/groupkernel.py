@@ -3,13 +3,15 @@ max-min sharing between two policy decisions, out of Python.
 
 Between two decisions the levels are fixed, so flows of one level on one path (and, with
 byte thresholds, of one coflow) always move at the same rate: they form a *group* with
-one rate, one counter ``served`` (bytes each member received since the group was built)
-and its members sorted by the bytes they had left then (``rem0``), so a member's bytes
-left are ``rem0 - served`` and the members finish in that order.  An event then costs
-O(groups) instead of O(flows): re-sharing fills one weighted row per group (bit for bit
-the rates the per-flow filling gives: a weighted row adds its weight where the flows
-would add one each), time to the next completion looks at each group's first member,
-moving time forward adds to each moving group's counter.
+one rate, one counter ``served`` (bytes each member received since the group was built,
+as taken at the group's ``t0``) and its members sorted by the bytes they had left then
+(``rem0``), so a member's bytes left are ``rem0 - served`` and they finish in that
+order.  An event then costs O(groups) instead of O(flows): re-sharing fills one
+weighted row per group (bit for bit the rates the per-flow filling gives: a weighted
+row adds its weight where the flows would add one each).  Time runs on per-group lines
+(``vclock``): a group's counter is rebased only when its rate changes, the next
+completion is the smallest of the groups' instants and only the groups due at an event
+are visited.
 
 The loop stops, with the engine's arrays brought up to date (``sync``), when a coflow
 completes, when the next event is not a flow completion (release, compute end, fault,
