@@ -154,14 +154,14 @@ def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch) ->
 
 
 @njit(cache=True)
-def stamp(grp, lo, active, cof, start_s, now, out_c) -> None:
-    """Members of groups from ``lo`` that got a rate and never moved start now
+def stamp(grp, changed, active, cof, start_s, now, out_c) -> None:
+    """Members of the groups ``changed`` that got a rate and never moved start now
     (``start_s``); append each coflow seen so to ``out_c`` (from its first free slot, -1)."""
     _lvb, m_start, m_pos, _r0, _paths, g_rate, weight, _gc, started, head, _sv = grp
     n = 0
     while n < out_c.size and out_c[n] >= 0:
         n += 1
-    for g in range(lo, g_rate.size):
+    for g in changed:
         if started[g] or g_rate[g] <= 0.0 or weight[g] <= 0:
             continue
         started[g] = True
@@ -259,18 +259,19 @@ def _reshare(grp, eps, state, need, scratch, incremental) -> None:
 
 
 @njit(cache=True)
-def _rates_again(grp, clk, cclk, ctx, need, now) -> None:
+def _rates_again(grp, clk, cclk, ctx, need, now) -> np.ndarray:
     """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, old
-    rates, byte thresholds, sent); groups whose rate changed get new lines, their
-    coflows' lines are redone, members that start moving are stamped."""
-    eps, state, scratch, incremental, old, thresholds, sent = ctx
+    rates, changed buffer, byte thresholds, sent); groups whose rate changed get new
+    lines and their coflows' lines are redone; returns those groups."""
+    eps, state, scratch, incremental, old, changed, thresholds, sent = ctx
     lo = grp[0][need]
     old[lo:] = grp[5][lo:]
     _reshare(grp, eps, state, need, scratch, incremental)
-    vclock.rebase(grp, clk, old, lo, now)
+    changed = changed[: vclock.rebase(grp, clk, old, lo, now, changed)]
     if thresholds.size:
-        vclock.touch_changed(grp, cclk, old, lo)
+        vclock.touch_changed(grp[7], cclk, changed)
         vclock.recount_touched(cclk, grp[5], grp[6], sent, thresholds, now)
+    return changed
 
 
 @njit(cache=True)
@@ -299,15 +300,8 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64))
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
     sent = coflows[0]
-    ctx = (
-        kernel.full_below(capacity),
-        state,
-        scratch,
-        incremental,
-        np.empty(n_g),
-        thresholds,
-        sent,
-    )
+    rate_bufs = (np.empty(n_g), np.empty(n_g, np.int64))  # old rates, changed groups
+    ctx = (kernel.full_below(capacity), state, scratch, incremental, *rate_bufs, thresholds, sent)
     out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2])
     fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)
@@ -319,8 +313,8 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     while True:
         if need <= n_lv:
             need = need if valid else 0
-            _rates_again(grp, clk, cclk, ctx, need, now)
-            stamp(grp, lv_bounds[need], active, cof, start_s, now, began)
+            changed = _rates_again(grp, clk, cclk, ctx, need, now)
+            stamp(grp, changed, active, cof, start_s, now, began)
             valid = True
             allocs += 1
         dt, why, t_flow = next_event(clk, cclk, thresholds, now, t_dag, t_fault)

@@ -65,24 +65,25 @@ def start(grp, active, size, tol, now) -> tuple:
 @njit(cache=True)
 def earliest(times) -> float:
     """The smallest of ``times`` (inf if none is finite)."""
-    best = np.inf
-    for k in range(times.size):
-        if times[k] < best:
-            best = times[k]
-    return best
+    return np.min(times) if times.size else np.inf
 
 
 @njit(cache=True)
-def rebase(grp, clk, old, lo, now) -> None:
+def rebase(grp, clk, old, lo, now, changed) -> int:
     """Groups from ``lo`` whose rate differs from ``old``: counters taken at ``now`` on
-    the old line, instants from the new rate."""
+    the old line, instants from the new rate; their ids go to ``changed``, and how many
+    is returned."""
     g_rate, weight, served = grp[5], grp[6], grp[10]
     t0 = clk[0]
+    n = 0
     for g in range(lo, g_rate.size):
         if g_rate[g] != old[g]:
             served[g] = served_at(served[g], t0[g], old[g], now)
             t0[g] = now
             instants(g, weight, g_rate, served, clk)
+            changed[n] = g
+            n += 1
+    return n
 
 
 @njit(cache=True)
@@ -147,12 +148,10 @@ def touch(c, cclk) -> None:
 
 
 @njit(cache=True)
-def touch_changed(grp, cclk, old, lo) -> None:
-    """Touch the coflows of the groups from ``lo`` whose rate differs from ``old``."""
-    g_rate, g_cof = grp[5], grp[7]
-    for g in range(lo, g_rate.size):
-        if g_rate[g] != old[g]:
-            touch(g_cof[g], cclk)
+def touch_changed(g_cof, cclk, changed) -> None:
+    """Touch the coflows of the groups ``changed``."""
+    for g in changed:
+        touch(g_cof[g], cclk)
 
 
 @njit(cache=True)
