@@ -3,13 +3,15 @@ max-min sharing between two policy decisions, out of Python.
 
 Between two decisions the levels are fixed, so flows of one level on one path (and, with
 byte thresholds, of one coflow) always move at the same rate: they form a *group* with
-one rate, one counter ``served`` (bytes each member received since the group was built)
-and its members sorted by the bytes they had left then (``rem0``), so a member's bytes
-left are ``rem0 - served`` and the members finish in that order.  An event then costs
-O(groups) instead of O(flows): re-sharing fills one weighted row per group (bit for bit
-the rates the per-flow filling gives: a weighted row adds its weight where the flows
-would add one each), time to the next completion looks at each group's first member,
-moving time forward adds to each moving group's counter.
+one rate, one counter ``served`` (bytes each member received since the group was built,
+as taken at the group's ``t0``) and its members sorted by the bytes they had left then
+(``rem0``), so a member's bytes left are ``rem0 - served`` and they finish in that
+order.  An event then costs O(groups) instead of O(flows): re-sharing fills one
+weighted row per group (bit for bit the rates the per-flow filling gives: a weighted
+row adds its weight where the flows would add one each).  Time runs on per-group lines
+(``vclock``): a group's counter is rebased only when its rate changes, the next
+completion is the smallest of the groups' instants and only the groups due at an event
+are visited.
 
 The loop stops, with the engine's arrays brought up to date (``sync``), when a coflow
 completes, when the next event is not a flow completion (release, compute end, fault,
@@ -26,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import groupalloc, groupfill, kernel, roundfill
+from coflowbed.sim import groupalloc, groupfill, kernel, roundfill, vclock
 
 BEFORE, AFTER = 0, 1  # the loop stopped before an event (rates current) / after one
 DAG, FLOW, FAULT, THRESHOLD = 0, 1, 2, 3  # kinds of the next event
@@ -152,56 +154,15 @@ def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch) ->
 
 
 @njit(cache=True)
-def next_finish(moving, g_rate, head, m_pos, rem0, served) -> float:
-    """Seconds until the first moving group's first member delivers its last byte."""
-    best = np.inf
-    for g in moving:
-        t = (rem0[m_pos[head[g]]] - served[g]) * 8.0 / g_rate[g]
-        if t < best:
-            best = t
-    return best
-
-
-@njit(cache=True)
-def moving_groups(g_rate, weight, out) -> np.ndarray:
-    """The groups with members and a rate (a view of ``out``)."""
-    n = 0
-    for g in range(g_rate.size):
-        if weight[g] > 0 and g_rate[g] > 0.0:
-            out[n] = g
-            n += 1
-    return out[:n]
-
-
-@njit(cache=True)
-def next_threshold(moving, g_rate, weight, g_cof, sent, thresholds, agg) -> float:
-    """Seconds until some moving coflow's bytes sent reach its next threshold (as the
-    engine's ``_next_threshold``; ``agg``: per-coflow scratch of zeros, left as found)."""
-    for g in moving:
-        agg[g_cof[g]] += g_rate[g] * weight[g] / 8.0
-    best = np.inf
-    for g in moving:
-        c = g_cof[g]
-        if agg[c] <= 0.0:
-            continue
-        k = np.searchsorted(thresholds, sent[c] * (1 + 1e-12) + 1e-6, side="right")
-        if k < thresholds.size:
-            best = min(best, (thresholds[k] - sent[c]) / agg[c])
-        agg[c] = 0.0
-    for g in moving:
-        agg[g_cof[g]] = 0.0
-    return best
-
-
-@njit(cache=True)
-def stamp(moving, started, m_start, m_pos, head, active, cof, start_s, now, out_c) -> int:
-    """Members of moving groups that never moved start now (``start_s``); append each
-    coflow seen so to ``out_c`` (from its first free slot, -1) and return the count."""
+def stamp(grp, changed, active, cof, start_s, now, out_c) -> None:
+    """Members of the groups ``changed`` that got a rate and never moved start now
+    (``start_s``); append each coflow seen so to ``out_c`` (from its first free slot, -1)."""
+    _lvb, m_start, m_pos, _r0, _paths, g_rate, weight, _gc, started, head, _sv = grp
     n = 0
     while n < out_c.size and out_c[n] >= 0:
         n += 1
-    for g in moving:
-        if started[g]:
+    for g in changed:
+        if started[g] or g_rate[g] <= 0.0 or weight[g] <= 0:
             continue
         started[g] = True
         for a in range(head[g], m_start[g + 1]):
@@ -210,42 +171,42 @@ def stamp(moving, started, m_start, m_pos, head, active, cof, start_s, now, out_
                 start_s[i] = now
                 out_c[n] = cof[m_pos[a]]
                 n += 1
-    return n
 
 
 @njit(cache=True)
-def advance(grp, moving, flows, coflows, dt, start, tol, out) -> tuple:
-    """Move every moving group ``dt`` seconds on; finish the members now done (stamped
-    at their own instant, appended to ``fin``), append the coflows with no flow left to
-    ``done_c`` (from its first free slot, -1) and mark the levels that lost a member in
-    ``dirty`` (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin, the
-    lowest level index that lost a member)."""
+def finish_due(grp, clk, cclk, flows, coflows, now, tol, out) -> tuple:
+    """At ``now``: finish the members of the groups due (``t_due <= now``) that are done
+    (stamped at their own instant, appended to ``fin``), append the coflows with no flow
+    left to ``done_c`` (from its first free slot, -1) and mark the levels that lost a
+    member in ``dirty`` (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin,
+    the lowest level index that lost a member)."""
     lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
     active, cof, remaining, size, _start_s, finish_s, caps = flows
     sent, left, by_coflow = coflows
     fin, n_fin, done_c, dirty = out
+    t0, t_due = clk[0], clk[4]
     low = lv_bounds.size  # lowest level index that lost a member
     n_dc = 0
     while n_dc < done_c.size and done_c[n_dc] >= 0:
         n_dc += 1
     n = 0
-    for g in moving:
+    for g in range(g_rate.size):
+        if t_due[g] > now:
+            continue
         rate = g_rate[g]
-        step = rate * dt / 8.0
-        s_old = served[g]
-        served[g] = s_old + step
-        if by_coflow:
-            sent[g_cof[g]] += step * weight[g]
+        s_now = vclock.served_at(served[g], t0[g], rate, now)
         while head[g] < m_start[g + 1]:
             p = m_pos[head[g]]
             i = active[p]
-            lft = rem0[p] - s_old
-            if lft - min(step, lft) > max(tol * size[i], 1e-6):
+            t_end = t0[g] + (rem0[p] - served[g]) * 8.0 / rate
+            lft = rem0[p] - s_now
+            if lft > max(tol * size[i], 1e-6) and t_end > now:
                 break
-            finish_s[i] = min(start + lft * 8.0 / rate, start + dt)
+            finish_s[i] = min(t_end, now)
             remaining[i], caps[i] = 0.0, 0.0
             if by_coflow:
-                sent[g_cof[g]] += lft - step
+                sent[g_cof[g]] += lft
+                vclock.touch(g_cof[g], cclk)
             left[cof[p]] -= 1
             if left[cof[p]] == 0:
                 done_c[n_dc] = cof[p]
@@ -258,24 +219,27 @@ def advance(grp, moving, flows, coflows, dt, start, tol, out) -> tuple:
             lv = np.searchsorted(lv_bounds, g, side="right") - 1
             dirty[lv] = True
             low = min(low, lv)
+        vclock.head_of(g, m_start, m_pos, head, rem0, active, size, tol, clk)
+        vclock.instants(g, weight, g_rate, served, clk)
     return n, n_fin, low
 
 
 @njit(cache=True)
-def next_event(grp, moving, sent, thresholds, agg, now, t_dag, t_fault) -> tuple:
-    """(seconds to the next event, its kind), as the engine's ``_next_event``."""
-    _lvb, _ms, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
-    dt = next_finish(moving, g_rate, head, m_pos, rem0, served)
+def next_event(clk, cclk, thresholds, now, t_dag, t_fault) -> tuple:
+    """(seconds to the next event, its kind, the next completion's instant), as the
+    engine's ``_next_event``."""
+    t_min = vclock.earliest(clk[3])
+    dt = t_min - now
     best, why = t_dag - now, DAG
     if dt < best:
         best, why = dt, FLOW
     if t_fault - now < best:
         best, why = t_fault - now, FAULT
     if thresholds.size and np.isfinite(dt):
-        d = next_threshold(moving, g_rate, weight, g_cof, sent, thresholds, agg)
+        d = vclock.next_threshold(cclk, now)
         if d < best:
             best, why = d, THRESHOLD
-    return max(best, 0.0), why
+    return max(best, 0.0), why, t_min
 
 
 @njit(cache=True)
@@ -295,21 +259,37 @@ def _reshare(grp, eps, state, need, scratch, incremental) -> None:
 
 
 @njit(cache=True)
+def _rates_again(grp, clk, cclk, ctx, need, now) -> np.ndarray:
+    """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, old
+    rates, changed buffer, byte thresholds, sent); groups whose rate changed get new
+    lines and their coflows' lines are redone; returns those groups."""
+    eps, state, scratch, incremental, old, changed, thresholds, sent = ctx
+    lo = grp[0][need]
+    old[lo:] = grp[5][lo:]
+    _reshare(grp, eps, state, need, scratch, incremental)
+    changed = changed[: vclock.rebase(grp, clk, old, lo, now, changed)]
+    if thresholds.size:
+        vclock.touch_changed(grp[7], cclk, changed)
+        vclock.recount_touched(cclk, grp[5], grp[6], sent, thresholds, now)
+    return changed
+
+
+@njit(cache=True)
 def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, incremental) -> tuple:
     """Flow-completion events until a coflow completes, the next event is another kind,
     the horizon or ``budget`` events.  ``clock``: (now, next release or compute end,
     next fault, horizon); ``incremental``: re-share only the levels whose inputs changed
-    (``groupalloc``; else every level from the first that lost a member).  Returns
-    (BEFORE/AFTER, now, events, flow visits, allocations, flows done at the last event,
-    finished positions, completed coflows, coflows that started)."""
-    lv_bounds, m_start, m_pos, _r0, g_paths, g_rate, weight, _gc, started, head, _sv = grp
-    active, cof, _rem, _size, start_s, _fin, _caps = flows
+    (``groupalloc``; else every level from the first that lost a member).  Time runs on
+    per-group lines (``vclock``); on return every counter is taken at the last instant.
+    Returns (BEFORE/AFTER, now, events, flow visits, allocations, flows done at the last
+    event, finished positions, completed coflows, coflows that started)."""
+    lv_bounds, _ms, _mp, _r0, g_paths, g_rate, weight, g_cof, _st, _hd, _sv = grp
+    active, cof, _rem, size, start_s, _fin, _caps = flows
     now, t_dag, t_fault, horizon = clock
     n_g, n_lv = g_rate.size, lv_bounds.size - 1
-    eps = kernel.full_below(capacity)
-    res_at = np.zeros((n_lv + 1, capacity.size))
-    res_at[0] = capacity
     links = capacity.size
+    res_at = np.zeros((n_lv + 1, links))
+    res_at[0] = capacity
     uses = groupalloc.level_links(lv_bounds, g_paths, links)
     index = groupfill.level_index(lv_bounds, g_paths, links)
     # Saved per level: free capacity handed to it, no rate at all, lost a member since.
@@ -317,34 +297,44 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     lo, hi = (lv_bounds[big], lv_bounds[big + 1]) if big >= 0 else (0, 0)
     rounds = (big, roundfill.state(lo, hi, links))
     state = (res_at, np.zeros(n_lv, np.bool_), np.ones(n_lv, np.bool_), uses, index, rounds)
-    mov = np.empty(n_g, np.int64)
     fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64))
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
-    agg = np.zeros(coflows[0].size)
+    sent = coflows[0]
+    rate_bufs = (np.empty(n_g), np.empty(n_g, np.int64))  # old rates, changed groups
+    ctx = (kernel.full_below(capacity), state, scratch, incremental, *rate_bufs, thresholds, sent)
     out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2])
     fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)
-    moving = moving_groups(g_rate, weight, mov)
+    clk = vclock.start(grp, active, size, tol, now)
+    cclk = vclock.coflow_clock(g_cof, sent.size, g_rate, weight, sent, thresholds, now)
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
     need, valid = n_lv + 1, False  # level to re-share from; res_at[1:] known
+    status = BEFORE
     while True:
         if need <= n_lv:
-            _reshare(grp, eps, state, need if valid else 0, scratch, incremental)
+            need = need if valid else 0
+            changed = _rates_again(grp, clk, cclk, ctx, need, now)
+            stamp(grp, changed, active, cof, start_s, now, began)
             valid = True
-            moving = moving_groups(g_rate, weight, mov)
-            stamp(moving, started, m_start, m_pos, head, active, cof, start_s, now, began)
             allocs += 1
-        dt, why = next_event(grp, moving, coflows[0], thresholds, agg, now, t_dag, t_fault)
+        dt, why, t_flow = next_event(clk, cclk, thresholds, now, t_dag, t_fault)
         if why != FLOW or now + dt > horizon or events >= budget:
-            return BEFORE, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began
+            break
         visits += live
-        start, now = now, now + dt
+        now = max(t_flow, now)
         out = (fin, n_fin, done_c, state[2])
-        n_last, n_fin, need = advance(grp, moving, flows, coflows, dt, start, tol, out)
+        n_last, n_fin, need = finish_due(grp, clk, cclk, flows, coflows, now, tol, out)
+        if thresholds.size:
+            vclock.recount_touched(cclk, g_rate, weight, sent, thresholds, now)
         live -= n_last
         events += 1
         if done_c[0] >= 0:
-            return AFTER, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began
+            status = AFTER
+            break
+    vclock.settle(grp, clk, now)
+    if thresholds.size:
+        vclock.settle_coflows(cclk, sent, now)
+    return status, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began
 
 
 @njit(cache=True)

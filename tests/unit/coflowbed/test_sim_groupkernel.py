@@ -20,7 +20,7 @@ from workload.presets import load_preset, preset_names
 
 FB = Path(__file__).resolve().parents[3] / "data" / "FB2010-1Hr-150-0.txt"
 MAX_MIN = ("fair", "fifo", "dclas", "sincronia")  # policies the compiled loop serves
-REL = 1e-9  # rounding of per-group counters against per-flow subtraction
+REL = 1e-9  # rounding of per-group lines (virtual time) against per-flow subtraction
 
 
 @pytest.fixture
@@ -57,7 +57,18 @@ def assert_same(ref: Simulator, new: Simulator) -> None:
     assert [o.start_s for o in new.outcomes] == pytest.approx(
         [o.start_s for o in ref.outcomes], rel=REL, abs=1e-12
     )
-    assert [o.level for o in new.outcomes] == [o.level for o in ref.outcomes]
+    assert_levels_up_to_ties(ref, new)
+
+
+def assert_levels_up_to_ties(ref: Simulator, new: Simulator) -> None:
+    """Same level per coflow, except where two coflows released together that end
+    together (within ``REL``) swapped levels: a tie the policy broke on round-off."""
+    key = [(o.release_s, o.finish_s) for o in ref.outcomes]
+    lv_ref = {(k, o.level) for k, o in zip(key, ref.outcomes, strict=True)}
+    for k, o_ref, o_new in zip(key, ref.outcomes, new.outcomes, strict=True):
+        if o_new.level != o_ref.level:
+            twins = {lv for (kk, lv) in lv_ref if kk == pytest.approx(k, rel=REL, abs=1e-12)}
+            assert o_new.level in twins
 
 
 @pytest.mark.parametrize("policy", [*MAX_MIN, "sebf"])

@@ -1,0 +1,184 @@
+"""Per-group virtual time for the compiled flow-completion runs (numba): a group's bytes
+served per member are a line ``served(t) = served0 + rate * (t - t0) / 8``, rebased only
+when its rate changes, so an event no longer touches every moving group.
+
+Per group the clock keeps ``t0`` (when ``served0`` was taken), ``h_left`` and ``h_tol``
+(its first unfinished member's bytes left at build time and finishing tolerance), and
+two instants: ``t_end`` when that member delivers its last byte and ``t_due`` when it
+comes within its tolerance (both inf without rate or members).  The next completion is
+the smallest ``t_end`` and the groups due at an event are those with ``t_due <= now``:
+one contiguous pass each, no arithmetic per group.
+
+With byte thresholds (one coflow per group) each coflow's bytes sent are a line too:
+``sent(t) = sent0 + c_rate * (t - c_t0)``, ``c_rate`` summed over its groups again
+whenever one of them changed, with ``t_thr`` the instant it reaches its next threshold.
+
+Layout: ``clk`` = (t0, h_left, h_tol, t_end, t_due); ``cclk`` = (c_rate, c_t0, t_thr,
+c_start, c_groups, coflows of the run, touched flags, touched list, [touched count]).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def served_at(served0, t0, rate, now) -> float:
+    """Bytes served per member at ``now`` on a line taken at ``t0``."""
+    return served0 + rate * (now - t0) / 8.0
+
+
+@njit(cache=True)
+def head_of(g, m_start, m_pos, head, rem0, active, size, tol, clk) -> None:
+    """Cache group ``g``'s first unfinished member's bytes left and tolerance."""
+    if head[g] < m_start[g + 1]:
+        p = m_pos[head[g]]
+        clk[1][g], clk[2][g] = rem0[p], max(tol * size[active[p]], 1e-6)
+
+
+@njit(cache=True)
+def instants(g, weight, g_rate, served, clk) -> None:
+    """``t_end`` and ``t_due`` of group ``g`` from its line (inf: never)."""
+    t0, h_left, h_tol, t_end, t_due = clk
+    rate = g_rate[g]
+    if weight[g] <= 0 or rate <= 0.0:
+        t_end[g], t_due[g] = np.inf, np.inf
+        return
+    left = h_left[g] - served[g]
+    t_end[g] = t0[g] + left * 8.0 / rate
+    t_due[g] = t0[g] + (left - h_tol[g]) * 8.0 / rate
+
+
+@njit(cache=True)
+def start(grp, active, size, tol, now) -> tuple:
+    """A clock of every group at ``now`` (counters all taken now)."""
+    _lvb, m_start, m_pos, rem0, _paths, g_rate, weight, _gc, _st, head, served = grp
+    n = g_rate.size
+    clk = (np.full(n, now), np.zeros(n), np.zeros(n), np.empty(n), np.empty(n))
+    for g in range(n):
+        head_of(g, m_start, m_pos, head, rem0, active, size, tol, clk)
+        instants(g, weight, g_rate, served, clk)
+    return clk
+
+
+@njit(cache=True)
+def earliest(times) -> float:
+    """The smallest of ``times`` (inf if none is finite)."""
+    return np.min(times) if times.size else np.inf
+
+
+@njit(cache=True)
+def rebase(grp, clk, old, lo, now, changed) -> int:
+    """Groups from ``lo`` whose rate differs from ``old``: counters taken at ``now`` on
+    the old line, instants from the new rate; their ids go to ``changed``, and how many
+    is returned."""
+    g_rate, weight, served = grp[5], grp[6], grp[10]
+    t0 = clk[0]
+    n = 0
+    for g in range(lo, g_rate.size):
+        if g_rate[g] != old[g]:
+            served[g] = served_at(served[g], t0[g], old[g], now)
+            t0[g] = now
+            instants(g, weight, g_rate, served, clk)
+            changed[n] = g
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def settle(grp, clk, now) -> None:
+    """Every counter taken at ``now`` (before writing the groups back)."""
+    g_rate, served = grp[5], grp[10]
+    t0 = clk[0]
+    for g in range(g_rate.size):
+        served[g] = served_at(served[g], t0[g], g_rate[g], now)
+        t0[g] = now
+
+
+@njit(cache=True)
+def coflow_clock(g_cof, n_cof, g_rate, weight, sent, thresholds, now) -> tuple:
+    """The coflows' lines at ``now`` (CSR coflow -> groups, rates summed, thresholds)."""
+    c_start = np.zeros(n_cof + 1, dtype=np.int64)
+    for g in range(g_cof.size):
+        c_start[g_cof[g] + 1] += 1
+    for c in range(n_cof):
+        c_start[c + 1] += c_start[c]
+    cursor = c_start[:-1].copy()
+    c_groups = np.empty(g_cof.size, dtype=np.int64)
+    for g in range(g_cof.size):
+        c_groups[cursor[g_cof[g]]] = g
+        cursor[g_cof[g]] += 1
+    cs = np.nonzero(np.diff(c_start))[0]
+    lines = (np.zeros(n_cof), np.full(n_cof, now), np.full(n_cof, np.inf))
+    marks = (np.zeros(n_cof, np.bool_), np.empty(cs.size, np.int64), np.zeros(1, np.int64))
+    cclk = (*lines, c_start, c_groups, cs, *marks)
+    for k in range(cs.size):
+        recount(cs[k], cclk, g_rate, weight, sent, thresholds, now)
+    return cclk
+
+
+@njit(cache=True)
+def recount(c, cclk, g_rate, weight, sent, thresholds, now) -> None:
+    """Coflow ``c``'s bytes sent taken at ``now`` on its old line; its rate summed over
+    its groups again and the instant it reaches its next threshold."""
+    c_rate, c_t0, t_thr, c_start, c_groups = cclk[:5]
+    sent[c] += c_rate[c] * (now - c_t0[c])
+    c_t0[c] = now
+    agg = 0.0
+    for q in range(c_start[c], c_start[c + 1]):
+        g = c_groups[q]
+        if weight[g] > 0:
+            agg += g_rate[g] * weight[g] / 8.0
+    c_rate[c], t_thr[c] = agg, np.inf
+    if agg > 0.0:
+        k = np.searchsorted(thresholds, sent[c] * (1 + 1e-12) + 1e-6, side="right")
+        if k < thresholds.size:
+            t_thr[c] = now + (thresholds[k] - sent[c]) / agg
+
+
+@njit(cache=True)
+def touch(c, cclk) -> None:
+    """Note that coflow ``c``'s line must be redone at the end of the event."""
+    marks, lst, n = cclk[6], cclk[7], cclk[8]
+    if not marks[c]:
+        marks[c] = True
+        lst[n[0]] = c
+        n[0] += 1
+
+
+@njit(cache=True)
+def touch_changed(g_cof, cclk, changed) -> None:
+    """Touch the coflows of the groups ``changed``."""
+    for g in changed:
+        touch(g_cof[g], cclk)
+
+
+@njit(cache=True)
+def recount_touched(cclk, g_rate, weight, sent, thresholds, now) -> None:
+    """Redo the lines of the coflows touched since the last call."""
+    marks, lst, n = cclk[6], cclk[7], cclk[8]
+    for j in range(n[0]):
+        recount(lst[j], cclk, g_rate, weight, sent, thresholds, now)
+        marks[lst[j]] = False
+    n[0] = 0
+
+
+@njit(cache=True)
+def next_threshold(cclk, now) -> float:
+    """Seconds from ``now`` until some coflow of the run reaches its next threshold."""
+    t_thr, cs = cclk[2], cclk[5]
+    best = np.inf
+    for c in cs:
+        if t_thr[c] < best:
+            best = t_thr[c]
+    return best - now
+
+
+@njit(cache=True)
+def settle_coflows(cclk, sent, now) -> None:
+    """Every coflow's bytes sent taken at ``now``."""
+    c_rate, c_t0, cs = cclk[0], cclk[1], cclk[5]
+    for c in cs:
+        sent[c] += c_rate[c] * (now - c_t0[c])
+        c_t0[c] = now

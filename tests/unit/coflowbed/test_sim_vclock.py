@@ -1,0 +1,85 @@
+"""Per-group virtual time (``coflowbed.sim.vclock``): a group's counter is a line rebased
+only when its rate changes, its instants follow from the line, and a coflow's bytes
+sent are a line summed over its groups (byte thresholds).  Whole runs against the
+per-flow loop are in ``test_sim_groupkernel.py``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from coflowbed.sim import groupkernel, vclock
+
+TOL = 1e-9  # the engine's FINISH_TOL
+
+
+def one_path(rates: list[float], by_coflow: bool = False) -> tuple:
+    """Groups at level 0 (one path, or with ``by_coflow`` one path per flow): flow i
+    has ``(i + 1) * 1000`` bytes left and rate ``rates[i]`` bit/s; coflow i // 2."""
+    n = len(rates)
+    pid = np.arange(n) if by_coflow else np.zeros(n, dtype=np.int64)
+    paths = np.zeros((n, 2), dtype=np.int32)
+    cof = (np.arange(n) // 2).astype(np.int32)
+    remaining = (np.arange(n) + 1) * 1000.0
+    args = (np.arange(n), np.zeros(n, dtype=np.int64), pid, cof, paths, remaining)
+    return groupkernel.build(*args, np.array(rates), np.full(n, math.nan), by_coflow)
+
+
+def test_instants_from_the_line():
+    """One group of two flows (1000 and 2000 B) at 8000 bit/s = 1000 B/s each, from
+    t = 10 s: the first is done at 10 + 1000 / 1000 = 11 s, due (within 1e-6 B, its
+    tolerance, as 1e-9 x 1000 B is less) 1e-6 / 1000 s earlier."""
+    grp = one_path([8000.0, 8000.0])
+    size = np.array([1000.0, 2000.0])
+    clk = vclock.start(grp, np.arange(2), size, TOL, 10.0)
+    assert clk[3][0] == pytest.approx(11.0, rel=1e-15)
+    assert clk[3][0] - clk[4][0] == pytest.approx(1e-6 / 1000, rel=1e-6)
+    assert vclock.earliest(clk[3]) == clk[3][0]
+
+
+def test_rebase_keeps_the_bytes_served_and_moves_the_instants():
+    """At 10.5 s the rate doubles to 2000 B/s: 500 B were served on the old line, so the
+    first flow's last 500 B take 0.25 s more (done at 10.75 s); a group whose rate did
+    not change is not rebased (its ``t0`` stays)."""
+    grp = one_path([8000.0, 8000.0])
+    clk = vclock.start(grp, np.arange(2), np.array([1000.0, 2000.0]), TOL, 10.0)
+    old, changed = grp[5].copy(), np.empty(1, dtype=np.int64)
+    assert vclock.rebase(grp, clk, old, 0, 10.5, changed) == 0
+    assert clk[0][0] == 10.0  # unchanged rate: the same line
+    grp[5][0] = 16000.0
+    assert vclock.rebase(grp, clk, old, 0, 10.5, changed) == 1 and changed[0] == 0
+    assert grp[10][0] == pytest.approx(500.0, rel=1e-15)
+    assert clk[0][0] == 10.5
+    assert clk[3][0] == pytest.approx(10.75, rel=1e-15)
+    vclock.settle(grp, clk, 10.6)
+    assert grp[10][0] == pytest.approx(500.0 + 0.1 * 2000.0, rel=1e-12)
+
+
+def test_no_rate_never_ends():
+    """A group without rate has no instants (inf): it is never next nor due."""
+    grp = one_path([0.0, 0.0])
+    clk = vclock.start(grp, np.arange(2), np.array([1000.0, 2000.0]), TOL, 0.0)
+    assert clk[3][0] == math.inf and clk[4][0] == math.inf
+    assert vclock.earliest(clk[3]) == math.inf
+
+
+def test_coflow_line_and_its_next_threshold():
+    """Coflow 0 (two groups with byte thresholds: 1000 B and 2000 B left, 8000 and
+    16000 bit/s) sends 1000 + 2000 = 3000 B/s from 0 B: it reaches the 1500 B threshold
+    at 0.5 s; at 0.2 s the first group stops: 600 B were sent, the rest at 2000 B/s
+    reaches 1500 B at 0.2 + 900 / 2000 = 0.65 s."""
+    grp = one_path([8000.0, 16000.0], by_coflow=True)
+    g_rate, weight = grp[5], grp[6]
+    sent, thresholds = np.zeros(1), np.array([1500.0, 1e9])
+    cclk = vclock.coflow_clock(grp[7], 1, g_rate, weight, sent, thresholds, 0.0)
+    assert cclk[0][0] == pytest.approx(3000.0, rel=1e-15)
+    assert vclock.next_threshold(cclk, 0.0) == pytest.approx(0.5, rel=1e-15)
+    g_rate[0] = 0.0
+    vclock.touch_changed(grp[7], cclk, np.array([0]))
+    vclock.recount_touched(cclk, g_rate, weight, sent, thresholds, 0.2)
+    assert sent[0] == pytest.approx(600.0, rel=1e-15)
+    assert vclock.next_threshold(cclk, 0.2) == pytest.approx(0.45, rel=1e-12)
+    vclock.settle_coflows(cclk, sent, 0.3)
+    assert sent[0] == pytest.approx(800.0, rel=1e-12)
