@@ -26,6 +26,35 @@ JAVA_MIN_DOUBLE = 4.9e-324  # Double.MIN_VALUE, where Utils.max starts
 
 
 @njit(cache=True)
+def _blocked(j, jr, rf, rrack, src, s_free, r_free, s_bytes, r_bytes):
+    """Whether job ``j`` has bytes on a port with no capacity left."""
+    for r in range(jr[j], jr[j + 1]):
+        if r_bytes[rrack[r]] > 0 and r_free[rrack[r]] <= ZERO:
+            return True
+        for f in range(rf[r], rf[r + 1]):
+            if s_bytes[src[f]] > 0 and s_free[src[f]] <= ZERO:
+                return True
+    return False
+
+
+@njit(cache=True, error_model="numpy")
+def _slowest(j, jr, rf, rrack, src, s_free, r_free, s_bytes, r_bytes):
+    """``max(bytes · 8 / free)`` over job ``j``'s ports, as ``Utils.max`` takes it: from
+    ``Double.MIN_VALUE``, only values above it count (NaN, zero, negative do not; a
+    finished reducer's negative ``left`` over a negative free capacity does)."""
+    best = JAVA_MIN_DOUBLE
+    for r in range(jr[j], jr[j + 1]):
+        v = r_bytes[rrack[r]] * 8 / r_free[rrack[r]]
+        if v > best:
+            best = v
+        for f in range(rf[r], rf[r + 1]):
+            v = s_bytes[src[f]] * 8 / s_free[src[f]]
+            if v > best:
+                best = v
+    return best
+
+
+@njit(cache=True)
 def _alpha(j, jr, rf, rrack, src, rem, alive, left, s_free, r_free, s_bytes, r_bytes):
     """``calcAlphaOnline``: seconds job ``j`` needs at the free capacities (-1: a port
     it has bytes on has none).  Uses and clears the scratch arrays."""
@@ -34,26 +63,15 @@ def _alpha(j, jr, rf, rrack, src, rem, alive, left, s_free, r_free, s_bytes, r_b
         for f in range(rf[r], rf[r + 1]):
             if alive[f]:
                 s_bytes[src[f]] += rem[f]
-    best, blocked = JAVA_MIN_DOUBLE, False
-    for r in range(jr[j], jr[j + 1]):
-        d = rrack[r]
-        if r_bytes[d] > 0:
-            if r_free[d] <= ZERO:
-                blocked = True
-            else:
-                best = max(best, r_bytes[d] * 8 / r_free[d])
-        for f in range(rf[r], rf[r + 1]):
-            s = src[f]
-            if s_bytes[s] > 0:
-                if s_free[s] <= ZERO:
-                    blocked = True
-                else:
-                    best = max(best, s_bytes[s] * 8 / s_free[s])
+    if _blocked(j, jr, rf, rrack, src, s_free, r_free, s_bytes, r_bytes):
+        best = -1.0
+    else:
+        best = _slowest(j, jr, rf, rrack, src, s_free, r_free, s_bytes, r_bytes)
     for r in range(jr[j], jr[j + 1]):
         r_bytes[rrack[r]] = 0.0
         for f in range(rf[r], rf[r + 1]):
             s_bytes[src[f]] = 0.0
-    return -1.0 if blocked else best
+    return best
 
 
 @njit(cache=True)
