@@ -14,7 +14,7 @@ from coflowbed.sim.coflowsim.consts import RACK_BPS as C
 from coflowbed.sim.coflowsim.dark import queue_of
 from coflowbed.sim.coflowsim.javarandom import JavaRandom
 from coflowbed.sim.coflowsim.jobs import build_workload
-from coflowbed.sim.coflowsim.varys import varys_rates
+from coflowbed.sim.coflowsim.varys import _alpha, varys_rates
 from workload.fbtrace import TraceCoflow
 
 MB = 2**20
@@ -148,6 +148,32 @@ def test_madd_reads_the_reducers_running_bytes_left():
     be C/2 each."""
     got = varys([0, 2], [0, 3], [2, 2], [1, 1], [0], [0], left_mb=[4])
     assert got == [0.75, 0.25]
+
+
+def test_alpha_counts_a_negative_count_over_a_negative_free_port():
+    """Job: reducer on rack 1 already ended (count -8 bytes, its flow 0->1 gone) and
+    reducer on rack 2 (flow 3->2, 1 MB, count 1 MB).  Rack 1 receives -1 bit/s free
+    (over-given by rounding), the rest C.  Not blocked (rack 1 has no bytes > 0).
+    Rack 2 and rack 3 need 8 MB / C = 2^-7 s; rack 1's -8 x 8 / -1 = 64 s is the
+    largest, and CoflowSim's ``Utils.max`` takes it: alpha 64 s, not 2^-7 s."""
+    i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+    r_free = np.full(8, C)
+    r_free[1] = -1.0
+    alpha = _alpha(
+        0,
+        i64([0, 2]),
+        i64([0, 1, 2]),
+        i64([1, 2]),
+        i64([0, 3]),
+        np.array([0.0, MB]),
+        np.array([False, True]),
+        np.array([-8.0, MB]),
+        np.full(8, C),
+        r_free,
+        np.zeros(8),
+        np.zeros(8),
+    )
+    assert alpha == 64.0
 
 
 def test_dclas_demotes_by_bytes_sent_at_the_next_arrival():

@@ -47,13 +47,16 @@ def test_bytes_left_drop_one_step_at_a_time():
 
 
 def test_a_reducer_ends_when_its_own_count_runs_out():
-    """Flows of 1 and 2 MB at 1 MB per step; the reducer's running count says 1 MB.
-    Step 1 takes 1 + 1 MB off it: at or below ZERO, so the reducer and its job end at
-    8 ms although the 2 MB flow still has 1 MB (it stays in the reducer's list)."""
-    mv, st, ends = one_reducer([MB, 2 * MB], [MB, MB], MB)
+    """Flows of 1 and 2 MB at 1 MB per step; the reducer's running count says 0.5 MB.
+    In step 1 the first flow takes it to -0.5 MB: at or below ZERO, so the reducer and
+    its job end (8 ms) although the 2 MB flow still has 1 MB (it stays in the reducer's
+    list).  The end sets the count to 0 and the second flow's 1 MB still comes off it
+    in the same step, as in CoflowSim's loop: -1 MB (not -1.5 MB, nor 0)."""
+    mv, st, ends = one_reducer([MB, 2 * MB], [MB, MB], MB / 2)
     assert advance(100, 0, mv, st, ends) == 1
     assert st[6][0] == 8.0
     assert mv[5].tolist() == [False, True] and mv[3][1] == MB
+    assert st[0][0] == -MB
 
 
 def test_a_reducer_ends_with_its_last_flow():
