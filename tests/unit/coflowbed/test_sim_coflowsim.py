@@ -14,6 +14,7 @@ from coflowbed.sim.coflowsim.consts import RACK_BPS as C
 from coflowbed.sim.coflowsim.dark import queue_of
 from coflowbed.sim.coflowsim.javarandom import JavaRandom
 from coflowbed.sim.coflowsim.jobs import build_workload
+from coflowbed.sim.coflowsim.policies import Ordered
 from coflowbed.sim.coflowsim.varys import _alpha, varys_rates
 from workload.fbtrace import TraceCoflow
 
@@ -224,3 +225,14 @@ def test_all_flows_finish_and_bytes_are_conserved():
         out, wl = run.outcome, run.workload
         assert out.finished
         assert (out.flow_finish_ms <= out.finish_ms[wl.flow_job]).all()
+
+
+def test_work_conservation_order_truncates_time_left_and_keeps_ties():
+    """Jobs 0-3 (FIFO: priority order 0, 1, 2, 3) started at 0 with deadlines 0.5, 0,
+    10.9 and 10.2 ms, at now = 1 ms: time left int(-0.5) = 0 (Java's cast truncates
+    towards 0; flooring would give -1 and tie it with job 1), int(-1.0) = -1, int(9.9) =
+    9, int(9.2) = 9.  Sorted stably: [1, 0, 2, 3] (2 and 3 tie: priority order)."""
+    pol = Ordered(np.array([0.5, 0.0, 10.9, 10.2]))
+    for j in range(4):
+        pol.admit(j)
+    assert pol.edf(np.zeros(4), 1.0).tolist() == [1, 0, 2, 3]
