@@ -1,8 +1,9 @@
-"""The event loop of CoflowSim's coflow-level simulators (FIFO, SEBF, DARK), without
-stepping: rates change only when coflows are admitted (at epoch starts) or leave, so
-between two such instants each flow moves ``rate/1024`` bytes per 8 ms step and the step
-it finishes in (``remaining <= ZERO``) is known in closed form.  The loop jumps from one
-admission or departure to the next."""
+"""The event loop of CoflowSim's DARK simulator (``CoflowSimulatorDark``), without
+stepping (FIFO and SEBF replay CoflowSim's steps: ``steploop.py``): rates change only
+when coflows are admitted (at epoch starts) or leave, so between two such instants each
+flow moves ``rate/1024`` bytes per 8 ms step and the step it finishes in (``remaining <=
+ZERO``) is known in closed form.  The loop jumps from one admission or departure to the
+next."""
 
 from __future__ import annotations
 

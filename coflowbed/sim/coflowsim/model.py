@@ -11,6 +11,7 @@ from coflowbed.sim.coflowsim.jobs import CsWorkload, build_workload
 from coflowbed.sim.coflowsim.loop import CoflowLoop
 from coflowbed.sim.coflowsim.outcome import CsOutcome
 from coflowbed.sim.coflowsim.policies import Dark, Ordered
+from coflowbed.sim.coflowsim.steploop import StepLoop
 from workload.fbtrace import TraceCoflow
 
 # our policy name -> CoflowSim's SHARING_ALGO
@@ -52,7 +53,7 @@ def run_workload(wl: CsWorkload, policy: str) -> CsOutcome:
     if algo == "DARK":
         return CoflowLoop(wl, Dark(DarkQueues())).run()
     key = wl.alpha if algo == "SEBF" else None
-    return CoflowLoop(wl, Ordered(wl.deadline_ms, key)).run()
+    return StepLoop(wl, Ordered(wl.deadline_ms, key)).run()
 
 
 def run_trace(

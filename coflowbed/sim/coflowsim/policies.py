@@ -1,5 +1,7 @@
 """The coflow-level policies of CoflowSim as the event loop drives them: which coflows
-are active in which order, and their rates when one arrives or leaves."""
+are active in which order, and (DARK, driven by ``loop.CoflowLoop``) their rates when
+one arrives or leaves; FIFO's and SEBF's rates are ``varys.varys_rates``, which
+``steploop.StepLoop`` calls."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from typing import Protocol
 import numpy as np
 
 from coflowbed.sim.coflowsim.dark import DarkQueues, dark_rates
-from coflowbed.sim.coflowsim.varys import varys_rates
 
 
 @dataclass
@@ -45,7 +46,7 @@ class CsPolicy(Protocol):
 @dataclass
 class Ordered:
     """FIFO (``key`` None: arrival order) or SEBF (``key``: static alpha, ties in arrival
-    order) with MADD rates and Varys's work conservation (``varys.varys_rates``)."""
+    order): the coflows in priority order and in work-conservation order."""
 
     deadline_ms: np.ndarray
     key: np.ndarray | None = None
@@ -64,12 +65,11 @@ class Ordered:
         i = self.order.index(job)
         del self.order[i], self.keys[i]
 
-    def rates(self, st: FlowState, now_ms: float) -> None:
-        """MADD in priority order, then the greedy top-up in deadline order."""
-        edf = sorted(self.order, key=lambda j: int(st.start_ms[j] + self.deadline_ms[j] - now_ms))
-        order = np.array(self.order, dtype=np.int64)
-        edf_arr = np.array(edf, dtype=np.int64)
-        varys_rates(order, edf_arr, st.first, st.src, st.dst, st.rem, st.done, st.rate, st.racks)
+    def edf(self, start_ms: np.ndarray, now_ms: float) -> np.ndarray:
+        """The jobs in work-conservation order: by ``int(start + deadline - now)``,
+        stable (CoflowSim sorts by it even without deadlines)."""
+        key = lambda j: int(start_ms[j] + self.deadline_ms[j] - now_ms)  # noqa: E731
+        return np.array(sorted(self.order, key=key), dtype=np.int64)
 
 
 @dataclass

@@ -14,7 +14,8 @@ from coflowbed.sim.coflowsim.consts import RACK_BPS as C
 from coflowbed.sim.coflowsim.dark import queue_of
 from coflowbed.sim.coflowsim.javarandom import JavaRandom
 from coflowbed.sim.coflowsim.jobs import build_workload
-from coflowbed.sim.coflowsim.varys import varys_rates
+from coflowbed.sim.coflowsim.policies import Ordered
+from coflowbed.sim.coflowsim.varys import _alpha, varys_rates
 from workload.fbtrace import TraceCoflow
 
 MB = 2**20
@@ -93,13 +94,31 @@ def test_sebf_orders_by_static_alpha_not_arrival():
     assert ccts(trace, "fifo") == {"fbA": 32.0, "fbB": 40.0}
 
 
-def varys(first, src, dst, rem_mb, order, edf) -> list[float]:
-    """``varys_rates`` of flows (src, dst, MB left) grouped by ``first``, in units of C."""
+def reducers(first, dst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(reducers per job, flows per reducer, reducer racks) of flows grouped by job
+    (``first``), each job's flows to one receiver consecutive."""
+    jr, rf, rack = [0], [], []
+    for lo, hi in zip(first[:-1], first[1:]):
+        for f in range(lo, hi):
+            if f == lo or dst[f] != dst[f - 1]:
+                rf.append(f)
+                rack.append(dst[f])
+        jr.append(len(rack))
+    rf.append(first[-1])
+    return tuple(np.array(x, dtype=np.int64) for x in (jr, rf, rack))
+
+
+def varys(first, src, dst, rem_mb, order, edf, left_mb=None) -> list[float]:
+    """``varys_rates`` of flows (src, dst, MB left) grouped by ``first``, in units of C;
+    each reducer's running bytes left is the sum of its flows' unless ``left_mb``."""
     rate = np.zeros(len(src))
     arr = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     rem = np.array(rem_mb, dtype=np.float64) * MB
-    done = np.zeros(len(src), dtype=np.bool_)
-    varys_rates(arr(order), arr(edf), arr(first), arr(src), arr(dst), rem, done, rate, 8)
+    jr, rf, rack = reducers(first, dst)
+    sums = [rem[a:b].sum() for a, b in zip(rf[:-1], rf[1:])]
+    left = np.array(sums if left_mb is None else np.array(left_mb) * MB, dtype=np.float64)
+    alive = np.ones(len(src), dtype=np.bool_)
+    varys_rates(arr(order), arr(edf), jr, rf, rack, arr(src), rem, alive, left, rate, 8)
     return (rate / C).tolist()
 
 
@@ -120,6 +139,42 @@ def test_top_up_gives_each_flow_min_free_sender_free_receiver():
     top-up adds min(C/2, 3C/4) = C/2 to 0->1 (3C/4) and nothing to the flows into 2."""
     got = varys([0, 3], [0, 0, 3], [1, 2, 2], [1, 1, 3], [0], [0])
     assert got == [0.75, 0.25, 0.75]
+
+
+def test_madd_reads_the_reducers_running_bytes_left():
+    """One coflow: 0->2 and 3->2, 1 MB left each, but reducer 2's own running count
+    (``shuffleBytesLeft``) says 4 MB.  Alpha = 4 MB at C (not the flows' 2 MB): MADD
+    gives each 1 MB / 4 MB x C = C/4, rack 2 has C/2 left; the top-up gives 0->2
+    min(3C/4, C/2) = C/2 (3/4 in all) and 3->2 nothing.  From the flows' sum it would
+    be C/2 each."""
+    got = varys([0, 2], [0, 3], [2, 2], [1, 1], [0], [0], left_mb=[4])
+    assert got == [0.75, 0.25]
+
+
+def test_alpha_counts_a_negative_count_over_a_negative_free_port():
+    """Job: reducer on rack 1 already ended (count -8 bytes, its flow 0->1 gone) and
+    reducer on rack 2 (flow 3->2, 1 MB, count 1 MB).  Rack 1 receives -1 bit/s free
+    (over-given by rounding), the rest C.  Not blocked (rack 1 has no bytes > 0).
+    Rack 2 and rack 3 need 8 MB / C = 2^-7 s; rack 1's -8 x 8 / -1 = 64 s is the
+    largest, and CoflowSim's ``Utils.max`` takes it: alpha 64 s, not 2^-7 s."""
+    i64 = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+    r_free = np.full(8, C)
+    r_free[1] = -1.0
+    alpha = _alpha(
+        0,
+        i64([0, 2]),
+        i64([0, 1, 2]),
+        i64([1, 2]),
+        i64([0, 3]),
+        np.array([0.0, MB]),
+        np.array([False, True]),
+        np.array([-8.0, MB]),
+        np.full(8, C),
+        r_free,
+        np.zeros(8),
+        np.zeros(8),
+    )
+    assert alpha == 64.0
 
 
 def test_dclas_demotes_by_bytes_sent_at_the_next_arrival():
@@ -170,3 +225,14 @@ def test_all_flows_finish_and_bytes_are_conserved():
         out, wl = run.outcome, run.workload
         assert out.finished
         assert (out.flow_finish_ms <= out.finish_ms[wl.flow_job]).all()
+
+
+def test_work_conservation_order_truncates_time_left_and_keeps_ties():
+    """Jobs 0-3 (FIFO: priority order 0, 1, 2, 3) started at 0 with deadlines 0.5, 0,
+    10.9 and 10.2 ms, at now = 1 ms: time left int(-0.5) = 0 (Java's cast truncates
+    towards 0; flooring would give -1 and tie it with job 1), int(-1.0) = -1, int(9.9) =
+    9, int(9.2) = 9.  Sorted stably: [1, 0, 2, 3] (2 and 3 tie: priority order)."""
+    pol = Ordered(np.array([0.5, 0.0, 10.9, 10.2]))
+    for j in range(4):
+        pol.admit(j)
+    assert pol.edf(np.zeros(4), 1.0).tolist() == [1, 0, 2, 3]
