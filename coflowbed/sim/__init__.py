@@ -46,7 +46,7 @@ def simulate(
     from coflowbed.sim.warmup import kernels_cached  # late: warmup imports this package
 
     if not kernels_cached():
-        log.info("compiling the simulator's kernels (once after install or 'make clean', ~25 s)")
+        log.info("compiling the simulator's kernels (once after install or 'make clean', ~100 s)")
     return SimResult(
         Simulator(dag, fabric, policy, levels, horizon_s, wall_limit_s, faults=faults).run()
     )

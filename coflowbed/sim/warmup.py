@@ -1,5 +1,5 @@
 """Compile the simulator's numba kernels ahead of use (``python -m coflowbed.sim.warmup``,
-run by ``scripts/install.sh``): a fresh checkout otherwise spends ~25 s compiling inside
+run by ``scripts/install.sh``): a fresh checkout otherwise spends ~100 s compiling inside
 its first simulation.  numba caches the machine code next to the sources, so later
 processes only load it (~1 s)."""
 
@@ -9,10 +9,11 @@ import sys
 import time
 from pathlib import Path
 
-from coflowbed.sim import BigSwitch, LeafSpine, simulate
+from coflowbed.sim import BigSwitch, LeafSpine, coflowsim, simulate
 from coflowbed.sim.levels import StaticPolicy
 from controller import policies
 from workload.dag import Coflow, Dag, Flow
+from workload.fbtrace import TraceCoflow
 
 
 def tiny_dag() -> Dag:
@@ -27,6 +28,14 @@ def tiny_dag() -> Dag:
     return Dag(coflows=coflows)
 
 
+def tiny_trace() -> list[TraceCoflow]:
+    """Two coflows in the trace's form on three racks, the second 20 ms after the first."""
+    return [
+        TraceCoflow("a", 0, (0, 1), ((2, 1.0),)),
+        TraceCoflow("b", 20, (1,), ((0, 2.0), (2, 1.0))),
+    ]
+
+
 def compile_kernels() -> float:
     """Run every kernel signature the simulator uses once; return the seconds taken."""
     t0 = time.perf_counter()
@@ -38,12 +47,14 @@ def compile_kernels() -> float:
         # uncapped; capped with held rates; byte thresholds; hard caps (meters)
         for policy in (policies.get("fair"), policies.get("sebf"), policies.get("dclas"), metered):
             simulate(dag, fabric, policy, None)
+    for name in coflowsim.POLICIES:  # --model coflowsim: its own kernels per policy
+        coflowsim.run_trace(tiny_trace(), 3, name)
     return time.perf_counter() - t0
 
 
 def kernels_cached() -> bool:
     """Whether numba's cache next to the kernels holds compiled code (else the first
-    simulation compiles, ~25 s)."""
+    simulation compiles, ~100 s)."""
     from coflowbed.sim import kernel
 
     cache = Path(kernel.__file__).parent / "__pycache__"

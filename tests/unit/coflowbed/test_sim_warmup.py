@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coflowbed.sim import BigSwitch, kernel, simulate, warmup
+from coflowbed.sim import BigSwitch, coflowsim, kernel, simulate, warmup
 from controller import policies
 
 
@@ -22,7 +22,7 @@ def test_kernels_cached_looks_for_every_kernel_module(tmp_path, monkeypatch):
 
 
 def test_a_run_that_must_compile_says_so(monkeypatch, caplog):
-    """No cached kernels: the run logs that it compiles (a silent 25 s looks like a hang)."""
+    """No cached kernels: the run logs that it compiles (a silent 100 s looks like a hang)."""
     monkeypatch.setattr(warmup, "kernels_cached", lambda: False)
     with caplog.at_level("INFO", logger="sim"):
         res = simulate(
@@ -30,3 +30,12 @@ def test_a_run_that_must_compile_says_so(monkeypatch, caplog):
         )
     assert res.sim.stats.finished
     assert any("compiling the simulator's kernels" in r.getMessage() for r in caplog.records)
+
+
+def test_the_warmup_trace_runs_every_coflowsim_policy_to_the_end():
+    """``compile_kernels`` compiles the CoflowSim model's kernels by running
+    ``tiny_trace`` under each of its policies: every one must finish both coflows
+    (a trace the model refused or left unfinished would leave kernels uncompiled)."""
+    for name in coflowsim.POLICIES:
+        run = coflowsim.run_trace(warmup.tiny_trace(), 3, name)
+        assert run.outcome.finished and len(run.outcome.finish_ms) == 2, name
