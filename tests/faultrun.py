@@ -70,3 +70,17 @@ def check_reroute(f: dict, log: str) -> None:
         assert f"l1: group {d} (to l{d}) over spines [2]" in log
     for leaf in ("l2", "l3", "l4"):
         assert f"{leaf}: group 1 (to l1) over spines [2]" in log
+
+
+def check_leaf_restart(got: dict, leaf: str, resync_max_ms: float) -> None:
+    """A run with one restart of ``leaf`` under SEBF: every coflow finished, the restart
+    was detected within 500 ms and resynced within ``resync_max_ms``, the leaf's static
+    pipeline is as before and nothing failed to install on it."""
+    s = got["summary"]
+    assert s["partial"] is False and s["coflows"] == s["coflows_total"] == 4
+    (f,) = s["faults"]
+    assert f["kind"] == "switch" and f["target"] == leaf and 0 <= f["detect_ms"] < 500
+    assert f["resync_ms"] is not None and 0 < f["resync_ms"] < resync_max_ms
+    assert f["tables_equal"] is True, f["detail"]
+    assert f"{leaf} static pipeline equal to before the restart" in f["detail"]
+    assert f"{leaf}: install failed" not in got["log"]
