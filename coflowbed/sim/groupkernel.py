@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import groupalloc, groupfill, kernel, roundfill, vclock
+from coflowbed.sim import blockers, groupalloc, groupfill, kernel, roundfill, vclock
 
 BEFORE, AFTER = 0, 1  # the loop stopped before an event (rates current) / after one
 DAG, FLOW, FAULT, THRESHOLD = 0, 1, 2, 3  # kinds of the next event
@@ -137,19 +137,31 @@ def build(active, level, pid, cof, paths, remaining, rates, start_s, by_coflow):
 
 
 @njit(cache=True)
-def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch) -> None:
+def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch, seen) -> None:
     """Rates of the groups (per member): levels in order, max-min within a level on one
     weighted row per non-empty group (``roundfill.fill``; ``grp_lv``: (lv_bounds, uses,
     link index, rounds) as ``groupalloc.reshare``).  Strict priority leaves the levels
     above ``from_lv`` as they were, so it starts there from ``res_at[from_lv]`` (row
-    ``lv``: free capacity before level ``lv``, rewritten from ``from_lv`` on)."""
+    ``lv``: free capacity before level ``lv``, rewritten from ``from_lv`` on).  A level
+    still blocked by the links that blocked it last time (``blockers``) is skipped.
+    ``seen``: (blockers state, rates before per group, filled per level), the last two
+    written for the levels filled."""
     lv_bounds, _uses, index, rounds = grp_lv
+    blk, old, filled = seen
     residual = res_at[from_lv].copy()
     for lv in range(from_lv, lv_bounds.size - 1):
         res_at[lv] = residual
-        roundfill.fill(
+        lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
+        filled[lv] = not blockers.still(lv, lo, residual, eps, blk)
+        if not filled[lv]:
+            continue
+        old[lo:hi] = g_rate[lo:hi]
+        if roundfill.fill(
             lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, fscratch
-        )
+        ):
+            blockers.note(lv, lo, hi, g_paths, weight, residual, eps, blk)
+        else:
+            blockers.forget(lv, blk)
     res_at[lv_bounds.size - 1] = residual
 
 
@@ -243,31 +255,39 @@ def next_event(clk, cclk, thresholds, now, t_dag, t_fault) -> tuple:
 
 
 @njit(cache=True)
-def _reshare(grp, eps, state, need, scratch, incremental) -> None:
+def _reshare(grp, eps, state, need, scratch, seen, incremental) -> None:
     """Rates of the groups after the levels from ``need`` on changed: incrementally
     (``groupalloc.reshare``: only the levels whose inputs changed) or every level again
-    from ``need`` (``allocate``, the reference)."""
+    from ``need`` (``allocate``, the reference) but those still blocked; ``seen`` as
+    ``allocate``'s, its rates and flags written for every level re-shared."""
     lv_bounds, _ms, _mp, _r0, g_paths, g_rate, weight, _gc, _st, _hd, _sv = grp
     res_at, blocked, dirty, uses, index, rounds = state
     grp_lv = (lv_bounds, uses, index, rounds)
     if incremental:
+        lo = lv_bounds[need]
+        seen[1][lo:] = g_rate[lo:]
+        seen[2][need:] = True
         saved = (res_at, blocked, dirty)
         groupalloc.reshare(grp_lv, g_paths, weight, eps, g_rate, saved, need, scratch)
     else:
-        allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, need, scratch[3])
+        allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, need, scratch[3], seen)
         dirty[:] = False
 
 
 @njit(cache=True)
 def _rates_again(grp, clk, cclk, ctx, need, now) -> np.ndarray:
-    """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, old
-    rates, changed buffer, byte thresholds, sent); groups whose rate changed get new
-    lines and their coflows' lines are redone; returns those groups."""
-    eps, state, scratch, incremental, old, changed, thresholds, sent = ctx
-    lo = grp[0][need]
-    old[lo:] = grp[5][lo:]
-    _reshare(grp, eps, state, need, scratch, incremental)
-    changed = changed[: vclock.rebase(grp, clk, old, lo, now, changed)]
+    """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, what
+    ``allocate`` saw, changed buffer, byte thresholds, sent); groups of the levels
+    filled whose rate changed get new lines and their coflows' lines are redone;
+    returns those groups."""
+    eps, state, scratch, incremental, seen, changed, thresholds, sent = ctx
+    lv_bounds, old, filled = grp[0], seen[1], seen[2]
+    _reshare(grp, eps, state, need, scratch, seen, incremental)
+    n = 0
+    for lv in range(need, lv_bounds.size - 1):
+        if filled[lv]:
+            n = vclock.rebase(grp, clk, old, lv_bounds[lv], lv_bounds[lv + 1], now, changed, n)
+    changed = changed[:n]
     if thresholds.size:
         vclock.touch_changed(grp[7], cclk, changed)
         vclock.recount_touched(cclk, grp[5], grp[6], sent, thresholds, now)
@@ -300,8 +320,18 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64))
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
     sent = coflows[0]
-    rate_bufs = (np.empty(n_g), np.empty(n_g, np.int64))  # old rates, changed groups
-    ctx = (kernel.full_below(capacity), state, scratch, incremental, *rate_bufs, thresholds, sent)
+    seen = (blockers.state(n_lv, n_g, links), np.empty(n_g), np.zeros(n_lv, np.bool_))
+    changed = np.empty(n_g, np.int64)
+    ctx = (
+        kernel.full_below(capacity),
+        state,
+        scratch,
+        incremental,
+        seen,
+        changed,
+        thresholds,
+        sent,
+    )
     out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2])
     fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)

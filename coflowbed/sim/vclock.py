@@ -69,14 +69,13 @@ def earliest(times) -> float:
 
 
 @njit(cache=True)
-def rebase(grp, clk, old, lo, now, changed) -> int:
-    """Groups from ``lo`` whose rate differs from ``old``: counters taken at ``now`` on
-    the old line, instants from the new rate; their ids go to ``changed``, and how many
-    is returned."""
+def rebase(grp, clk, old, lo, hi, now, changed, n) -> int:
+    """Groups ``lo..hi`` whose rate differs from ``old``: counters taken at ``now`` on
+    the old line, instants from the new rate; their ids go to ``changed`` from slot
+    ``n``, and the slots then used are returned."""
     g_rate, weight, served = grp[5], grp[6], grp[10]
     t0 = clk[0]
-    n = 0
-    for g in range(lo, g_rate.size):
+    for g in range(lo, hi):
         if g_rate[g] != old[g]:
             served[g] = served_at(served[g], t0[g], old[g], now)
             t0[g] = now
