@@ -186,23 +186,44 @@ def stamp(grp, changed, active, cof, start_s, now, out_c) -> None:
 
 
 @njit(cache=True)
-def finish_due(grp, clk, cclk, flows, coflows, now, tol, out) -> tuple:
-    """At ``now``: finish the members of the groups due (``t_due <= now``) that are done
-    (stamped at their own instant, appended to ``fin``), append the coflows with no flow
-    left to ``done_c`` (from its first free slot, -1) and mark the levels that lost a
-    member in ``dirty`` (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin,
-    the lowest level index that lost a member)."""
-    lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
-    active, cof, remaining, size, _start_s, finish_s, caps = flows
-    sent, left, by_coflow = coflows
+def finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out) -> tuple:
+    """At ``now``: finish the members of the groups due (``t_due <= now``, in the levels
+    whose smallest ``t_due`` is, ``lclk`` fresh) that are done (stamped at their own
+    instant, appended to ``fin``), append the coflows with no flow left to ``done_c``
+    (from its first free slot, -1) and mark the levels that lost a member in ``dirty``
+    (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin, the lowest level
+    index that lost a member)."""
+    lv_bounds = grp[0]
     fin, n_fin, done_c, dirty = out
-    t0, t_due = clk[0], clk[4]
+    lv_due, stale = lclk[1], lclk[2]
     low = lv_bounds.size  # lowest level index that lost a member
     n_dc = 0
     while n_dc < done_c.size and done_c[n_dc] >= 0:
         n_dc += 1
     n = 0
-    for g in range(g_rate.size):
+    for lv in range(lv_bounds.size - 1):
+        if lv_due[lv] > now:
+            continue
+        stale[lv] = True
+        fn = _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, (fin, n_fin, done_c, n_dc))
+        if fn[0]:
+            dirty[lv] = True
+            low = min(low, lv)
+        n, n_fin, n_dc = n + fn[0], fn[1], fn[2]
+    return n, n_fin, low
+
+
+@njit(cache=True)
+def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, out) -> tuple:
+    """``finish_due`` on level ``lv``'s groups (``out``: fin, n_fin, done_c, n_dc);
+    returns (flows done, n_fin, n_dc)."""
+    lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
+    active, cof, remaining, size, _start_s, finish_s, caps = flows
+    sent, left, by_coflow = coflows
+    fin, n_fin, done_c, n_dc = out
+    t0, t_due = clk[0], clk[4]
+    n = 0
+    for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
         if t_due[g] > now:
             continue
         rate = g_rate[g]
@@ -228,19 +249,19 @@ def finish_due(grp, clk, cclk, flows, coflows, now, tol, out) -> tuple:
             head[g] += 1
             weight[g] -= 1
             n += 1
-            lv = np.searchsorted(lv_bounds, g, side="right") - 1
-            dirty[lv] = True
-            low = min(low, lv)
         vclock.head_of(g, m_start, m_pos, head, rem0, active, size, tol, clk)
         vclock.instants(g, weight, g_rate, served, clk)
-    return n, n_fin, low
+    return n, n_fin, n_dc
 
 
 @njit(cache=True)
-def next_event(clk, cclk, thresholds, now, t_dag, t_fault) -> tuple:
+def next_event(clk, lclk, cclk, thresholds, clock) -> tuple:
     """(seconds to the next event, its kind, the next completion's instant), as the
-    engine's ``_next_event``."""
-    t_min = vclock.earliest(clk[3])
+    engine's ``_next_event``; ``lclk`` is made fresh (``vclock.refresh``) and ``clock``
+    is (lv_bounds, now, next release or compute end, next fault)."""
+    lv_bounds, now, t_dag, t_fault = clock
+    vclock.refresh(lclk, lv_bounds, clk)
+    t_min = vclock.earliest(lclk[0])
     dt = t_min - now
     best, why = t_dag - now, DAG
     if dt < best:
@@ -275,18 +296,20 @@ def _reshare(grp, eps, state, need, scratch, seen, incremental) -> None:
 
 
 @njit(cache=True)
-def _rates_again(grp, clk, cclk, ctx, need, now) -> np.ndarray:
+def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
     """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, what
     ``allocate`` saw, changed buffer, byte thresholds, sent); groups of the levels
-    filled whose rate changed get new lines and their coflows' lines are redone;
-    returns those groups."""
+    filled whose rate changed get new lines (their levels' smallest instants are marked
+    stale in ``lclk``) and their coflows' lines are redone; returns those groups."""
     eps, state, scratch, incremental, seen, changed, thresholds, sent = ctx
     lv_bounds, old, filled = grp[0], seen[1], seen[2]
     _reshare(grp, eps, state, need, scratch, seen, incremental)
     n = 0
     for lv in range(need, lv_bounds.size - 1):
         if filled[lv]:
+            was = n
             n = vclock.rebase(grp, clk, old, lv_bounds[lv], lv_bounds[lv + 1], now, changed, n)
+            lclk[2][lv] |= n > was
     changed = changed[:n]
     if thresholds.size:
         vclock.touch_changed(grp[7], cclk, changed)
@@ -336,6 +359,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)
     clk = vclock.start(grp, active, size, tol, now)
+    lclk = vclock.level_clock(n_lv)
     cclk = vclock.coflow_clock(g_cof, sent.size, g_rate, weight, sent, thresholds, now)
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
     need, valid = n_lv + 1, False  # level to re-share from; res_at[1:] known
@@ -343,17 +367,17 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     while True:
         if need <= n_lv:
             need = need if valid else 0
-            changed = _rates_again(grp, clk, cclk, ctx, need, now)
+            changed = _rates_again(grp, clk, lclk, cclk, ctx, need, now)
             stamp(grp, changed, active, cof, start_s, now, began)
             valid = True
             allocs += 1
-        dt, why, t_flow = next_event(clk, cclk, thresholds, now, t_dag, t_fault)
+        dt, why, t_flow = next_event(clk, lclk, cclk, thresholds, (lv_bounds, now, t_dag, t_fault))
         if why != FLOW or now + dt > horizon or events >= budget:
             break
         visits += live
         now = max(t_flow, now)
         out = (fin, n_fin, done_c, state[2])
-        n_last, n_fin, need = finish_due(grp, clk, cclk, flows, coflows, now, tol, out)
+        n_last, n_fin, need = finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out)
         if thresholds.size:
             vclock.recount_touched(cclk, g_rate, weight, sent, thresholds, now)
         live -= n_last

@@ -69,6 +69,30 @@ def earliest(times) -> float:
 
 
 @njit(cache=True)
+def level_clock(n_levels) -> tuple:
+    """Per level the smallest ``t_end`` and ``t_due`` of its groups, and whether they
+    must be taken again (``stale``: every level at first)."""
+    return (np.full(n_levels, np.inf), np.full(n_levels, np.inf), np.ones(n_levels, np.bool_))
+
+
+@njit(cache=True)
+def refresh(lclk, lv_bounds, clk) -> None:
+    """Take the stale levels' smallest instants again (O(groups of those levels))."""
+    lv_end, lv_due, stale = lclk
+    t_end, t_due = clk[3], clk[4]
+    for lv in range(stale.size):
+        if not stale[lv]:
+            continue
+        end, due = np.inf, np.inf
+        for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
+            if t_end[g] < end:
+                end = t_end[g]
+            if t_due[g] < due:
+                due = t_due[g]
+        lv_end[lv], lv_due[lv], stale[lv] = end, due, False
+
+
+@njit(cache=True)
 def rebase(grp, clk, old, lo, hi, now, changed, n) -> int:
     """Groups ``lo..hi`` whose rate differs from ``old``: counters taken at ``now`` on
     the old line, instants from the new rate; their ids go to ``changed`` from slot
