@@ -336,11 +336,14 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     uses = groupalloc.level_links(lv_bounds, g_paths, links)
     index = groupfill.level_index(lv_bounds, g_paths, links)
     # Saved per level: free capacity handed to it, no rate at all, lost a member since.
-    big = roundfill.biggest(lv_bounds)  # the level whose filling restarts mid-way
-    lo, hi = (lv_bounds[big], lv_bounds[big + 1]) if big >= 0 else (0, 0)
-    rounds = (big, roundfill.state(lo, hi, links))
+    rounds = roundfill.slots(lv_bounds, links)  # the levels whose filling restarts mid-way
     state = (res_at, np.zeros(n_lv, np.bool_), np.ones(n_lv, np.bool_), uses, index, rounds)
-    fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64))
+    fscratch = (
+        np.zeros(n_g, np.bool_),
+        np.zeros(links, np.int64),
+        np.zeros(links, np.int64),
+        np.zeros(links, np.bool_),
+    )
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
     sent = coflows[0]
     seen = (blockers.state(n_lv, n_g, links), np.empty(n_g), np.zeros(n_lv, np.bool_))
