@@ -299,17 +299,24 @@ def _reshare(grp, eps, state, need, scratch, seen, incremental) -> None:
 def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
     """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, what
     ``allocate`` saw, changed buffer, byte thresholds, sent); groups of the levels
-    filled whose rate changed get new lines (their levels' smallest instants are marked
-    stale in ``lclk``) and their coflows' lines are redone; returns those groups."""
+    filled whose rate changed (of a restarted filling, only those it froze again can)
+    get new lines (their levels' smallest instants are marked stale in ``lclk``) and
+    their coflows' lines are redone; returns those groups."""
     eps, state, scratch, incremental, seen, changed, thresholds, sent = ctx
     lv_bounds, old, filled = grp[0], seen[1], seen[2]
     _reshare(grp, eps, state, need, scratch, seen, incremental)
     n = 0
+    rounds = state[5]
     for lv in range(need, lv_bounds.size - 1):
-        if filled[lv]:
-            was = n
+        if not filled[lv]:
+            continue
+        was = n
+        every, ids = roundfill.refrozen(lv, lv_bounds, rounds)
+        if every:
             n = vclock.rebase(grp, clk, old, lv_bounds[lv], lv_bounds[lv + 1], now, changed, n)
-            lclk[2][lv] |= n > was
+        elif ids.size:
+            n = vclock.rebase_some(grp, clk, old, ids, 0, 0, now, changed, n)
+        lclk[2][lv] |= n > was
     changed = changed[:n]
     if thresholds.size:
         vclock.touch_changed(grp[7], cclk, changed)

@@ -294,6 +294,19 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
 
 
 @njit(cache=True)
+def refrozen(lv, lv_bounds, rounds) -> tuple:
+    """The groups of level ``lv`` whose rate its last filling may have changed, as
+    (whether that is all of them, else the ids of those it froze again: none when only
+    its output changed)."""
+    slot, st = rounds
+    lo = lv_bounds[lv]
+    if slot[lv] < 0 or not st[9][slot[lv], 1] or st[9][slot[lv], 2] == 0:
+        return True, st[6][lo:lo]
+    meta, r_pos = st[9][slot[lv]], st[7][slot[lv]]
+    return False, st[6][lo + r_pos[meta[2]] : lo + r_pos[meta[0]]]
+
+
+@njit(cache=True)
 def fill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, scratch) -> bool:
     """Fill level ``lv``: restartable (``refill``) if ``rounds`` (``slots``) saves it,
     else from the first round (``groupfill.fill_level``); returns whether it is

@@ -97,9 +97,18 @@ def rebase(grp, clk, old, lo, hi, now, changed, n) -> int:
     """Groups ``lo..hi`` whose rate differs from ``old``: counters taken at ``now`` on
     the old line, instants from the new rate; their ids go to ``changed`` from slot
     ``n``, and the slots then used are returned."""
+    return rebase_some(grp, clk, old, changed[:0], lo, hi, now, changed, n)
+
+
+@njit(cache=True)
+def rebase_some(grp, clk, old, ids, lo, hi, now, changed, n) -> int:
+    """``rebase`` on the groups ``ids`` if there are any, else on ``lo..hi`` (one loop:
+    a helper called per group would pass the tuples' arrays, counted, every time)."""
     g_rate, weight, served = grp[5], grp[6], grp[10]
     t0 = clk[0]
-    for g in range(lo, hi):
+    count = ids.size if ids.size else hi - lo
+    for q in range(count):
+        g = ids[q] if ids.size else lo + q
         if g_rate[g] != old[g]:
             served[g] = served_at(served[g], t0[g], old[g], now)
             t0[g] = now
