@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import groupalloc, groupfill, kernel, roundfill, vclock
+from coflowbed.sim import blockers, groupalloc, groupfill, kernel, roundfill, vclock
 
 BEFORE, AFTER = 0, 1  # the loop stopped before an event (rates current) / after one
 DAG, FLOW, FAULT, THRESHOLD = 0, 1, 2, 3  # kinds of the next event
@@ -137,19 +137,31 @@ def build(active, level, pid, cof, paths, remaining, rates, start_s, by_coflow):
 
 
 @njit(cache=True)
-def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch) -> None:
+def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch, seen) -> None:
     """Rates of the groups (per member): levels in order, max-min within a level on one
     weighted row per non-empty group (``roundfill.fill``; ``grp_lv``: (lv_bounds, uses,
     link index, rounds) as ``groupalloc.reshare``).  Strict priority leaves the levels
     above ``from_lv`` as they were, so it starts there from ``res_at[from_lv]`` (row
-    ``lv``: free capacity before level ``lv``, rewritten from ``from_lv`` on)."""
+    ``lv``: free capacity before level ``lv``, rewritten from ``from_lv`` on).  A level
+    still blocked by the links that blocked it last time (``blockers``) is skipped.
+    ``seen``: (blockers state, rates before per group, filled per level), the last two
+    written for the levels filled."""
     lv_bounds, _uses, index, rounds = grp_lv
+    blk, old, filled = seen
     residual = res_at[from_lv].copy()
     for lv in range(from_lv, lv_bounds.size - 1):
         res_at[lv] = residual
-        roundfill.fill(
+        lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
+        filled[lv] = not blockers.still(lv, lo, residual, eps, blk)
+        if not filled[lv]:
+            continue
+        old[lo:hi] = g_rate[lo:hi]
+        if roundfill.fill(
             lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, fscratch
-        )
+        ):
+            blockers.note(lv, lo, hi, g_paths, weight, residual, eps, blk)
+        else:
+            blockers.forget(lv, blk)
     res_at[lv_bounds.size - 1] = residual
 
 
@@ -174,23 +186,44 @@ def stamp(grp, changed, active, cof, start_s, now, out_c) -> None:
 
 
 @njit(cache=True)
-def finish_due(grp, clk, cclk, flows, coflows, now, tol, out) -> tuple:
-    """At ``now``: finish the members of the groups due (``t_due <= now``) that are done
-    (stamped at their own instant, appended to ``fin``), append the coflows with no flow
-    left to ``done_c`` (from its first free slot, -1) and mark the levels that lost a
-    member in ``dirty`` (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin,
-    the lowest level index that lost a member)."""
-    lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
-    active, cof, remaining, size, _start_s, finish_s, caps = flows
-    sent, left, by_coflow = coflows
+def finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out) -> tuple:
+    """At ``now``: finish the members of the groups due (``t_due <= now``, in the levels
+    whose smallest ``t_due`` is, ``lclk`` fresh) that are done (stamped at their own
+    instant, appended to ``fin``), append the coflows with no flow left to ``done_c``
+    (from its first free slot, -1) and mark the levels that lost a member in ``dirty``
+    (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin, the lowest level
+    index that lost a member)."""
+    lv_bounds = grp[0]
     fin, n_fin, done_c, dirty = out
-    t0, t_due = clk[0], clk[4]
+    lv_due, stale = lclk[1], lclk[2]
     low = lv_bounds.size  # lowest level index that lost a member
     n_dc = 0
     while n_dc < done_c.size and done_c[n_dc] >= 0:
         n_dc += 1
     n = 0
-    for g in range(g_rate.size):
+    for lv in range(lv_bounds.size - 1):
+        if lv_due[lv] > now:
+            continue
+        stale[lv] = True
+        fn = _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, (fin, n_fin, done_c, n_dc))
+        if fn[0]:
+            dirty[lv] = True
+            low = min(low, lv)
+        n, n_fin, n_dc = n + fn[0], fn[1], fn[2]
+    return n, n_fin, low
+
+
+@njit(cache=True)
+def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, out) -> tuple:
+    """``finish_due`` on level ``lv``'s groups (``out``: fin, n_fin, done_c, n_dc);
+    returns (flows done, n_fin, n_dc)."""
+    lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
+    active, cof, remaining, size, _start_s, finish_s, caps = flows
+    sent, left, by_coflow = coflows
+    fin, n_fin, done_c, n_dc = out
+    t0, t_due = clk[0], clk[4]
+    n = 0
+    for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
         if t_due[g] > now:
             continue
         rate = g_rate[g]
@@ -216,19 +249,19 @@ def finish_due(grp, clk, cclk, flows, coflows, now, tol, out) -> tuple:
             head[g] += 1
             weight[g] -= 1
             n += 1
-            lv = np.searchsorted(lv_bounds, g, side="right") - 1
-            dirty[lv] = True
-            low = min(low, lv)
         vclock.head_of(g, m_start, m_pos, head, rem0, active, size, tol, clk)
         vclock.instants(g, weight, g_rate, served, clk)
-    return n, n_fin, low
+    return n, n_fin, n_dc
 
 
 @njit(cache=True)
-def next_event(clk, cclk, thresholds, now, t_dag, t_fault) -> tuple:
+def next_event(clk, lclk, cclk, thresholds, clock) -> tuple:
     """(seconds to the next event, its kind, the next completion's instant), as the
-    engine's ``_next_event``."""
-    t_min = vclock.earliest(clk[3])
+    engine's ``_next_event``; ``lclk`` is made fresh (``vclock.refresh``) and ``clock``
+    is (lv_bounds, now, next release or compute end, next fault)."""
+    lv_bounds, now, t_dag, t_fault = clock
+    vclock.refresh(lclk, lv_bounds, clk)
+    t_min = vclock.earliest(lclk[0])
     dt = t_min - now
     best, why = t_dag - now, DAG
     if dt < best:
@@ -243,31 +276,48 @@ def next_event(clk, cclk, thresholds, now, t_dag, t_fault) -> tuple:
 
 
 @njit(cache=True)
-def _reshare(grp, eps, state, need, scratch, incremental) -> None:
+def _reshare(grp, eps, state, need, scratch, seen, incremental) -> None:
     """Rates of the groups after the levels from ``need`` on changed: incrementally
     (``groupalloc.reshare``: only the levels whose inputs changed) or every level again
-    from ``need`` (``allocate``, the reference)."""
+    from ``need`` (``allocate``, the reference) but those still blocked; ``seen`` as
+    ``allocate``'s, its rates and flags written for every level re-shared."""
     lv_bounds, _ms, _mp, _r0, g_paths, g_rate, weight, _gc, _st, _hd, _sv = grp
     res_at, blocked, dirty, uses, index, rounds = state
     grp_lv = (lv_bounds, uses, index, rounds)
     if incremental:
+        lo = lv_bounds[need]
+        seen[1][lo:] = g_rate[lo:]
+        seen[2][need:] = True
         saved = (res_at, blocked, dirty)
         groupalloc.reshare(grp_lv, g_paths, weight, eps, g_rate, saved, need, scratch)
     else:
-        allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, need, scratch[3])
+        allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, need, scratch[3], seen)
         dirty[:] = False
 
 
 @njit(cache=True)
-def _rates_again(grp, clk, cclk, ctx, need, now) -> np.ndarray:
-    """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, old
-    rates, changed buffer, byte thresholds, sent); groups whose rate changed get new
-    lines and their coflows' lines are redone; returns those groups."""
-    eps, state, scratch, incremental, old, changed, thresholds, sent = ctx
-    lo = grp[0][need]
-    old[lo:] = grp[5][lo:]
-    _reshare(grp, eps, state, need, scratch, incremental)
-    changed = changed[: vclock.rebase(grp, clk, old, lo, now, changed)]
+def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
+    """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, what
+    ``allocate`` saw, changed buffer, byte thresholds, sent); groups of the levels
+    filled whose rate changed (of a restarted filling, only those it froze again can)
+    get new lines (their levels' smallest instants are marked stale in ``lclk``) and
+    their coflows' lines are redone; returns those groups."""
+    eps, state, scratch, incremental, seen, changed, thresholds, sent = ctx
+    lv_bounds, old, filled = grp[0], seen[1], seen[2]
+    _reshare(grp, eps, state, need, scratch, seen, incremental)
+    n = 0
+    rounds = state[5]
+    for lv in range(need, lv_bounds.size - 1):
+        if not filled[lv]:
+            continue
+        was = n
+        every, ids = roundfill.refrozen(lv, lv_bounds, rounds)
+        if every:
+            n = vclock.rebase(grp, clk, old, lv_bounds[lv], lv_bounds[lv + 1], now, changed, n)
+        elif ids.size:
+            n = vclock.rebase_some(grp, clk, old, ids, 0, 0, now, changed, n)
+        lclk[2][lv] |= n > was
+    changed = changed[:n]
     if thresholds.size:
         vclock.touch_changed(grp[7], cclk, changed)
         vclock.recount_touched(cclk, grp[5], grp[6], sent, thresholds, now)
@@ -293,19 +343,33 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     uses = groupalloc.level_links(lv_bounds, g_paths, links)
     index = groupfill.level_index(lv_bounds, g_paths, links)
     # Saved per level: free capacity handed to it, no rate at all, lost a member since.
-    big = roundfill.biggest(lv_bounds)  # the level whose filling restarts mid-way
-    lo, hi = (lv_bounds[big], lv_bounds[big + 1]) if big >= 0 else (0, 0)
-    rounds = (big, roundfill.state(lo, hi, links))
+    rounds = roundfill.slots(lv_bounds, links)  # the levels whose filling restarts mid-way
     state = (res_at, np.zeros(n_lv, np.bool_), np.ones(n_lv, np.bool_), uses, index, rounds)
-    fscratch = (np.zeros(n_g, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64))
+    fscratch = (
+        np.zeros(n_g, np.bool_),
+        np.zeros(links, np.int64),
+        np.zeros(links, np.int64),
+        np.zeros(links, np.bool_),
+    )
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
     sent = coflows[0]
-    rate_bufs = (np.empty(n_g), np.empty(n_g, np.int64))  # old rates, changed groups
-    ctx = (kernel.full_below(capacity), state, scratch, incremental, *rate_bufs, thresholds, sent)
+    seen = (blockers.state(n_lv, n_g, links), np.empty(n_g), np.zeros(n_lv, np.bool_))
+    changed = np.empty(n_g, np.int64)
+    ctx = (
+        kernel.full_below(capacity),
+        state,
+        scratch,
+        incremental,
+        seen,
+        changed,
+        thresholds,
+        sent,
+    )
     out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2])
     fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)
     clk = vclock.start(grp, active, size, tol, now)
+    lclk = vclock.level_clock(n_lv)
     cclk = vclock.coflow_clock(g_cof, sent.size, g_rate, weight, sent, thresholds, now)
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
     need, valid = n_lv + 1, False  # level to re-share from; res_at[1:] known
@@ -313,17 +377,17 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     while True:
         if need <= n_lv:
             need = need if valid else 0
-            changed = _rates_again(grp, clk, cclk, ctx, need, now)
+            changed = _rates_again(grp, clk, lclk, cclk, ctx, need, now)
             stamp(grp, changed, active, cof, start_s, now, began)
             valid = True
             allocs += 1
-        dt, why, t_flow = next_event(clk, cclk, thresholds, now, t_dag, t_fault)
+        dt, why, t_flow = next_event(clk, lclk, cclk, thresholds, (lv_bounds, now, t_dag, t_fault))
         if why != FLOW or now + dt > horizon or events >= budget:
             break
         visits += live
         now = max(t_flow, now)
         out = (fin, n_fin, done_c, state[2])
-        n_last, n_fin, need = finish_due(grp, clk, cclk, flows, coflows, now, tol, out)
+        n_last, n_fin, need = finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out)
         if thresholds.size:
             vclock.recount_touched(cclk, g_rate, weight, sent, thresholds, now)
         live -= n_last

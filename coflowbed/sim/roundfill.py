@@ -1,24 +1,42 @@
-"""Progressive filling of one level restarted at the round where the first changed group
-froze (numba), instead of from the first round.
+"""Progressive filling of one level restarted at the first round that can differ from
+the last filling's (numba), instead of from the first round.
 
-Why it is exact: between two decisions a group only loses members.  Take the groups
-that lost some since the last filling (``C``) and the first round ``r*`` in which one of
-them froze.  In the rounds before ``r*`` every group of ``C`` was still growing, so the
-links they cross never filled then: their fair shares (free capacity / growing members)
-are now only larger and never the smallest, and every other link sees exactly the same
-counts and subtractions.  So rounds ``0..r*-1`` pick the same links, take the same steps
-and freeze the same groups at the same rates, bit for bit; only the links of ``C`` hold
-other values, and those are replayed from the saved steps (``count - delta`` growing
-members per round: the same subtractions the full filling does).  From ``r*`` on the
-rounds run again from the saved state.  The filling is ``groupfill.fill_level``'s.
+Two things change between two fillings of a level: its groups lose members (flow
+completions; between two decisions a group never gains one) and the free capacity it
+is handed (the levels above it re-shared).  Either way only a few links differ, and
+the rounds before the first one they can affect are the same, bit for bit:
 
-State of the level (``rs``, built by ``state``; R = rounds, at most links + 1):
+- *Members lost.*  Take the groups that lost some (``C``) and the first round ``r_m``
+  in which one of them froze.  Before ``r_m`` every group of ``C`` was growing, so the
+  links they cross did not fill: their shares (free capacity / growing members) are now
+  only larger and never the smallest.
+- *Capacity handed.*  A link whose free capacity went from full to free or back changes
+  which groups can grow at all: filled from the first round.  Otherwise the link's free
+  capacity is replayed through the saved steps (the same subtractions, with its new
+  count of growing members); ``r_i`` is the first round in which it would fill (as it
+  would if its share were at most the step taken) or filled last time.
+
+In the rounds before ``r* = min(r_m, r_i)`` no link that differs fills (so its share is
+above the step taken), and every other link sees the same counts and
+subtractions, so those rounds pick the same link, take the same step and freeze the
+same groups at the same rates.  The links that differ are replayed up to ``r*`` (their
+rows rewritten from the saved steps) and the rounds from ``r*`` on run again from the
+saved state; if ``r*`` is the last round, only the output changes.  The filling is
+``groupfill.fill_level``'s.
+
+State of one level (``rs``, as ``state`` builds it; R rows, at most ``ROWS``):
 ``r_res`` [R, links] free capacity at each round's start (row 0: the cleaned input;
 row ``n``: what the level hands on), ``r_cnt`` [R, links] growing members per link
 then, ``r_step`` each round's step, ``r_level`` the water level at each round's start,
 ``r_in`` the raw input, ``fr`` each group's freeze round (-1: never grew), ``order``
 the level's groups by freeze round with ``r_pos`` each round's first position,
-``w_old`` the weights at the last filling, ``meta`` [rounds, valid].
+``w_old`` the weights at the last filling, ``meta`` [rounds, valid, the first round
+the last filling ran (0: all of them)].  On big fabrics
+fewer rows are kept than a filling can take (``ROWS_MIN``..links + 2, within
+``SAVED_MAX``); a filling of more rounds is then not saved (the next one starts from
+the first round).
+``slots`` keeps such a state for every level of at least ``RESTART_MIN`` groups, within
+``SAVED_MAX`` saved values.
 """
 
 from __future__ import annotations
@@ -29,24 +47,75 @@ from numba import njit
 from coflowbed.sim import groupfill, kernel
 
 RESTART_MIN = 256  # levels with fewer groups are filled from the first round
+ROWS_MIN = 64  # rounds saved per level at least (a filling has at most links + 1)
+SAVED_MAX = 1 << 23  # saved free capacities over all restartable levels (x 16 B)
 
 
 @njit(cache=True)
 def state(lo, hi, n_links) -> tuple:
     """Empty saved state of a level of groups ``lo..hi`` (not valid yet)."""
-    rows = n_links + 2
+    return _view(_stack(1, hi - lo, _rows(n_links), n_links), 0, 0, hi - lo)
+
+
+@njit(cache=True)
+def _rows(n_links) -> int:
+    """Rounds saved per level: every round a filling can take (links + 1, and the
+    output) unless that passes ``SAVED_MAX``, and then at least ``ROWS_MIN``."""
+    return min(n_links + 2, max(ROWS_MIN, SAVED_MAX // max(n_links, 1)))
+
+
+@njit(cache=True)
+def _stack(n_slots, n_groups, rows, n_links) -> tuple:
+    """Saved states of ``n_slots`` levels: per slot the per-round arrays, per group
+    (global ids) the freeze rounds, order and weights."""
     return (
-        np.empty((rows, n_links)),
-        np.empty((rows, n_links), dtype=np.int64),
-        np.empty(rows),
-        np.empty(rows),
-        np.empty(n_links),
-        np.full(hi - lo, -1, dtype=np.int64),
-        np.empty(hi - lo, dtype=np.int64),
-        np.zeros(rows, dtype=np.int64),
-        np.zeros(hi - lo, dtype=np.int64),
-        np.zeros(2, dtype=np.int64),
+        np.empty((n_slots, rows, n_links)),
+        np.empty((n_slots, rows, n_links), dtype=np.int64),
+        np.empty((n_slots, rows)),
+        np.empty((n_slots, rows)),
+        np.empty((n_slots, n_links)),
+        np.full(n_groups, -1, dtype=np.int64),
+        np.empty(n_groups, dtype=np.int64),
+        np.zeros((n_slots, rows), dtype=np.int64),
+        np.zeros(n_groups, dtype=np.int64),
+        np.zeros((n_slots, 3), dtype=np.int64),
     )
+
+
+@njit(cache=True)
+def _view(st, slot, lo, hi) -> tuple:
+    """Slot ``slot``'s state as ``state`` lays it out (groups ``lo..hi``)."""
+    return (
+        st[0][slot],
+        st[1][slot],
+        st[2][slot],
+        st[3][slot],
+        st[4][slot],
+        st[5][lo:hi],
+        st[6][lo:hi],
+        st[7][slot],
+        st[8][lo:hi],
+        st[9][slot],
+    )
+
+
+@njit(cache=True)
+def slots(lv_bounds, n_links) -> tuple:
+    """Restartable levels: (slot per level, -1 for none; their stacked states).  The
+    levels of at least ``RESTART_MIN`` groups, biggest first, while their saved rows fit
+    ``SAVED_MAX`` (the biggest always)."""
+    n_lv = lv_bounds.size - 1
+    sizes = np.diff(lv_bounds)
+    rows = _rows(n_links)
+    room = max(1, SAVED_MAX // (rows * max(n_links, 1)))
+    slot = np.full(n_lv, -1, dtype=np.int64)
+    n = 0
+    for lv in np.argsort(-sizes, kind="mergesort"):
+        if sizes[lv] < RESTART_MIN or n >= room:
+            break
+        slot[lv] = n
+        n += 1
+    return slot, _stack(n, lv_bounds[-1], rows, n_links)
 
 
 @njit(cache=True)
@@ -66,12 +135,51 @@ def _changed(lo, hi, g_paths, weight, rs, delta) -> int:
 
 
 @njit(cache=True)
-def _replay(rs, delta, r_star) -> None:
-    """Links that lost members: their counts and free capacity at the start of rounds
-    ``0..r_star`` recomputed with ``delta`` fewer growing members (same subtractions)."""
+def _input_round(k, x, rs, delta, eps, bound) -> int:
+    """First round before ``bound`` whose choice link ``k``'s new cleaned input ``x``
+    (> eps) could change: it fills now (a share at most the step taken is one) or did
+    last time (``bound``: none)."""
+    r_res, r_cnt, r_step = rs[0], rs[1], rs[2]
+    res = x
+    for i in range(bound):
+        c = r_cnt[i, k] - delta[k]
+        if c <= 0:
+            continue
+        res -= r_step[i] * c
+        if res <= eps[k] or r_res[i + 1, k] <= eps[k]:
+            return i
+    return bound
+
+
+@njit(cache=True)
+def _inputs(residual, rs, eps, delta, moved, bound) -> int:
+    """Links whose free capacity handed differs from the last filling's: raw input
+    saved, cleaned input into row 0, marked ``moved``; returns the first round one can
+    change (at most ``bound``; 0 if one went from full to free or back)."""
+    r_res, r_in = rs[0], rs[4]
+    for k in range(residual.size):
+        x = residual[k]
+        if x == r_in[k]:
+            continue
+        if (x <= eps[k]) != (r_in[k] <= eps[k]):
+            return 0
+        r_in[k] = x
+        if x <= eps[k]:
+            continue
+        r_res[0, k] = x
+        moved[k] = True
+        bound = _input_round(k, x, rs, delta, eps, bound)
+    return bound
+
+
+@njit(cache=True)
+def _replay(rs, delta, moved, r_star) -> None:
+    """Links that lost members or were handed another free capacity: their counts and
+    free capacity at the start of rounds ``0..r_star`` recomputed with ``delta`` fewer
+    growing members from row 0 (same subtractions); clears ``delta`` and ``moved``."""
     r_res, r_cnt, r_step = rs[0], rs[1], rs[2]
     for k in range(delta.size):
-        if delta[k] == 0:
+        if delta[k] == 0 and not moved[k]:
             continue
         res = r_res[0, k]
         for i in range(r_star + 1):
@@ -79,24 +187,28 @@ def _replay(rs, delta, r_star) -> None:
             r_cnt[i, k] -= delta[k]
             if i < r_star and r_cnt[i, k] > 0:
                 res -= r_step[i] * r_cnt[i, k]
-        delta[k] = 0
+        delta[k], moved[k] = 0, False
 
 
 @njit(cache=True)
-def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live) -> None:
+def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, out) -> None:
     """Rounds from ``r0`` on (state at its start in ``rs``), saving each round's start,
-    step and the groups it freezes; the level's output ends in ``r_res[rounds]``."""
+    step and the groups it freezes while the rows last (else the state is left invalid);
+    the level's output goes to ``out`` (and ``r_res[rounds]``)."""
     r_res, r_cnt, r_step, r_level = rs[0], rs[1], rs[2], rs[3]
     fr, order, r_pos, meta = rs[5], rs[6], rs[7], rs[9]
     start, groups = index
     residual, count = r_res[r0].copy(), r_cnt[r0].copy()
     base, level, r, pos = lv * residual.size, r_level[r0], r0, r_pos[r0]
+    rows = r_step.size
     while n_live > 0:
-        r_res[r], r_cnt[r], r_level[r], r_pos[r] = residual, count, level, pos
+        if r + 1 < rows:
+            r_res[r], r_cnt[r], r_level[r], r_pos[r] = residual, count, level, pos
         step, link = kernel._min_share(residual, count)
         if link < 0:
             raise ValueError("a flow crosses no link of finite capacity")
-        r_step[r] = step
+        if r + 1 < rows:
+            r_step[r] = step
         level += step
         groupfill.take_step(residual, count, step, link)
         for k in range(residual.size):
@@ -115,7 +227,11 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live) -
                     for kk in range(g_paths.shape[1]):
                         count[g_paths[g, kk]] -= weight[g]
         r += 1
-    r_res[r], r_pos[r], meta[0] = residual, pos, r
+    out[:] = residual
+    if r < rows:
+        r_res[r], r_pos[r], meta[0] = residual, pos, r
+    else:
+        meta[1] = 0
 
 
 @njit(cache=True)
@@ -130,45 +246,39 @@ def _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scra
     fr[:] = -1
     count[:] = 0
     n_live = groupfill._live(lo, hi, g_paths, weight, residual, eps, live, count)
-    meta[1] = 1
+    meta[1], meta[2] = 1, 0
     if n_live == 0:
         meta[0] = 0
         r_res[0] = residual
         return True
     kernel._clean(residual, eps)
     r_res[0], r_cnt[0], rs[3][0], rs[7][0] = residual, count, 0.0, 0
-    _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, 0, live, n_live)
-    residual[:] = r_res[meta[0]]
+    _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, 0, live, n_live, residual)
     return False
-
-
-@njit(cache=True)
-def _same(a, b) -> bool:
-    """Whether two vectors are equal element by element."""
-    for k in range(a.size):
-        if a[k] != b[k]:
-            return False
-    return True
 
 
 @njit(cache=True)
 def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch) -> bool:
     """Level ``lv``'s rates from ``residual`` (consumed: left as the level hands it on),
-    restarted at the first round a changed group froze when the input is the one of the
-    last filling; returns whether the level is blocked (as ``groupfill.fill_level``).
-    ``scratch``: (live flags per group, link counts, per-link scratch of zeros)."""
+    restarted at the first round that can differ from the last filling's; returns
+    whether the level is blocked (as ``groupfill.fill_level``).  ``scratch``: (live
+    flags per group, link counts, per-link zeros, per-link False flags)."""
     lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
     meta, fr, order, r_pos = rs[9], rs[5], rs[6], rs[7]
-    if not meta[1] or not _same(residual, rs[4]) or meta[0] == 0:
+    if not meta[1] or meta[0] == 0:
         return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch[:2])
-    delta, live = scratch[2], scratch[0]
+    delta, live, moved = scratch[2], scratch[0], scratch[3]
     n_rounds = meta[0]
     r_star = _changed(lo, hi, g_paths, weight, rs, delta)
+    if r_star > 0:
+        r_star = _inputs(residual, rs, eps, delta, moved, r_star)
     if r_star == 0:
         delta[:] = 0
+        moved[:] = False
         return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch[:2])
+    _replay(rs, delta, moved, r_star)
+    meta[2] = r_star
     if r_star < n_rounds:
-        _replay(rs, delta, r_star)
         n_live = 0
         for q in range(r_pos[r_star], r_pos[n_rounds]):
             g = order[q]
@@ -177,28 +287,33 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
             if weight[g] > 0:
                 live[g - lo] = True
                 n_live += 1
-        _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r_star, live, n_live)
-    residual[:] = rs[0][meta[0]]
+        _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r_star, live, n_live, residual)
+    else:
+        residual[:] = rs[0][n_rounds]
     return False
 
 
 @njit(cache=True)
-def biggest(lv_bounds) -> int:
-    """The level with the most groups if it has at least ``RESTART_MIN``, else -1."""
-    best, size = -1, RESTART_MIN - 1
-    for lv in range(lv_bounds.size - 1):
-        if lv_bounds[lv + 1] - lv_bounds[lv] > size:
-            best, size = lv, lv_bounds[lv + 1] - lv_bounds[lv]
-    return best
+def refrozen(lv, lv_bounds, rounds) -> tuple:
+    """The groups of level ``lv`` whose rate its last filling may have changed, as
+    (whether that is all of them, else the ids of those it froze again: none when only
+    its output changed)."""
+    slot, st = rounds
+    lo = lv_bounds[lv]
+    if slot[lv] < 0 or not st[9][slot[lv], 1] or st[9][slot[lv], 2] == 0:
+        return True, st[6][lo:lo]
+    meta, r_pos = st[9][slot[lv]], st[7][slot[lv]]
+    return False, st[6][lo + r_pos[meta[2]] : lo + r_pos[meta[0]]]
 
 
 @njit(cache=True)
 def fill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, scratch) -> bool:
-    """Fill level ``lv``: restartable (``refill``) if it is the level ``rounds`` saves
-    (``rounds``: (that level, its ``state``)), else from the first round
-    (``groupfill.fill_level``); returns whether it is blocked."""
-    big, rs = rounds
-    if lv == big:
+    """Fill level ``lv``: restartable (``refill``) if ``rounds`` (``slots``) saves it,
+    else from the first round (``groupfill.fill_level``); returns whether it is
+    blocked."""
+    slot, st = rounds
+    if slot[lv] >= 0:
+        rs = _view(st, slot[lv], lv_bounds[lv], lv_bounds[lv + 1])
         return refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
     return groupfill.fill_level(
         lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scratch

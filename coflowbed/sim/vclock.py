@@ -69,14 +69,46 @@ def earliest(times) -> float:
 
 
 @njit(cache=True)
-def rebase(grp, clk, old, lo, now, changed) -> int:
-    """Groups from ``lo`` whose rate differs from ``old``: counters taken at ``now`` on
-    the old line, instants from the new rate; their ids go to ``changed``, and how many
-    is returned."""
+def level_clock(n_levels) -> tuple:
+    """Per level the smallest ``t_end`` and ``t_due`` of its groups, and whether they
+    must be taken again (``stale``: every level at first)."""
+    return (np.full(n_levels, np.inf), np.full(n_levels, np.inf), np.ones(n_levels, np.bool_))
+
+
+@njit(cache=True)
+def refresh(lclk, lv_bounds, clk) -> None:
+    """Take the stale levels' smallest instants again (O(groups of those levels))."""
+    lv_end, lv_due, stale = lclk
+    t_end, t_due = clk[3], clk[4]
+    for lv in range(stale.size):
+        if not stale[lv]:
+            continue
+        end, due = np.inf, np.inf
+        for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
+            if t_end[g] < end:
+                end = t_end[g]
+            if t_due[g] < due:
+                due = t_due[g]
+        lv_end[lv], lv_due[lv], stale[lv] = end, due, False
+
+
+@njit(cache=True)
+def rebase(grp, clk, old, lo, hi, now, changed, n) -> int:
+    """Groups ``lo..hi`` whose rate differs from ``old``: counters taken at ``now`` on
+    the old line, instants from the new rate; their ids go to ``changed`` from slot
+    ``n``, and the slots then used are returned."""
+    return rebase_some(grp, clk, old, changed[:0], lo, hi, now, changed, n)
+
+
+@njit(cache=True)
+def rebase_some(grp, clk, old, ids, lo, hi, now, changed, n) -> int:
+    """``rebase`` on the groups ``ids`` if there are any, else on ``lo..hi`` (one loop:
+    a helper called per group would pass the tuples' arrays, counted, every time)."""
     g_rate, weight, served = grp[5], grp[6], grp[10]
     t0 = clk[0]
-    n = 0
-    for g in range(lo, g_rate.size):
+    count = ids.size if ids.size else hi - lo
+    for q in range(count):
+        g = ids[q] if ids.size else lo + q
         if g_rate[g] != old[g]:
             served[g] = served_at(served[g], t0[g], old[g], now)
             t0[g] = now

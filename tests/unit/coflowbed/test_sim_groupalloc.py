@@ -76,12 +76,17 @@ def test_unchanged_levels_below_are_skipped():
         lv_bounds,
         groupalloc.level_links(lv_bounds, g_paths, 5),
         groupfill.level_index(lv_bounds, g_paths, 5),
-        (-1, roundfill.state(0, 0, 5)),
+        roundfill.slots(lv_bounds, 5),
     )
     res_at = np.zeros((4, 5))
     res_at[0] = capacity
     state = (res_at, np.zeros(3, np.bool_), np.ones(3, np.bool_))
-    fs = (np.zeros(3, np.bool_), np.zeros(5, np.int64), np.zeros(5, np.int64))
+    fs = (
+        np.zeros(3, np.bool_),
+        np.zeros(5, np.int64),
+        np.zeros(5, np.int64),
+        np.zeros(5, np.bool_),
+    )
     scratch = (np.empty(5, np.int64), np.empty(5), np.empty(5), fs)
     rates, eps = np.zeros(3), kernel.full_below(capacity)
     assert groupalloc.reshare(grp_lv, g_paths, weight, eps, rates, state, 0, scratch) == 3

@@ -26,8 +26,13 @@ def level(rng: np.random.Generator, n: int) -> tuple:
 
 
 def scratch(n: int, links: int) -> tuple:
-    """Fill scratch: live flags, link counts, per-link zeros."""
-    return np.zeros(n, np.bool_), np.zeros(links, np.int64), np.zeros(links, np.int64)
+    """Fill scratch: live flags, link counts, per-link zeros, per-link False flags."""
+    return (
+        np.zeros(n, np.bool_),
+        np.zeros(links, np.int64),
+        np.zeros(links, np.int64),
+        np.zeros(links, np.bool_),
+    )
 
 
 def from_scratch(lv_bounds, g_paths, weight, capacity, eps, index) -> tuple:
@@ -90,3 +95,58 @@ def test_refill_equals_filling_from_scratch_as_members_leave():
             alive = np.flatnonzero(weight > 0)
             for g in rng.choice(alive, size=min(rng.integers(1, 4), alive.size), replace=False):
                 weight[g] -= 1
+
+
+def test_restart_when_the_free_capacity_handed_changes_by_hand():
+    """As above (A 2 members on link 0, B on links 0 and 1, C 3 members on link 1, both
+    links 10): B and C freeze at 2.5 in round 0, A at 3.75 in round 1.  Link 0 is then
+    handed 12 instead of 10: its share in round 0 (12/3 = 4) stays above the step 2.5
+    and it does not fill, so round 0 is kept and link 0 replayed (12 - 3 x 2.5 = 4.5);
+    round 1 runs again: A at 2.5 + 4.5/2 = 4.75.  Handed 6 instead, link 0's share
+    (6/3 = 2) is below the step: filled from the first round, A, B at 2, C at 8/3."""
+    g_paths = np.array([[0, 2], [0, 1], [1, 2]], dtype=np.int32)
+    capacity = np.array([10.0, 10.0, np.inf])
+    weight = np.array([2, 1, 3], dtype=np.int64)
+    lv_bounds = np.array([0, 3], dtype=np.int64)
+    index, eps = groupfill.level_index(lv_bounds, g_paths, 3), kernel.full_below(capacity)
+    rs, sc, rates = roundfill.state(0, 3, 3), scratch(3, 3), np.zeros(3)
+    args = (lv_bounds, g_paths, weight, eps, rates)
+    roundfill.refill(0, *args, capacity.copy(), index, rs, sc)
+    assert rates.tolist() == [3.75, 2.5, 2.5]
+    residual = np.array([12.0, 10.0, np.inf])
+    roundfill.refill(0, *args, residual, index, rs, sc)
+    assert rates.tolist() == [4.75, 2.5, 2.5] and residual[:2].tolist() == [0.0, 0.0]
+    assert rs[9][2] == 1 and rs[0][1][0] == 4.5  # round 1 ran from the replayed link 0
+    residual = np.array([6.0, 10.0, np.inf])
+    roundfill.refill(0, *args, residual, index, rs, sc)
+    assert rates[:2].tolist() == [2.0, 2.0] and rates[2] == (10.0 - 2.0) / 3
+    assert rs[9][2] == 0
+
+
+def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes():
+    """Random levels of 400 groups; 60 events, each changing the free capacity handed on
+    1-6 random links (up or down by up to 30 %, now and then to full or back to free,
+    as the levels above re-sharing do) and, every other event, taking members off:
+    after each, the restarted filling gives exactly the rates and free capacity of
+    filling from scratch; some events restart mid-way, some change only the output."""
+    rng = np.random.default_rng(5)
+    first = []  # first round each filling ran, and its rounds
+    for _ in range(3):
+        lv_bounds, g_paths, weight, capacity, eps, index = level(rng, 400)
+        rs, sc, rates = roundfill.state(0, weight.size, capacity.size), None, None
+        sc, rates = scratch(weight.size, capacity.size), np.zeros(weight.size)
+        handed = capacity.copy()
+        for event in range(60):
+            residual = handed.copy()
+            roundfill.refill(0, lv_bounds, g_paths, weight, eps, rates, residual, index, rs, sc)
+            ref_rates, ref_res = from_scratch(lv_bounds, g_paths, weight, handed, eps, index)
+            assert np.array_equal(rates, ref_rates) and np.array_equal(residual, ref_res)
+            first.append((rs[9][2], rs[9][0]))
+            for k in rng.choice(capacity.size, size=rng.integers(1, 7), replace=False):
+                u = rng.random()
+                handed[k] = 0.0 if u < 0.1 else capacity[k] if u < 0.2 else handed[k]
+                handed[k] *= rng.uniform(0.7, 1.3) if u >= 0.2 else 1.0
+            if event % 2:
+                alive = np.flatnonzero(weight > 0)
+                weight[rng.choice(alive, size=min(2, alive.size), replace=False)] -= 1
+    assert any(0 < r < n for r, n in first) and any(r == n for r, n in first)

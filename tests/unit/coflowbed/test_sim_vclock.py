@@ -46,10 +46,10 @@ def test_rebase_keeps_the_bytes_served_and_moves_the_instants():
     grp = one_path([8000.0, 8000.0])
     clk = vclock.start(grp, np.arange(2), np.array([1000.0, 2000.0]), TOL, 10.0)
     old, changed = grp[5].copy(), np.empty(1, dtype=np.int64)
-    assert vclock.rebase(grp, clk, old, 0, 10.5, changed) == 0
+    assert vclock.rebase(grp, clk, old, 0, grp[5].size, 10.5, changed, 0) == 0
     assert clk[0][0] == 10.0  # unchanged rate: the same line
     grp[5][0] = 16000.0
-    assert vclock.rebase(grp, clk, old, 0, 10.5, changed) == 1 and changed[0] == 0
+    assert vclock.rebase(grp, clk, old, 0, grp[5].size, 10.5, changed, 0) == 1 and changed[0] == 0
     assert grp[10][0] == pytest.approx(500.0, rel=1e-15)
     assert clk[0][0] == 10.5
     assert clk[3][0] == pytest.approx(10.75, rel=1e-15)
