@@ -83,3 +83,20 @@ def test_coflow_line_and_its_next_threshold():
     assert vclock.next_threshold(cclk, 0.2) == pytest.approx(0.45, rel=1e-12)
     vclock.settle_coflows(cclk, sent, 0.3)
     assert sent[0] == pytest.approx(800.0, rel=1e-12)
+
+
+def test_level_clock_takes_only_stale_levels_again():
+    """Two levels of one group each: instants 11 s (level 0) and 12 s (level 1).  Both
+    are stale at first; refreshed, each level holds its own; a level not marked stale
+    keeps its old value even when its group's instants change (the callers mark it)."""
+    t_end = np.array([11.0, 12.0])
+    clk = (np.zeros(2), np.zeros(2), np.zeros(2), t_end, t_end - 0.5)
+    lv_bounds = np.array([0, 1, 2])
+    lclk = vclock.level_clock(2)
+    vclock.refresh(lclk, lv_bounds, clk)
+    assert lclk[0].tolist() == [11.0, 12.0] and lclk[1].tolist() == [10.5, 11.5]
+    assert not lclk[2].any()
+    t_end[:] = [13.0, 9.0]
+    lclk[2][1] = True
+    vclock.refresh(lclk, lv_bounds, clk)
+    assert lclk[0].tolist() == [11.0, 9.0] and vclock.earliest(lclk[0]) == 9.0
