@@ -56,19 +56,27 @@ def test_fill_level_is_kernel_fill_bit_for_bit():
         assert np.array_equal(rates, ref) and np.array_equal(residual, ref_res)
 
 
+def three_groups() -> tuple:
+    """The hand-worked level: A (link 0, 2 members), B (links 0 and 1), C (link 1, 3
+    members), links of 10 (link 2: padding): (refill's leading arguments: lv_bounds,
+    g_paths, weight, eps, rates; index, state, scratch, capacity)."""
+    g_paths = np.array([[0, 2], [0, 1], [1, 2]], dtype=np.int32)
+    capacity = np.array([10.0, 10.0, np.inf])
+    weight = np.array([2, 1, 3], dtype=np.int64)
+    lv_bounds = np.array([0, 3], dtype=np.int64)
+    index, eps = groupfill.level_index(lv_bounds, g_paths, 3), kernel.full_below(capacity)
+    args = (lv_bounds, g_paths, weight, eps, np.zeros(3))
+    return args, index, roundfill.state(0, 3, 3), scratch(3, 3), capacity
+
+
 def test_restart_from_a_late_round_by_hand():
     """Two links of 10: A (link 0, 2 members), B (links 0 and 1), C (link 1, 3
     members).  Round 0: shares 10/3 on link 0 and 10/4 = 2.5 on link 1, which fills: B
     and C at 2.5, link 0 left 10 - 3 x 2.5 = 2.5; round 1: A alone, 2.5 + 2.5/2 = 3.75.
     A loses a member (it froze in round 1): round 0 is kept, link 0 replayed with 2
     members growing (10 - 2 x 2.5 = 5), round 1: A at 2.5 + 5 = 7.5; links full."""
-    g_paths = np.array([[0, 2], [0, 1], [1, 2]], dtype=np.int32)  # link 2: padding
-    capacity = np.array([10.0, 10.0, np.inf])
-    weight = np.array([2, 1, 3], dtype=np.int64)
-    lv_bounds = np.array([0, 3], dtype=np.int64)
-    index, eps = groupfill.level_index(lv_bounds, g_paths, 3), kernel.full_below(capacity)
-    rs, sc, rates = roundfill.state(0, 3, 3), scratch(3, 3), np.zeros(3)
-    args = (lv_bounds, g_paths, weight, eps, rates)
+    args, index, rs, sc, capacity = three_groups()
+    weight, rates = args[2], args[4]
     residual = capacity.copy()
     roundfill.refill(0, *args, residual, index, rs, sc)
     assert rates.tolist() == [3.75, 2.5, 2.5] and rs[9][0] == 2
@@ -104,13 +112,8 @@ def test_restart_when_the_free_capacity_handed_changes_by_hand():
     and it does not fill, so round 0 is kept and link 0 replayed (12 - 3 x 2.5 = 4.5);
     round 1 runs again: A at 2.5 + 4.5/2 = 4.75.  Handed 6 instead, link 0's share
     (6/3 = 2) is below the step: filled from the first round, A, B at 2, C at 8/3."""
-    g_paths = np.array([[0, 2], [0, 1], [1, 2]], dtype=np.int32)
-    capacity = np.array([10.0, 10.0, np.inf])
-    weight = np.array([2, 1, 3], dtype=np.int64)
-    lv_bounds = np.array([0, 3], dtype=np.int64)
-    index, eps = groupfill.level_index(lv_bounds, g_paths, 3), kernel.full_below(capacity)
-    rs, sc, rates = roundfill.state(0, 3, 3), scratch(3, 3), np.zeros(3)
-    args = (lv_bounds, g_paths, weight, eps, rates)
+    args, index, rs, sc, capacity = three_groups()
+    rates = args[4]
     roundfill.refill(0, *args, capacity.copy(), index, rs, sc)
     assert rates.tolist() == [3.75, 2.5, 2.5]
     residual = np.array([12.0, 10.0, np.inf])
