@@ -24,7 +24,7 @@ rows rewritten from the saved steps) and the rounds from ``r*`` on run again fro
 saved state; if ``r*`` is the last round, only the output changes.  The filling is
 ``groupfill.fill_level``'s.
 
-State of one level (``rs``, as ``state`` builds it; R rows, at most ``ROWS``):
+State of one level (``rs``, as ``state`` builds it; R rows, at most links + 2):
 ``r_res`` [R, links] free capacity at each round's start (row 0: the cleaned input;
 row ``n``: what the level hands on), ``r_cnt`` [R, links] growing members per link
 then, ``r_step`` each round's step, ``r_level`` the water level at each round's start,
