@@ -24,6 +24,15 @@ rows rewritten from the saved steps) and the rounds from ``r*`` on run again fro
 saved state; if ``r*`` is the last round, only the output changes.  The filling is
 ``groupfill.fill_level``'s.
 
+A filling from the first round does not look at every group either.  A group that
+could not grow (it crosses a full link) has no rate, so it loses no members; it stays
+unable to grow while that link stays full.  Each filling notes a *cover*: one full
+link for each such group crossing none noted yet.  The next filling from the first
+round checks only its *candidates*: the groups that grew last time, and the groups
+that could not but cross a cover link now free.  It finds the same growing groups
+with the same counts, so the same rounds; only the candidates' rates can change.
+Only the groups that grew can have lost members, so only they are checked for that.
+
 State of one level (``rs``, as ``state`` builds it; R rows, at most links + 2):
 ``r_res`` [R, links] free capacity at each round's start (row 0: the cleaned input;
 row ``n``: what the level hands on), ``r_cnt`` [R, links] growing members per link
@@ -31,7 +40,9 @@ then, ``r_step`` each round's step, ``r_level`` the water level at each round's 
 ``r_in`` the raw input, ``fr`` each group's freeze round (-1: never grew), ``order``
 the level's groups by freeze round with ``r_pos`` each round's first position,
 ``w_old`` the weights at the last filling, ``meta`` [rounds, valid, the first round
-the last filling ran (0: all of them)].  On big fabrics
+the last filling ran (0: all of them), cover links (-1: none noted), candidates of
+the last filling from the first round (-1: every group)], ``cov`` the cover's links,
+``cand`` the candidates (group ids).  On big fabrics
 fewer rows are kept than a filling can take (``ROWS_MIN``..links + 2, within
 ``SAVED_MAX``); a filling of more rounds is then not saved (the next one starts from
 the first round).
@@ -78,8 +89,19 @@ def _stack(n_slots, n_groups, rows, n_links) -> tuple:
         np.empty(n_groups, dtype=np.int64),
         np.zeros((n_slots, rows), dtype=np.int64),
         np.zeros(n_groups, dtype=np.int64),
-        np.zeros((n_slots, 3), dtype=np.int64),
+        _meta(n_slots),
+        np.empty((n_slots, n_links), dtype=np.int64),
+        np.empty(n_groups, dtype=np.int64),
     )
+
+
+@njit(cache=True)
+def _meta(n_slots) -> np.ndarray:
+    """Per slot [rounds, valid, first round run, cover links (-1: none), candidates
+    (-1: every group)]: nothing saved yet."""
+    meta = np.zeros((n_slots, 5), dtype=np.int64)
+    meta[:, 3:] = -1
+    return meta
 
 
 @njit(cache=True)
@@ -96,6 +118,8 @@ def _view(st, slot, lo, hi) -> tuple:
         st[7][slot],
         st[8][lo:hi],
         st[9][slot],
+        st[10][slot],
+        st[11][lo:hi],
     )
 
 
@@ -119,12 +143,13 @@ def slots(lv_bounds, n_links) -> tuple:
 
 
 @njit(cache=True)
-def _changed(lo, hi, g_paths, weight, rs, delta) -> int:
+def _changed(lo, g_paths, weight, rs, delta) -> int:
     """Members lost per link since the last filling into ``delta`` (zeros on entry);
     returns the first freeze round of a group that lost some (n_rounds: none)."""
-    fr, w_old, meta = rs[5], rs[8], rs[9]
+    fr, order, w_old, meta = rs[5], rs[6], rs[8], rs[9]
     first = meta[0]
-    for g in range(lo, hi):
+    for q in range(rs[7][meta[0]]):  # only groups that grew can lose members
+        g = order[q]
         lost = w_old[g - lo] - weight[g]
         if lost:
             for k in range(g_paths.shape[1]):
@@ -235,18 +260,90 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, o
 
 
 @njit(cache=True)
+def _candidates(lv, lo, index, rs, residual, eps) -> int:
+    """Groups whose liveness can differ from the last filling's into ``cand``: those
+    that grew then and the blocked ones crossing a cover link now free (marked in
+    ``fr`` as -2); the cover keeps its links still full.  Returns how many."""
+    fr, order, r_pos, meta, cov, cand = rs[5], rs[6], rs[7], rs[9], rs[10], rs[11]
+    n = r_pos[meta[0]]
+    cand[:n] = order[:n]
+    start, groups = index
+    base, kept = lv * residual.size, 0
+    for j in range(meta[3]):
+        k = cov[j]
+        if residual[k] <= eps[k]:
+            cov[kept] = k
+            kept += 1
+            continue
+        for q in range(start[base + k], start[base + k + 1]):
+            g = groups[q]
+            if fr[g - lo] == -1:
+                fr[g - lo] = -2
+                cand[n] = g
+                n += 1
+    meta[3] = kept
+    return n
+
+
+@njit(cache=True)
+def _live(lo, hi, ids, n, g_paths, weight, residual, eps, scratch, rs) -> int:
+    """``groupfill._live`` on the groups ``ids[:n]`` (``n`` < 0: all of ``lo..hi``),
+    noting in the cover a full link of each group it blocks that crosses none yet
+    (``mark``: the cover's links, all False again on return); how many are live."""
+    live, count, mark = scratch[0], scratch[1], scratch[3]
+    cov, meta = rs[10], rs[9]
+    n_cov = max(meta[3], 0)
+    for j in range(n_cov):
+        mark[cov[j]] = True
+    n_live = 0
+    for q in range(n if n >= 0 else hi - lo):
+        g = ids[q] if n >= 0 else lo + q
+        live[g - lo] = False
+        if weight[g] <= 0:
+            continue
+        full = -1
+        for k in range(g_paths.shape[1]):
+            link = g_paths[g, k]
+            if mark[link]:
+                full = -2
+                break
+            if full == -1 and residual[link] <= eps[link]:
+                full = link
+        if full == -1:
+            live[g - lo] = True
+            n_live += 1
+            for k in range(g_paths.shape[1]):
+                count[g_paths[g, k]] += weight[g]
+        elif full >= 0:
+            mark[full] = True
+            cov[n_cov] = full
+            n_cov += 1
+    for j in range(n_cov):
+        mark[cov[j]] = False
+    meta[3] = n_cov
+    return n_live
+
+
+@njit(cache=True)
 def _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch) -> bool:
-    """Fill the level from its first round, saving the state; False if blocked."""
+    """Fill the level from its first round, saving the state; False if blocked.  After
+    a saved filling only its candidates (``_candidates``) are checked for liveness:
+    every other group is still blocked by a cover link still full."""
     lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
-    live, count = scratch
+    live, count = scratch[0], scratch[1]
     r_res, r_cnt, fr, meta = rs[0], rs[1], rs[5], rs[9]
+    n_cand = -1
+    if meta[1] and meta[3] >= 0:
+        n_cand = _candidates(lv, lo, index, rs, residual, eps)
+    else:
+        meta[3] = -1
     rs[4][:] = residual
     rs[8][:] = weight[lo:hi]
     g_rate[lo:hi] = 0.0
     fr[:] = -1
     count[:] = 0
-    n_live = groupfill._live(lo, hi, g_paths, weight, residual, eps, live, count)
-    meta[1], meta[2] = 1, 0
+    n_live = _live(lo, hi, rs[11], n_cand, g_paths, weight, residual, eps, scratch, rs)
+    meta[1], meta[2], meta[4] = 1, 0, n_cand
     if n_live == 0:
         meta[0] = 0
         r_res[0] = residual
@@ -263,19 +360,19 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
     restarted at the first round that can differ from the last filling's; returns
     whether the level is blocked (as ``groupfill.fill_level``).  ``scratch``: (live
     flags per group, link counts, per-link zeros, per-link False flags)."""
-    lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
+    lo = lv_bounds[lv]
     meta, fr, order, r_pos = rs[9], rs[5], rs[6], rs[7]
     if not meta[1] or meta[0] == 0:
-        return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch[:2])
+        return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
     delta, live, moved = scratch[2], scratch[0], scratch[3]
     n_rounds = meta[0]
-    r_star = _changed(lo, hi, g_paths, weight, rs, delta)
+    r_star = _changed(lo, g_paths, weight, rs, delta)
     if r_star > 0:
         r_star = _inputs(residual, rs, eps, delta, moved, r_star)
     if r_star == 0:
         delta[:] = 0
         moved[:] = False
-        return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch[:2])
+        return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
     _replay(rs, delta, moved, r_star)
     meta[2] = r_star
     if r_star < n_rounds:
@@ -300,9 +397,11 @@ def refrozen(lv, lv_bounds, rounds) -> tuple:
     its output changed)."""
     slot, st = rounds
     lo = lv_bounds[lv]
-    if slot[lv] < 0 or not st[9][slot[lv], 1] or st[9][slot[lv], 2] == 0:
+    if slot[lv] < 0 or not st[9][slot[lv], 1]:
         return True, st[6][lo:lo]
     meta, r_pos = st[9][slot[lv]], st[7][slot[lv]]
+    if meta[2] == 0:  # from the first round: its candidates, if it had any
+        return meta[4] < 0, st[11][lo : lo + max(meta[4], 0)]
     return False, st[6][lo + r_pos[meta[2]] : lo + r_pos[meta[0]]]
 
 

@@ -1,7 +1,8 @@
 """Filling a level of path groups: ``groupfill.fill_level`` (link index built once per
 run) against ``kernel.fill`` (index built per filling), and ``roundfill.refill``
-(restarted at the round where a changed group froze) against filling from scratch,
-bit for bit, on random big-switch levels losing members event after event."""
+(restarted at the round where a changed group froze, or filled on its candidates
+only) against filling from scratch, bit for bit, on random big-switch levels losing
+members and handed other capacity event after event."""
 
 from __future__ import annotations
 
@@ -133,18 +134,22 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
     after each, the restarted filling gives exactly the rates and free capacity of
     filling from scratch; some events restart mid-way, some change only the output."""
     rng = np.random.default_rng(5)
-    first = []  # first round each filling ran, and its rounds
+    first = []  # first round each filling ran, its rounds, and its candidates
     for _ in range(3):
         lv_bounds, g_paths, weight, capacity, eps, index = level(rng, 400)
-        rs, sc, rates = roundfill.state(0, weight.size, capacity.size), None, None
+        rounds = roundfill.slots(lv_bounds, capacity.size)
         sc, rates = scratch(weight.size, capacity.size), np.zeros(weight.size)
         handed = capacity.copy()
         for event in range(60):
-            residual = handed.copy()
-            roundfill.refill(0, lv_bounds, g_paths, weight, eps, rates, residual, index, rs, sc)
+            residual, before = handed.copy(), rates.copy()
+            roundfill.fill(0, lv_bounds, g_paths, weight, eps, rates, residual, index, rounds, sc)
             ref_rates, ref_res = from_scratch(lv_bounds, g_paths, weight, handed, eps, index)
             assert np.array_equal(rates, ref_rates) and np.array_equal(residual, ref_res)
-            first.append((rs[9][2], rs[9][0]))
+            every, ids = roundfill.refrozen(0, lv_bounds, rounds)
+            moved = np.flatnonzero((rates != before) & (weight > 0))
+            assert every or np.isin(moved, ids).all()  # no rate changes unseen
+            meta = rounds[1][9][0]
+            first.append((meta[2], meta[0], meta[4]))
             for k in rng.choice(capacity.size, size=rng.integers(1, 7), replace=False):
                 u = rng.random()
                 handed[k] = 0.0 if u < 0.1 else capacity[k] if u < 0.2 else handed[k]
@@ -152,4 +157,22 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
             if event % 2:
                 alive = np.flatnonzero(weight > 0)
                 weight[rng.choice(alive, size=min(2, alive.size), replace=False)] -= 1
-    assert any(0 < r < n for r, n in first) and any(r == n for r, n in first)
+    assert any(0 < r < n for r, n, _ in first) and any(r == n for r, n, _ in first)
+    assert any(r == 0 and 0 <= c < 300 for r, _, c in first)  # full, on candidates only
+
+
+def test_blocked_groups_stay_out_of_a_full_filling_while_their_cover_link_is_full():
+    """The level above (A on link 0 with 2 members, B on links 0 and 1, C on link 1
+    with 3), handed link 1 full: B and C cannot grow, A takes link 0 alone (10/2 = 5)
+    and link 1 is noted as their cover.  Link 0 handed 8: filled from the first round
+    (its share 8/2 = 4 is below the step 5) on A alone, the one group that grew (A at
+    4).  Link 1 free again (10): B and C, reached from it, are live again: 3.75, 2.5,
+    2.5 as with no cover."""
+    args, index, rs, sc, _capacity = three_groups()
+    rates, meta = args[4], rs[9]
+    roundfill.refill(0, *args, np.array([10.0, 0.0, np.inf]), index, rs, sc)
+    assert rates.tolist() == [5.0, 0.0, 0.0] and meta[3] == 1 and rs[10][0] == 1
+    roundfill.refill(0, *args, np.array([8.0, 0.0, np.inf]), index, rs, sc)
+    assert rates.tolist() == [4.0, 0.0, 0.0] and meta[2] == 0 and meta[4] == 1
+    roundfill.refill(0, *args, np.array([10.0, 10.0, np.inf]), index, rs, sc)
+    assert rates.tolist() == [3.75, 2.5, 2.5] and meta[4] == 3 and meta[3] == 0
