@@ -79,17 +79,34 @@ def level_clock(n_levels) -> tuple:
 def refresh(lclk, lv_bounds, clk) -> None:
     """Take the stale levels' smallest instants again (O(groups of those levels))."""
     lv_end, lv_due, stale = lclk
-    t_end, t_due = clk[3], clk[4]
     for lv in range(stale.size):
-        if not stale[lv]:
-            continue
-        end, due = np.inf, np.inf
-        for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
-            if t_end[g] < end:
-                end = t_end[g]
-            if t_due[g] < due:
-                due = t_due[g]
-        lv_end[lv], lv_due[lv], stale[lv] = end, due, False
+        if stale[lv]:
+            lv_end[lv], lv_due[lv] = smallest(clk[3], clk[4], lv_bounds[lv], lv_bounds[lv + 1])
+            stale[lv] = False
+
+
+@njit(cache=True)
+def smallest(t_end, t_due, lo, hi) -> tuple:
+    """The smallest of ``t_end[lo:hi]`` and of ``t_due[lo:hi]`` (inf: none), on four
+    running minima each (the same minima, without one long chain of comparisons)."""
+    e0 = e1 = e2 = e3 = d0 = d1 = d2 = d3 = np.inf
+    g = lo
+    while g + 4 <= hi:
+        e0, d0 = _lower(e0, t_end[g]), _lower(d0, t_due[g])
+        e1, d1 = _lower(e1, t_end[g + 1]), _lower(d1, t_due[g + 1])
+        e2, d2 = _lower(e2, t_end[g + 2]), _lower(d2, t_due[g + 2])
+        e3, d3 = _lower(e3, t_end[g + 3]), _lower(d3, t_due[g + 3])
+        g += 4
+    for q in range(g, hi):
+        e0, d0 = _lower(e0, t_end[q]), _lower(d0, t_due[q])
+    end = _lower(_lower(e0, e1), _lower(e2, e3))
+    return end, _lower(_lower(d0, d1), _lower(d2, d3))
+
+
+@njit(cache=True)
+def _lower(best, x) -> float:
+    """``x`` if it is below ``best`` (a NaN never is), else ``best``."""
+    return x if x < best else best
 
 
 @njit(cache=True)

@@ -100,3 +100,17 @@ def test_level_clock_takes_only_stale_levels_again():
     lclk[2][1] = True
     vclock.refresh(lclk, lv_bounds, clk)
     assert lclk[0].tolist() == [11.0, 9.0] and vclock.earliest(lclk[0]) == 9.0
+
+
+@pytest.mark.parametrize("n", [0, 3, 4, 9])
+def test_smallest_is_the_minimum_of_each_array(n: int):
+    """``smallest`` over ``n`` values (on its four running minima and the tail), in a
+    window of a longer array, is numpy's minimum of each, inf for none; a NaN never
+    counts as smallest."""
+    rng = np.random.default_rng(n)
+    t_end, t_due = rng.random(n + 4), rng.random(n + 4)
+    t_end[2] = math.nan
+    end, due = vclock.smallest(t_end, t_due, 2, 2 + n)
+    window = t_end[2 : 2 + n]
+    assert end == (np.nanmin(window) if n > 1 else math.inf)
+    assert due == (t_due[2 : 2 + n].min() if n else math.inf)
