@@ -388,8 +388,8 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
         now = max(t_flow, now)
         out = (fin, n_fin, done_c, state[2])
         n_last, n_fin, need = finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out)
-        if thresholds.size:
-            vclock.recount_touched(cclk, g_rate, weight, sent, thresholds, now)
+        # The coflows touched are recounted once, after the re-sharing at this same
+        # instant (or settled on return): their lines are not read before.
         live -= n_last
         events += 1
         if done_c[0] >= 0:
