@@ -190,11 +190,12 @@ def finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out) -> tuple:
     """At ``now``: finish the members of the groups due (``t_due <= now``, in the levels
     whose smallest ``t_due`` is, ``lclk`` fresh) that are done (stamped at their own
     instant, appended to ``fin``), append the coflows with no flow left to ``done_c``
-    (from its first free slot, -1) and mark the levels that lost a member in ``dirty``
-    (``out``: fin, n_fin, done_c, dirty); returns (flows done, n_fin, the lowest level
+    (from its first free slot, -1), mark the levels that lost a member in ``dirty`` and
+    note the groups that did for their restartable fillings (``out``: fin, n_fin,
+    done_c, dirty, ``roundfill.slots``); returns (flows done, n_fin, the lowest level
     index that lost a member)."""
     lv_bounds = grp[0]
-    fin, n_fin, done_c, dirty = out
+    fin, n_fin, done_c, dirty, rounds = out
     lv_due, stale = lclk[1], lclk[2]
     low = lv_bounds.size  # lowest level index that lost a member
     n_dc = 0
@@ -205,7 +206,8 @@ def finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out) -> tuple:
         if lv_due[lv] > now:
             continue
         stale[lv] = True
-        fn = _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, (fin, n_fin, done_c, n_dc))
+        lv_out = (fin, n_fin, done_c, n_dc, rounds)
+        fn = _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, lv_out)
         if fn[0]:
             dirty[lv] = True
             low = min(low, lv)
@@ -215,12 +217,12 @@ def finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out) -> tuple:
 
 @njit(cache=True)
 def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, out) -> tuple:
-    """``finish_due`` on level ``lv``'s groups (``out``: fin, n_fin, done_c, n_dc);
-    returns (flows done, n_fin, n_dc)."""
+    """``finish_due`` on level ``lv``'s groups (``out``: fin, n_fin, done_c, n_dc,
+    rounds); returns (flows done, n_fin, n_dc)."""
     lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
     active, cof, remaining, size, _start_s, finish_s, caps = flows
     sent, left, by_coflow = coflows
-    fin, n_fin, done_c, n_dc = out
+    fin, n_fin, done_c, n_dc, rounds = out
     t0, t_due = clk[0], clk[4]
     n = 0
     for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
@@ -228,6 +230,7 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, out) -> tuple:
             continue
         rate = g_rate[g]
         s_now = vclock.served_at(served[g], t0[g], rate, now)
+        n_was = n
         while head[g] < m_start[g + 1]:
             p = m_pos[head[g]]
             i = active[p]
@@ -249,6 +252,8 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, out) -> tuple:
             head[g] += 1
             weight[g] -= 1
             n += 1
+        if n > n_was:
+            roundfill.lose(rounds, lv, lv_bounds[lv], g)
         vclock.head_of(g, m_start, m_pos, head, rem0, active, size, tol, clk)
         vclock.instants(g, weight, g_rate, served, clk)
     return n, n_fin, n_dc
@@ -386,7 +391,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
             break
         visits += live
         now = max(t_flow, now)
-        out = (fin, n_fin, done_c, state[2])
+        out = (fin, n_fin, done_c, state[2], rounds)
         n_last, n_fin, need = finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out)
         # The coflows touched are recounted once, after the re-sharing at this same
         # instant (or settled on return): their lines are not read before.

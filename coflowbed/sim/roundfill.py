@@ -31,7 +31,8 @@ link for each such group crossing none noted yet.  The next filling from the fir
 round checks only its *candidates*: the groups that grew last time, and the groups
 that could not but cross a cover link now free.  It finds the same growing groups
 with the same counts, so the same rounds; only the candidates' rates can change.
-Only the groups that grew can have lost members, so only they are checked for that.
+Only the groups that grew can have lost members; the callers note each group that
+lost some (``lose``), so a filling looks at those alone.
 
 State of one level (``rs``, as ``state`` builds it; R rows, at most links + 2):
 ``r_res`` [R, links] free capacity at each round's start (row 0: the cleaned input;
@@ -41,8 +42,9 @@ then, ``r_step`` each round's step, ``r_level`` the water level at each round's 
 the level's groups by freeze round with ``r_pos`` each round's first position,
 ``w_old`` the weights at the last filling, ``meta`` [rounds, valid, the first round
 the last filling ran (0: all of them), cover links (-1: none noted), candidates of
-the last filling from the first round (-1: every group)], ``cov`` the cover's links,
-``cand`` the candidates (group ids).  On big fabrics
+the last filling from the first round (-1: every group), groups noted as having lost
+members], ``cov`` the cover's links, ``cand`` the candidates (group ids), ``lost``
+the groups noted (offsets from the level's first group) and ``noted`` their flags.  On big fabrics
 fewer rows are kept than a filling can take (``ROWS_MIN``..links + 2, within
 ``SAVED_MAX``); a filling of more rounds is then not saved (the next one starts from
 the first round).
@@ -92,15 +94,17 @@ def _stack(n_slots, n_groups, rows, n_links) -> tuple:
         _meta(n_slots),
         np.empty((n_slots, n_links), dtype=np.int64),
         np.empty(n_groups, dtype=np.int64),
+        np.empty(n_groups, dtype=np.int64),
+        np.zeros(n_groups, dtype=np.bool_),
     )
 
 
 @njit(cache=True)
 def _meta(n_slots) -> np.ndarray:
     """Per slot [rounds, valid, first round run, cover links (-1: none), candidates
-    (-1: every group)]: nothing saved yet."""
-    meta = np.zeros((n_slots, 5), dtype=np.int64)
-    meta[:, 3:] = -1
+    (-1: every group), groups noted as having lost members]: nothing saved yet."""
+    meta = np.zeros((n_slots, 6), dtype=np.int64)
+    meta[:, 3:5] = -1
     return meta
 
 
@@ -120,6 +124,8 @@ def _view(st, slot, lo, hi) -> tuple:
         st[9][slot],
         st[10][slot],
         st[11][lo:hi],
+        st[12][lo:hi],
+        st[13][lo:hi],
     )
 
 
@@ -143,19 +149,49 @@ def slots(lv_bounds, n_links) -> tuple:
 
 
 @njit(cache=True)
+def lose(rounds, lv, lo, g) -> None:
+    """Note that group ``g`` of level ``lv`` (whose first group is ``lo``) lost members
+    since the level's last filling (kept for the restartable levels only)."""
+    slot, st = rounds
+    if slot[lv] >= 0:
+        note_lost(st[12][lo:], st[13][lo:], st[9][slot[lv]], g - lo)
+
+
+@njit(cache=True)
+def note_lost(lost, noted, meta, k) -> None:
+    """``lose`` on one level's state: its ``k``-th group (once until the next filling)."""
+    if not noted[k]:
+        noted[k] = True
+        lost[meta[5]] = k
+        meta[5] += 1
+
+
+@njit(cache=True)
+def _forget_lost(rs) -> None:
+    """No group noted any more (the filling has seen them all)."""
+    lost, noted, meta = rs[12], rs[13], rs[9]
+    for q in range(meta[5]):
+        noted[lost[q]] = False
+    meta[5] = 0
+
+
+@njit(cache=True)
 def _changed(lo, g_paths, weight, rs, delta) -> int:
-    """Members lost per link since the last filling into ``delta`` (zeros on entry);
-    returns the first freeze round of a group that lost some (n_rounds: none)."""
-    fr, order, w_old, meta = rs[5], rs[6], rs[8], rs[9]
+    """Members lost per link since the last filling into ``delta`` (zeros on entry), of
+    the groups noted (``lose``; only groups that grew can lose members: one that did
+    not has no rate); returns the first freeze round of a group that lost some
+    (n_rounds: none)."""
+    fr, w_old, meta, lost = rs[5], rs[8], rs[9], rs[12]
     first = meta[0]
-    for q in range(rs[7][meta[0]]):  # only groups that grew can lose members
-        g = order[q]
-        lost = w_old[g - lo] - weight[g]
-        if lost:
+    for q in range(meta[5]):
+        j = lost[q]
+        n_lost = w_old[j] - weight[lo + j]
+        if n_lost and fr[j] >= 0:
             for k in range(g_paths.shape[1]):
-                delta[g_paths[g, k]] += lost
-            first = min(first, fr[g - lo] if fr[g - lo] >= 0 else 0)
-            w_old[g - lo] = weight[g]
+                delta[g_paths[lo + j, k]] += n_lost
+            first = min(first, fr[j])
+            w_old[j] = weight[lo + j]
+    _forget_lost(rs)
     return first
 
 
@@ -339,6 +375,7 @@ def _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scra
         meta[3] = -1
     rs[4][:] = residual
     rs[8][:] = weight[lo:hi]
+    _forget_lost(rs)
     g_rate[lo:hi] = 0.0
     fr[:] = -1
     count[:] = 0

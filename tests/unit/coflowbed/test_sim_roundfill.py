@@ -74,8 +74,9 @@ def test_restart_from_a_late_round_by_hand():
     """Two links of 10: A (link 0, 2 members), B (links 0 and 1), C (link 1, 3
     members).  Round 0: shares 10/3 on link 0 and 10/4 = 2.5 on link 1, which fills: B
     and C at 2.5, link 0 left 10 - 3 x 2.5 = 2.5; round 1: A alone, 2.5 + 2.5/2 = 3.75.
-    A loses a member (it froze in round 1): round 0 is kept, link 0 replayed with 2
-    members growing (10 - 2 x 2.5 = 5), round 1: A at 2.5 + 5 = 7.5; links full."""
+    A loses a member (it froze in round 1): while that is not noted (``note_lost``) the
+    filling does not see it; noted, round 0 is kept, link 0 replayed with 2 members
+    growing (10 - 2 x 2.5 = 5), round 1: A at 2.5 + 5 = 7.5; links full."""
     args, index, rs, sc, capacity = three_groups()
     weight, rates = args[2], args[4]
     residual = capacity.copy()
@@ -84,13 +85,18 @@ def test_restart_from_a_late_round_by_hand():
     weight[0] = 1
     residual = capacity.copy()
     roundfill.refill(0, *args, residual, index, rs, sc)
+    assert rates.tolist() == [3.75, 2.5, 2.5]  # not noted: not seen
+    roundfill.note_lost(rs[12], rs[13], rs[9], 0)
+    residual = capacity.copy()
+    roundfill.refill(0, *args, residual, index, rs, sc)
     assert rates.tolist() == [7.5, 2.5, 2.5] and residual[:2].tolist() == [0.0, 0.0]
 
 
 def test_refill_equals_filling_from_scratch_as_members_leave():
     """Random levels of 400 groups; 40 events, each taking 1-3 members off random
-    growing groups (as flow completions do): after each, the restarted filling gives
-    exactly the rates and free capacity of filling from scratch."""
+    growing groups (as flow completions do, each noted: ``note_lost``): after each, the
+    restarted filling gives exactly the rates and free capacity of filling from
+    scratch."""
     rng = np.random.default_rng(11)
     for _ in range(3):
         lv_bounds, g_paths, weight, capacity, eps, index = level(rng, 400)
@@ -104,6 +110,7 @@ def test_refill_equals_filling_from_scratch_as_members_leave():
             alive = np.flatnonzero(weight > 0)
             for g in rng.choice(alive, size=min(rng.integers(1, 4), alive.size), replace=False):
                 weight[g] -= 1
+                roundfill.note_lost(rs[12], rs[13], rs[9], g)
 
 
 def test_restart_when_the_free_capacity_handed_changes_by_hand():
@@ -156,7 +163,9 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
                 handed[k] *= rng.uniform(0.7, 1.3) if u >= 0.2 else 1.0
             if event % 2:
                 alive = np.flatnonzero(weight > 0)
-                weight[rng.choice(alive, size=min(2, alive.size), replace=False)] -= 1
+                for g in rng.choice(alive, size=min(2, alive.size), replace=False):
+                    weight[g] -= 1
+                    roundfill.lose(rounds, 0, 0, g)
     assert any(0 < r < n for r, n, _ in first) and any(r == n for r, n, _ in first)
     assert any(r == 0 and 0 <= c < 300 for r, _, c in first)  # full, on candidates only
 
