@@ -370,7 +370,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
         thresholds,
         sent,
     )
-    out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2])
+    out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2], rounds)
     fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)
     clk = vclock.start(grp, active, size, tol, now)
