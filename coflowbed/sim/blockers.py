@@ -54,14 +54,7 @@ def note(lv, lo, hi, g_paths, weight, residual, eps, blk) -> None:
     for g in range(lo, hi):
         if weight[g] <= 0:
             continue
-        first = -1
-        for k in range(g_paths.shape[1]):
-            link = g_paths[g, k]
-            if mark[link]:
-                first = -2
-                break
-            if first == -1 and residual[link] <= eps[link]:
-                first = link
+        first = full_link(g, g_paths, mark, residual, eps)
         if first >= 0:
             mark[first] = True
             links[n] = first
@@ -69,6 +62,20 @@ def note(lv, lo, hi, g_paths, weight, residual, eps, blk) -> None:
     for q in range(lo, n):
         mark[links[q]] = False
     valid[lv], count[lv] = True, n - lo
+
+
+@njit(cache=True)
+def full_link(g, g_paths, mark, residual, eps) -> int:
+    """The first full link group ``g`` crosses: -2 if it crosses a ``mark``-ed link
+    (already noted), -1 if none is full."""
+    first = -1
+    for k in range(g_paths.shape[1]):
+        link = g_paths[g, k]
+        if mark[link]:
+            return -2
+        if first == -1 and residual[link] <= eps[link]:
+            first = link
+    return first
 
 
 @njit(cache=True)

@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import groupfill, kernel
+from coflowbed.sim import blockers, groupfill, kernel
 
 RESTART_MIN = 256  # levels with fewer groups are filled from the first round
 ROWS_MIN = 64  # rounds saved per level at least (a filling has at most links + 1)
@@ -337,14 +337,7 @@ def _live(lo, hi, ids, n, g_paths, weight, residual, eps, scratch, rs) -> int:
         live[g - lo] = False
         if weight[g] <= 0:
             continue
-        full = -1
-        for k in range(g_paths.shape[1]):
-            link = g_paths[g, k]
-            if mark[link]:
-                full = -2
-                break
-            if full == -1 and residual[link] <= eps[link]:
-                full = link
+        full = blockers.full_link(g, g_paths, mark, residual, eps)
         if full == -1:
             live[g - lo] = True
             n_live += 1
