@@ -298,7 +298,8 @@ class Simulator:
     # --- deciding and allocating -----------------------------------------------------
 
     def _reallocate(self, redecide: bool) -> None:
-        """Recompute every active flow's rate; ask the policy first if ``redecide``
+        """Recompute every active flow's rate (left to the compiled run that follows
+        if it can run: rates 0 until it shares); ask the policy first if ``redecide``
         (the set of coflows changed or a byte threshold was crossed, as in the
         emulator's scheduler) else keep the last levels and caps."""
         if redecide or not self.states:
@@ -317,6 +318,11 @@ class Simulator:
             self._record_first(cs, ranks, levels)
         else:
             caps = self.caps[self.active] if self.capped else None
+        if self._fast_ok():
+            # The compiled run shares first (bit for bit the rates ``allocate`` gives)
+            # and stamps the flows that start: sharing here too would be done twice.
+            self.rates = np.zeros(self.active.size)
+            return
         fl = self.flows
         self.rates = allocate(
             self.act_paths,

@@ -331,8 +331,10 @@ def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
 
 @njit(cache=True)
 def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, incremental) -> tuple:
-    """Flow-completion events until a coflow completes, the next event is another kind,
-    the horizon or ``budget`` events.  ``clock``: (now, next release or compute end,
+    """Share the groups' rates (from scratch: the rates they came with are only the
+    old rates ``stamp`` and the lines compare against), then flow-completion events
+    until a coflow completes, the next event is another kind, the horizon or ``budget``
+    events.  ``clock``: (now, next release or compute end,
     next fault, horizon); ``incremental``: re-share only the levels whose inputs changed
     (``groupalloc``; else every level from the first that lost a member).  Time runs on
     per-group lines (``vclock``); on return every counter is taken at the last instant.
@@ -377,7 +379,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     lclk = vclock.level_clock(n_lv)
     cclk = vclock.coflow_clock(g_cof, sent.size, g_rate, weight, sent, thresholds, now)
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
-    need, valid = n_lv + 1, False  # level to re-share from; res_at[1:] known
+    need, valid = 0, False  # level to re-share from (all: shared first); res_at[1:] known
     status = BEFORE
     while True:
         if need <= n_lv:
