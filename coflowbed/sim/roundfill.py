@@ -354,23 +354,39 @@ def _live(lo, hi, ids, n, g_paths, weight, residual, eps, scratch, rs) -> int:
 
 
 @njit(cache=True)
+def _reset(lo, hi, ids, n, weight, g_rate, rs) -> None:
+    """Before a filling from the first round: no rate and no freeze round for the
+    groups ``ids[:n]``; ``n`` < 0 (no valid state): for all of ``lo..hi``, their weights
+    saved too.  Every other group is already so: it did not grow in the last filling
+    (rate 0, freeze round -1).  Saved weights stay right: a group without rate loses no
+    member, and ``_changed`` (run first when a state is valid) saved the others'."""
+    fr = rs[5]
+    if n < 0:
+        g_rate[lo:hi] = 0.0
+        fr[:] = -1
+        rs[8][:] = weight[lo:hi]
+        return
+    for q in range(n):
+        g = ids[q]
+        g_rate[g], fr[g - lo] = 0.0, -1
+
+
+@njit(cache=True)
 def _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch) -> bool:
     """Fill the level from its first round, saving the state; False if blocked.  After
     a saved filling only its candidates (``_candidates``) are checked for liveness:
     every other group is still blocked by a cover link still full."""
     lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
     live, count = scratch[0], scratch[1]
-    r_res, r_cnt, fr, meta = rs[0], rs[1], rs[5], rs[9]
+    r_res, r_cnt, meta = rs[0], rs[1], rs[9]
     n_cand = -1
     if meta[1] and meta[3] >= 0:
         n_cand = _candidates(lv, lo, index, rs, residual, eps)
     else:
         meta[3] = -1
     rs[4][:] = residual
-    rs[8][:] = weight[lo:hi]
     _forget_lost(rs)
-    g_rate[lo:hi] = 0.0
-    fr[:] = -1
+    _reset(lo, hi, rs[11], n_cand, weight, g_rate, rs)
     count[:] = 0
     n_live = _live(lo, hi, rs[11], n_cand, g_paths, weight, residual, eps, scratch, rs)
     meta[1], meta[2], meta[4] = 1, 0, n_cand
