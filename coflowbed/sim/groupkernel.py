@@ -207,7 +207,8 @@ def finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out) -> tuple:
             continue
         stale[lv] = True
         lv_out = (fin, n_fin, done_c, n_dc, rounds)
-        fn = _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, lv_out)
+        ids = vclock.due(lclk, lv, lv_bounds[lv], lv_bounds[lv + 1], clk[4], now)
+        fn = _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, lv_out)
         if fn[0]:
             dirty[lv] = True
             low = min(low, lv)
@@ -216,18 +217,16 @@ def finish_due(grp, clk, lclk, cclk, flows, coflows, now, tol, out) -> tuple:
 
 
 @njit(cache=True)
-def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, out) -> tuple:
-    """``finish_due`` on level ``lv``'s groups (``out``: fin, n_fin, done_c, n_dc,
-    rounds); returns (flows done, n_fin, n_dc)."""
+def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, out) -> tuple:
+    """``finish_due`` on level ``lv``'s groups due ``ids`` (``vclock.due``; ``out``:
+    fin, n_fin, done_c, n_dc, rounds); returns (flows done, n_fin, n_dc)."""
     lv_bounds, m_start, m_pos, rem0, _paths, g_rate, weight, g_cof, _st, head, served = grp
     active, cof, remaining, size, _start_s, finish_s, caps = flows
     sent, left, by_coflow = coflows
     fin, n_fin, done_c, n_dc, rounds = out
-    t0, t_due = clk[0], clk[4]
+    t0 = clk[0]
     n = 0
-    for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
-        if t_due[g] > now:
-            continue
+    for g in ids:
         rate = g_rate[g]
         s_now = vclock.served_at(served[g], t0[g], rate, now)
         n_was = n
@@ -321,6 +320,7 @@ def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
             n = vclock.rebase(grp, clk, old, lv_bounds[lv], lv_bounds[lv + 1], now, changed, n)
         elif ids.size:
             n = vclock.rebase_some(grp, clk, old, ids, 0, 0, now, changed, n)
+        vclock.near_add(lclk, lv, lv_bounds[lv], changed[was:n], clk[4])
         lclk[2][lv] |= n > was
     changed = changed[:n]
     if thresholds.size:
@@ -376,7 +376,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     fin, done_c = out[0], out[2]
     began = np.full(active.size, -1, np.int64)
     clk = vclock.start(grp, active, size, tol, now)
-    lclk = vclock.level_clock(n_lv)
+    lclk = vclock.level_clock(lv_bounds)
     cclk = vclock.coflow_clock(g_cof, sent.size, g_rate, weight, sent, thresholds, now)
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
     need, valid = 0, False  # level to re-share from (all: shared first); res_at[1:] known

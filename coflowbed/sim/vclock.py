@@ -6,8 +6,11 @@ Per group the clock keeps ``t0`` (when ``served0`` was taken), ``h_left`` and ``
 (its first unfinished member's bytes left at build time and finishing tolerance), and
 two instants: ``t_end`` when that member delivers its last byte and ``t_due`` when it
 comes within its tolerance (both inf without rate or members).  The next completion is
-the smallest ``t_end`` and the groups due at an event are those with ``t_due <= now``:
-one contiguous pass each, no arithmetic per group.
+the smallest ``t_end`` and the groups due at an event are those with ``t_due <= now``.
+Both are taken per level from a short *near list* (the groups whose ``t_due`` is below
+a bound above the level's smallest ``t_end``; a group whose instants change joins it if
+they fall below the bound), and over all the level's groups only when time reaches
+the bound; the answers are the same, exactly, as a pass over every group.
 
 With byte thresholds (one coflow per group) each coflow's bytes sent are a line too:
 ``sent(t) = sent0 + c_rate * (t - c_t0)``, ``c_rate`` summed over its groups again
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+NEAR = 256  # groups a level's near list holds at least when taken in full (if it has more)
 
 
 @njit(cache=True)
@@ -69,20 +74,147 @@ def earliest(times) -> float:
 
 
 @njit(cache=True)
-def level_clock(n_levels) -> tuple:
-    """Per level the smallest ``t_end`` and ``t_due`` of its groups, and whether they
-    must be taken again (``stale``: every level at first)."""
-    return (np.full(n_levels, np.inf), np.full(n_levels, np.inf), np.ones(n_levels, np.bool_))
+def level_clock(lv_bounds) -> tuple:
+    """Per level the smallest ``t_end`` and ``t_due`` of its groups, whether they must be
+    taken again (``stale``: every level at first), and its *near list*: the groups that
+    may come due before the level's ``bound`` (every group whose ``t_due`` is below it,
+    and maybe some that moved past it since), held in the level's own id range of
+    ``near`` (``n_near`` each, ``in_near`` per group); ``buf`` per group for the groups
+    due.  ``bound`` -inf at first: nothing is near until a level is taken in full."""
+    n_lv, n = lv_bounds.size - 1, lv_bounds[-1]
+    return (
+        np.full(n_lv, np.inf),
+        np.full(n_lv, np.inf),
+        np.ones(n_lv, np.bool_),
+        np.full(n_lv, -np.inf),
+        np.zeros(n_lv, np.int64),
+        np.empty(n, np.int64),
+        np.zeros(n, np.bool_),
+        np.empty(n, np.int64),
+    )
 
 
 @njit(cache=True)
 def refresh(lclk, lv_bounds, clk) -> None:
-    """Take the stale levels' smallest instants again (O(groups of those levels))."""
-    lv_end, lv_due, stale = lclk
+    """Take the stale levels' smallest instants again: from the near list when its
+    smallest ``t_end`` is below the bound (every group off the list ends later), else
+    over all the level's groups, choosing a new bound and list (``_rebuild``)."""
+    stale = lclk[2]
     for lv in range(stale.size):
         if stale[lv]:
-            lv_end[lv], lv_due[lv] = smallest(clk[3], clk[4], lv_bounds[lv], lv_bounds[lv + 1])
+            lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
+            if not _from_near(lclk, lv, lo, clk):
+                _rebuild(lclk, lv, lo, hi, clk)
             stale[lv] = False
+
+
+@njit(cache=True)
+def _from_near(lclk, lv, lo, clk) -> bool:
+    """The level's smallest instants over its near list (dropping the groups whose
+    ``t_due`` moved to the bound or past it), if its smallest ``t_end`` is below the
+    bound: then they are the level's (``t_due <= t_end`` for every group)."""
+    lv_end, lv_due, bound, n_near, near, in_near = (
+        lclk[0],
+        lclk[1],
+        lclk[3],
+        lclk[4],
+        lclk[5],
+        lclk[6],
+    )
+    t_end, t_due = clk[3], clk[4]
+    b, kept, e, d = bound[lv], 0, np.inf, np.inf
+    for j in range(n_near[lv]):
+        g = near[lo + j]
+        if t_due[g] < b:
+            near[lo + kept] = g
+            kept += 1
+            e, d = _lower(e, t_end[g]), _lower(d, t_due[g])
+        else:
+            in_near[g] = False
+    n_near[lv] = kept
+    if e < b:
+        lv_end[lv], lv_due[lv] = e, d
+        return True
+    return False
+
+
+@njit(cache=True)
+def _rebuild(lclk, lv, lo, hi, clk) -> None:
+    """The level's smallest instants over all its groups; the new bound is above the
+    smallest ``t_end`` and at the ``NEAR + 1``-th smallest where that is above it (inf
+    for small levels), and the near list every group whose ``t_due`` is below it."""
+    lv_end, lv_due, bound, n_near, near, in_near = (
+        lclk[0],
+        lclk[1],
+        lclk[3],
+        lclk[4],
+        lclk[5],
+        lclk[6],
+    )
+    t_end, t_due = clk[3], clk[4]
+    e, d = smallest(t_end, t_due, lo, hi)
+    lv_end[lv], lv_due[lv] = e, d
+    b = np.inf
+    if hi - lo > NEAR:
+        b = np.partition(t_end[lo:hi], NEAR)[NEAR]
+        if not b > e:
+            b = _above(t_end, lo, hi, e)
+    bound[lv] = b
+    n = 0
+    for g in range(lo, hi):
+        in_near[g] = t_due[g] < b
+        if in_near[g]:
+            near[lo + n] = g
+            n += 1
+    n_near[lv] = n
+
+
+@njit(cache=True)
+def _above(times, lo, hi, x) -> float:
+    """The smallest of ``times[lo:hi]`` above ``x`` (inf: none)."""
+    best = np.inf
+    for g in range(lo, hi):
+        if x < times[g] < best:
+            best = times[g]
+    return best
+
+
+@njit(cache=True)
+def near_add(lclk, lv, lo, ids, t_due) -> None:
+    """Put on level ``lv``'s near list the groups ``ids`` (of that level, new instants)
+    whose ``t_due`` is below its bound and that are not on it yet."""
+    bound, n_near, near, in_near = lclk[3], lclk[4], lclk[5], lclk[6]
+    b = bound[lv]
+    for g in ids:
+        if t_due[g] < b and not in_near[g]:
+            in_near[g] = True
+            near[lo + n_near[lv]] = g
+            n_near[lv] += 1
+
+
+@njit(cache=True)
+def due(lclk, lv, lo, hi, t_due, now) -> np.ndarray:
+    """Level ``lv``'s groups with ``t_due <= now``, by increasing id: from its near list
+    if ``now`` is below its bound (every other group is due later), else from all, and
+    then the level is taken in full at its next refresh (the callers give the groups
+    due new instants without noting them: those on the list are on it already)."""
+    n_near, near, buf = lclk[4], lclk[5], lclk[7]
+    m = 0
+    if now < lclk[3][lv]:
+        for j in range(n_near[lv]):
+            g = near[lo + j]
+            if t_due[g] <= now:
+                buf[lo + m] = g
+                m += 1
+        out = buf[lo : lo + m]
+        out.sort()
+        return out
+    lclk[3][lv] = -np.inf
+    for g in range(lo, hi):
+        if t_due[g] <= now:
+            buf[lo + m] = g
+            m += 1
+    return buf[lo : lo + m]
 
 
 @njit(cache=True)

@@ -92,7 +92,7 @@ def test_level_clock_takes_only_stale_levels_again():
     t_end = np.array([11.0, 12.0])
     clk = (np.zeros(2), np.zeros(2), np.zeros(2), t_end, t_end - 0.5)
     lv_bounds = np.array([0, 1, 2])
-    lclk = vclock.level_clock(2)
+    lclk = vclock.level_clock(lv_bounds)
     vclock.refresh(lclk, lv_bounds, clk)
     assert lclk[0].tolist() == [11.0, 12.0] and lclk[1].tolist() == [10.5, 11.5]
     assert not lclk[2].any()
@@ -114,3 +114,65 @@ def test_smallest_is_the_minimum_of_each_array(n: int):
     window = t_end[2 : 2 + n]
     assert end == (np.nanmin(window) if n > 1 else math.inf)
     assert due == (t_due[2 : 2 + n].min() if n else math.inf)
+
+
+def _level_of(t_end: np.ndarray) -> tuple:
+    """A clock of one level whose groups have these ``t_end`` (``t_due`` 0.5 s earlier)."""
+    n = t_end.size
+    return (np.zeros(n), np.zeros(n), np.zeros(n), t_end, t_end - 0.5), np.array([0, n])
+
+
+def test_near_list_answers_as_a_pass_over_every_group():
+    """A level of 2,000 groups (inf: no rate among them) whose instants change in random
+    batches, each batch put on the near list (``near_add``): after every refresh the
+    level's smallest instants, and the groups due at its next completion or at any
+    instant, are numpy's over all groups, by increasing id; the list stays far shorter
+    than the level between full passes, so those are taken from it."""
+    rng = np.random.default_rng(7)
+    t_end = rng.uniform(10.0, 20.0, 2000)
+    t_end[rng.choice(2000, 100, replace=False)] = math.inf
+    clk, lv_bounds = _level_of(t_end)
+    lclk = vclock.level_clock(lv_bounds)
+    short = 0
+    for step in range(60):
+        vclock.refresh(lclk, lv_bounds, clk)
+        assert lclk[0][0] == t_end.min() and lclk[1][0] == clk[4].min()
+        for now in (lclk[0][0], rng.uniform(10.0, 20.0)):
+            ids = vclock.due(lclk, 0, 0, 2000, clk[4], now)
+            assert ids.tolist() == np.nonzero(clk[4] <= now)[0].tolist()
+        short += lclk[4][0] < 1000
+        ids = rng.choice(2000, 50, replace=False)
+        t_end[ids] = rng.uniform(10.0 + step / 10, 20.0, 50)
+        clk[4][ids] = t_end[ids] - 0.5
+        vclock.near_add(lclk, 0, 0, ids, clk[4])
+        lclk[2][0] = True
+    assert short > 50
+
+
+def test_near_list_bound_passes_ties():
+    """300 groups ending at the same instant (more than ``NEAR``): the bound goes above
+    them (the next instant, inf if none), so every one is due at that instant."""
+    t_end = np.full(300, 5.0)
+    t_end[:10] = 7.0
+    clk, lv_bounds = _level_of(t_end)
+    lclk = vclock.level_clock(lv_bounds)
+    vclock.refresh(lclk, lv_bounds, clk)
+    assert lclk[3][0] == 7.0 and lclk[0][0] == 5.0
+    assert vclock.due(lclk, 0, 0, 300, clk[4], 5.0).tolist() == list(range(10, 300))
+
+
+def test_groups_due_past_the_bound_send_the_level_to_a_full_pass():
+    """Asked for the groups due at an instant past the level's bound, ``due`` takes them
+    from all groups; their new instants are not noted (as ``finish_due`` does), and
+    the next refresh still finds them: the level is taken in full again."""
+    t_end = np.linspace(10.0, 20.0, 1000)
+    clk, lv_bounds = _level_of(t_end)
+    lclk = vclock.level_clock(lv_bounds)
+    vclock.refresh(lclk, lv_bounds, clk)
+    now = lclk[3][0] + 1.0
+    ids = vclock.due(lclk, 0, 0, 1000, clk[4], now)
+    assert ids.tolist() == np.nonzero(clk[4] <= now)[0].tolist()
+    t_end[ids[-1]], clk[4][ids[-1]] = 1.0, 0.5
+    lclk[2][0] = True
+    vclock.refresh(lclk, lv_bounds, clk)
+    assert lclk[0][0] == 1.0 and lclk[1][0] == 0.5
