@@ -113,14 +113,7 @@ def _from_near(lclk, lv, lo, clk) -> bool:
     """The level's smallest instants over its near list (dropping the groups whose
     ``t_due`` moved to the bound or past it), if its smallest ``t_end`` is below the
     bound: then they are the level's (``t_due <= t_end`` for every group)."""
-    lv_end, lv_due, bound, n_near, near, in_near = (
-        lclk[0],
-        lclk[1],
-        lclk[3],
-        lclk[4],
-        lclk[5],
-        lclk[6],
-    )
+    lv_end, lv_due, _stale, bound, n_near, near, in_near = lclk[:7]
     t_end, t_due = clk[3], clk[4]
     b, kept, e, d = bound[lv], 0, np.inf, np.inf
     for j in range(n_near[lv]):
@@ -143,14 +136,7 @@ def _rebuild(lclk, lv, lo, hi, clk) -> None:
     """The level's smallest instants over all its groups; the new bound is above the
     smallest ``t_end`` and at the ``NEAR + 1``-th smallest where that is above it (inf
     for small levels), and the near list every group whose ``t_due`` is below it."""
-    lv_end, lv_due, bound, n_near, near, in_near = (
-        lclk[0],
-        lclk[1],
-        lclk[3],
-        lclk[4],
-        lclk[5],
-        lclk[6],
-    )
+    lv_end, lv_due, _stale, bound, n_near, near, in_near = lclk[:7]
     t_end, t_due = clk[3], clk[4]
     e, d = smallest(t_end, t_due, lo, hi)
     lv_end[lv], lv_due[lv] = e, d
