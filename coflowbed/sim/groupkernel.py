@@ -225,6 +225,9 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, out) -> tup
     sent, left, by_coflow = coflows
     fin, n_fin, done_c, n_dc, rounds = out
     t0 = clk[0]
+    marks, lst, n_t = cclk[6], cclk[7], cclk[8]
+    lo = lv_bounds[lv]
+    lost, noted, meta = roundfill.lost_of(rounds, lv, lo)
     n = 0
     for g in ids:
         rate = g_rate[g]
@@ -241,7 +244,11 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, out) -> tup
             remaining[i], caps[i] = 0.0, 0.0
             if by_coflow:
                 sent[g_cof[g]] += lft
-                vclock.touch(g_cof[g], cclk)
+                c = g_cof[g]
+                if not marks[c]:  # vclock.touch_changed's, written out
+                    marks[c] = True
+                    lst[n_t[0]] = c
+                    n_t[0] += 1
             left[cof[p]] -= 1
             if left[cof[p]] == 0:
                 done_c[n_dc] = cof[p]
@@ -251,8 +258,10 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, out) -> tup
             head[g] += 1
             weight[g] -= 1
             n += 1
-        if n > n_was:
-            roundfill.lose(rounds, lv, lv_bounds[lv], g)
+        if n > n_was and noted.size and not noted[g - lo]:  # roundfill.note_lost's
+            noted[g - lo] = True
+            lost[meta[5]] = g - lo
+            meta[5] += 1
         vclock.head_of(g, m_start, m_pos, head, rem0, active, size, tol, clk)
         vclock.instants(g, weight, g_rate, served, clk)
     return n, n_fin, n_dc

@@ -32,7 +32,7 @@ round checks only its *candidates*: the groups that grew last time, and the grou
 that could not but cross a cover link now free.  It finds the same growing groups
 with the same counts, so the same rounds; only the candidates' rates can change.
 Only the groups that grew can have lost members; the callers note each group that
-lost some (``lose``), so a filling looks at those alone.
+lost some (``note_lost`` on ``lost_of``), so a filling looks at those alone.
 
 State of one level (``rs``, as ``state`` builds it; R rows, at most links + 2):
 ``r_res`` [R, links] free capacity at each round's start (row 0: the cleaned input;
@@ -149,17 +149,20 @@ def slots(lv_bounds, n_links) -> tuple:
 
 
 @njit(cache=True)
-def lose(rounds, lv, lo, g) -> None:
-    """Note that group ``g`` of level ``lv`` (whose first group is ``lo``) lost members
-    since the level's last filling (kept for the restartable levels only)."""
+def lost_of(rounds, lv, lo) -> tuple:
+    """Where level ``lv``'s groups (the first is ``lo``) that lost members since its last
+    filling are noted: (lost, noted, meta) for ``note_lost``; all empty for a level
+    that does not restart.  Taken once per level: a view made per group would count
+    references at every call."""
     slot, st = rounds
-    if slot[lv] >= 0:
-        note_lost(st[12][lo:], st[13][lo:], st[9][slot[lv]], g - lo)
+    if slot[lv] < 0:
+        return st[12][:0], st[13][:0], np.zeros(6, dtype=np.int64)
+    return st[12][lo:], st[13][lo:], st[9][slot[lv]]
 
 
 @njit(cache=True)
 def note_lost(lost, noted, meta, k) -> None:
-    """``lose`` on one level's state: its ``k``-th group (once until the next filling)."""
+    """Note the level's ``k``-th group (``lost_of``), once until its next filling."""
     if not noted[k]:
         noted[k] = True
         lost[meta[5]] = k
@@ -178,7 +181,7 @@ def _forget_lost(rs) -> None:
 @njit(cache=True)
 def _changed(lo, g_paths, weight, rs, delta) -> int:
     """Members lost per link since the last filling into ``delta`` (zeros on entry), of
-    the groups noted (``lose``; only groups that grew can lose members: one that did
+    the groups noted (``note_lost``; only groups that grew can lose members: one that did
     not has no rate); returns the first freeze round of a group that lost some
     (n_rounds: none)."""
     fr, w_old, meta, lost = rs[5], rs[8], rs[9], rs[12]

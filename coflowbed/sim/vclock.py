@@ -280,54 +280,51 @@ def coflow_clock(g_cof, n_cof, g_rate, weight, sent, thresholds, now) -> tuple:
     lines = (np.zeros(n_cof), np.full(n_cof, now), np.full(n_cof, np.inf))
     marks = (np.zeros(n_cof, np.bool_), np.empty(cs.size, np.int64), np.zeros(1, np.int64))
     cclk = (*lines, c_start, c_groups, cs, *marks)
-    for k in range(cs.size):
-        recount(cs[k], cclk, g_rate, weight, sent, thresholds, now)
+    marks[0][cs] = True
+    marks[1][:] = cs
+    marks[2][0] = cs.size
+    recount_touched(cclk, g_rate, weight, sent, thresholds, now)
     return cclk
 
 
 @njit(cache=True)
-def recount(c, cclk, g_rate, weight, sent, thresholds, now) -> None:
-    """Coflow ``c``'s bytes sent taken at ``now`` on its old line; its rate summed over
-    its groups again and the instant it reaches its next threshold."""
-    c_rate, c_t0, t_thr, c_start, c_groups = cclk[:5]
-    sent[c] += c_rate[c] * (now - c_t0[c])
-    c_t0[c] = now
-    agg = 0.0
-    for q in range(c_start[c], c_start[c + 1]):
-        g = c_groups[q]
-        if weight[g] > 0:
-            agg += g_rate[g] * weight[g] / 8.0
-    c_rate[c], t_thr[c] = agg, np.inf
-    if agg > 0.0:
-        k = np.searchsorted(thresholds, sent[c] * (1 + 1e-12) + 1e-6, side="right")
-        if k < thresholds.size:
-            t_thr[c] = now + (thresholds[k] - sent[c]) / agg
-
-
-@njit(cache=True)
-def touch(c, cclk) -> None:
-    """Note that coflow ``c``'s line must be redone at the end of the event."""
-    marks, lst, n = cclk[6], cclk[7], cclk[8]
-    if not marks[c]:
-        marks[c] = True
-        lst[n[0]] = c
-        n[0] += 1
-
-
-@njit(cache=True)
 def touch_changed(g_cof, cclk, changed) -> None:
-    """Touch the coflows of the groups ``changed``."""
+    """Note that the lines of the coflows of the groups ``changed`` must be redone at
+    the end of the event.  Written out here and in ``groupkernel._finish_level``, not
+    called per group: a helper taking arrays counts their references at every call
+    (two increfs and two decrefs per group, seen in the compiled code)."""
+    marks, lst, n = cclk[6], cclk[7], cclk[8]
     for g in changed:
-        touch(g_cof[g], cclk)
+        c = g_cof[g]
+        if not marks[c]:
+            marks[c] = True
+            lst[n[0]] = c
+            n[0] += 1
 
 
 @njit(cache=True)
 def recount_touched(cclk, g_rate, weight, sent, thresholds, now) -> None:
-    """Redo the lines of the coflows touched since the last call."""
+    """Redo the lines of the coflows touched since the last call: each one's bytes
+    sent taken at ``now`` on its old line, its rate summed over its groups again and
+    the instant it reaches its next threshold (one loop, no helper per coflow: see
+    ``touch_changed``)."""
+    c_rate, c_t0, t_thr, c_start, c_groups = cclk[:5]
     marks, lst, n = cclk[6], cclk[7], cclk[8]
     for j in range(n[0]):
-        recount(lst[j], cclk, g_rate, weight, sent, thresholds, now)
-        marks[lst[j]] = False
+        c = lst[j]
+        marks[c] = False
+        sent[c] += c_rate[c] * (now - c_t0[c])
+        c_t0[c] = now
+        agg = 0.0
+        for q in range(c_start[c], c_start[c + 1]):
+            g = c_groups[q]
+            if weight[g] > 0:
+                agg += g_rate[g] * weight[g] / 8.0
+        c_rate[c], t_thr[c] = agg, np.inf
+        if agg > 0.0:
+            k = np.searchsorted(thresholds, sent[c] * (1 + 1e-12) + 1e-6, side="right")
+            if k < thresholds.size:
+                t_thr[c] = now + (thresholds[k] - sent[c]) / agg
     n[0] = 0
 
 

@@ -165,7 +165,7 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
                 alive = np.flatnonzero(weight > 0)
                 for g in rng.choice(alive, size=min(2, alive.size), replace=False):
                     weight[g] -= 1
-                    roundfill.lose(rounds, 0, 0, g)
+                    roundfill.note_lost(*roundfill.lost_of(rounds, 0, 0), g)
     assert any(0 < r < n for r, n, _ in first) and any(r == n for r, n, _ in first)
     assert any(r == 0 and 0 <= c < 300 for r, _, c in first)  # full, on candidates only
 
