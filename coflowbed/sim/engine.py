@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from coflowbed.sim import grouprun, stepkernel
+from coflowbed.sim import grouprun, heap, stepkernel
 from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
@@ -140,6 +140,7 @@ class Simulator:
 
     def run(self) -> Simulator:
         """Simulate until every node is done (or the horizon); returns self."""
+        heap.keep_freed_memory()
         t0 = time.perf_counter()
         self.dagstate.start()
         self._settle()
