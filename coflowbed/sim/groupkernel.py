@@ -225,7 +225,7 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, out) -> tup
     sent, left, by_coflow = coflows
     fin, n_fin, done_c, n_dc, rounds = out
     t0 = clk[0]
-    marks, lst, n_t = cclk[6], cclk[7], cclk[8]
+    marks, lst, n_t, c_delta = cclk[4:]
     lo = lv_bounds[lv]
     lost, noted, meta = roundfill.lost_of(rounds, lv, lo)
     n = 0
@@ -245,6 +245,7 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, out) -> tup
             if by_coflow:
                 sent[g_cof[g]] += lft
                 c = g_cof[g]
+                c_delta[c] -= rate / 8.0  # one member less at this rate
                 if not marks[c]:  # vclock.touch_changed's, written out
                     marks[c] = True
                     lst[n_t[0]] = c
@@ -333,8 +334,8 @@ def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
         lclk[2][lv] |= n > was
     changed = changed[:n]
     if thresholds.size:
-        vclock.touch_changed(grp[7], cclk, changed)
-        vclock.recount_touched(cclk, grp[5], grp[6], sent, thresholds, now)
+        vclock.touch_changed(grp[7], cclk, changed, grp[5], old, grp[6])
+        vclock.recount_touched(cclk, sent, thresholds, now)
     return changed
 
 

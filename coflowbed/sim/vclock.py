@@ -13,11 +13,16 @@ they fall below the bound), and over all the level's groups only when time reach
 the bound; the answers are the same, exactly, as a pass over every group.
 
 With byte thresholds (one coflow per group) each coflow's bytes sent are a line too:
-``sent(t) = sent0 + c_rate * (t - c_t0)``, ``c_rate`` summed over its groups again
-whenever one of them changed, with ``t_thr`` the instant it reaches its next threshold.
+``sent(t) = sent0 + c_rate * (t - c_t0)``, with ``t_thr`` the instant it reaches its next
+threshold.  ``c_rate`` is summed over the coflow's groups when the run starts; after
+that each change of a group (its rate, or members finishing) adds its difference to
+``c_delta`` and the coflow's line is redone once per event with the sum of them.  A
+coflow of thousands of groups is then not summed again for the few that changed; the
+sum differs from summing again in the last digits only (docs/simulator.md,
+"Coflow rates by differences").
 
 Layout: ``clk`` = (t0, h_left, h_tol, t_end, t_due); ``cclk`` = (c_rate, c_t0, t_thr,
-c_start, c_groups, coflows of the run, touched flags, touched list, [touched count]).
+coflows of the run, touched flags, touched list, [touched count], c_delta).
 """
 
 from __future__ import annotations
@@ -265,37 +270,33 @@ def settle(grp, clk, now) -> None:
 
 @njit(cache=True)
 def coflow_clock(g_cof, n_cof, g_rate, weight, sent, thresholds, now) -> tuple:
-    """The coflows' lines at ``now`` (CSR coflow -> groups, rates summed, thresholds)."""
-    c_start = np.zeros(n_cof + 1, dtype=np.int64)
-    for g in range(g_cof.size):
-        c_start[g_cof[g] + 1] += 1
-    for c in range(n_cof):
-        c_start[c + 1] += c_start[c]
-    cursor = c_start[:-1].copy()
-    c_groups = np.empty(g_cof.size, dtype=np.int64)
-    for g in range(g_cof.size):
-        c_groups[cursor[g_cof[g]]] = g
-        cursor[g_cof[g]] += 1
-    cs = np.nonzero(np.diff(c_start))[0]
+    """The coflows' lines at ``now`` (rates summed over their groups, thresholds)."""
+    cs = np.nonzero(np.bincount(g_cof, minlength=n_cof))[0]
     lines = (np.zeros(n_cof), np.full(n_cof, now), np.full(n_cof, np.inf))
     marks = (np.zeros(n_cof, np.bool_), np.empty(cs.size, np.int64), np.zeros(1, np.int64))
-    cclk = (*lines, c_start, c_groups, cs, *marks)
+    c_delta = np.zeros(n_cof)
+    for g in range(g_cof.size):
+        if weight[g] > 0:
+            c_delta[g_cof[g]] += g_rate[g] * weight[g] / 8.0
+    cclk = (*lines, cs, *marks, c_delta)
     marks[0][cs] = True
     marks[1][:] = cs
     marks[2][0] = cs.size
-    recount_touched(cclk, g_rate, weight, sent, thresholds, now)
+    recount_touched(cclk, sent, thresholds, now)
     return cclk
 
 
 @njit(cache=True)
-def touch_changed(g_cof, cclk, changed) -> None:
-    """Note that the lines of the coflows of the groups ``changed`` must be redone at
-    the end of the event.  Written out here and in ``groupkernel._finish_level``, not
-    called per group: a helper taking arrays counts their references at every call
-    (two increfs and two decrefs per group, seen in the compiled code)."""
-    marks, lst, n = cclk[6], cclk[7], cclk[8]
+def touch_changed(g_cof, cclk, changed, g_rate, old, weight) -> None:
+    """The groups ``changed`` went from rate ``old`` to ``g_rate``: add the difference
+    to their coflows' ``c_delta`` and note that their lines must be redone at the end
+    of the event.  Written out here and in ``groupkernel._finish_level``, not called
+    per group: a helper taking arrays counts their references at every call (two
+    increfs and two decrefs per group, seen in the compiled code)."""
+    marks, lst, n, c_delta = cclk[4:]
     for g in changed:
         c = g_cof[g]
+        c_delta[c] += (g_rate[g] - old[g]) * weight[g] / 8.0
         if not marks[c]:
             marks[c] = True
             lst[n[0]] = c
@@ -303,23 +304,20 @@ def touch_changed(g_cof, cclk, changed) -> None:
 
 
 @njit(cache=True)
-def recount_touched(cclk, g_rate, weight, sent, thresholds, now) -> None:
+def recount_touched(cclk, sent, thresholds, now) -> None:
     """Redo the lines of the coflows touched since the last call: each one's bytes
-    sent taken at ``now`` on its old line, its rate summed over its groups again and
-    the instant it reaches its next threshold (one loop, no helper per coflow: see
-    ``touch_changed``)."""
-    c_rate, c_t0, t_thr, c_start, c_groups = cclk[:5]
-    marks, lst, n = cclk[6], cclk[7], cclk[8]
+    sent taken at ``now`` on its old line, its rate moved by the differences noted
+    (``c_delta``, then cleared) and the instant it reaches its next threshold (one
+    loop, no helper per coflow: see ``touch_changed``).  A rate that the differences
+    leave at or below zero (every group stopped: round-off may leave a trace) is 0."""
+    c_rate, c_t0, t_thr, _cs, marks, lst, n, c_delta = cclk
     for j in range(n[0]):
         c = lst[j]
         marks[c] = False
         sent[c] += c_rate[c] * (now - c_t0[c])
         c_t0[c] = now
-        agg = 0.0
-        for q in range(c_start[c], c_start[c + 1]):
-            g = c_groups[q]
-            if weight[g] > 0:
-                agg += g_rate[g] * weight[g] / 8.0
+        agg = max(c_rate[c] + c_delta[c], 0.0)
+        c_delta[c] = 0.0
         c_rate[c], t_thr[c] = agg, np.inf
         if agg > 0.0:
             k = np.searchsorted(thresholds, sent[c] * (1 + 1e-12) + 1e-6, side="right")
@@ -331,7 +329,7 @@ def recount_touched(cclk, g_rate, weight, sent, thresholds, now) -> None:
 @njit(cache=True)
 def next_threshold(cclk, now) -> float:
     """Seconds from ``now`` until some coflow of the run reaches its next threshold."""
-    t_thr, cs = cclk[2], cclk[5]
+    t_thr, cs = cclk[2], cclk[3]
     best = np.inf
     for c in cs:
         if t_thr[c] < best:
@@ -342,7 +340,7 @@ def next_threshold(cclk, now) -> float:
 @njit(cache=True)
 def settle_coflows(cclk, sent, now) -> None:
     """Every coflow's bytes sent taken at ``now``."""
-    c_rate, c_t0, cs = cclk[0], cclk[1], cclk[5]
+    c_rate, c_t0, cs = cclk[0], cclk[1], cclk[3]
     for c in cs:
         sent[c] += c_rate[c] * (now - c_t0[c])
         c_t0[c] = now

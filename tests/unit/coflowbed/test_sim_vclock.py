@@ -76,9 +76,10 @@ def test_coflow_line_and_its_next_threshold():
     cclk = vclock.coflow_clock(grp[7], 1, g_rate, weight, sent, thresholds, 0.0)
     assert cclk[0][0] == pytest.approx(3000.0, rel=1e-15)
     assert vclock.next_threshold(cclk, 0.0) == pytest.approx(0.5, rel=1e-15)
+    old = g_rate.copy()
     g_rate[0] = 0.0
-    vclock.touch_changed(grp[7], cclk, np.array([0]))
-    vclock.recount_touched(cclk, g_rate, weight, sent, thresholds, 0.2)
+    vclock.touch_changed(grp[7], cclk, np.array([0]), g_rate, old, weight)
+    vclock.recount_touched(cclk, sent, thresholds, 0.2)
     assert sent[0] == pytest.approx(600.0, rel=1e-15)
     assert vclock.next_threshold(cclk, 0.2) == pytest.approx(0.45, rel=1e-12)
     vclock.settle_coflows(cclk, sent, 0.3)
