@@ -11,7 +11,7 @@ the rounds before the first one they can affect are the same, bit for bit:
   links they cross did not fill: their shares (free capacity / growing members) are now
   only larger and never the smallest.
 - *Capacity handed.*  A link whose free capacity went from full to free or back changes
-  which groups can grow at all: filled from the first round.  Otherwise the link's free
+  which groups can grow at all: filled from the first round (``_full``).  Otherwise the link's free
   capacity is replayed through the saved steps (the same subtractions, with its new
   count of growing members); ``r_i`` is the first round in which it would fill (as it
   would if its share were at most the step taken) or filled last time.
@@ -21,7 +21,10 @@ above the step taken), and every other link sees the same counts and
 subtractions, so those rounds pick the same link, take the same step and freeze the
 same groups at the same rates.  The links that differ are replayed up to ``r*`` (their
 rows rewritten from the saved steps) and the rounds from ``r*`` on run again from the
-saved state; if ``r*`` is the last round, only the output changes.  The filling is
+saved state; if ``r*`` is the last round, only the output changes.  ``r* = 0`` is a
+restart too: the same groups can grow (no link went from full to free or back), so the
+saved row 0 with the counts replayed is what a filling from the first round would
+build, without checking every group's links again.  The filling is
 ``groupfill.fill_level``'s.
 
 A filling from the first round does not look at every group either.  A group that
@@ -43,8 +46,9 @@ the level's groups by freeze round with ``r_pos`` each round's first position,
 ``w_old`` the weights at the last filling, ``meta`` [rounds, valid, the first round
 the last filling ran (0: all of them), cover links (-1: none noted), candidates of
 the last filling from the first round (-1: every group), groups noted as having lost
-members], ``cov`` the cover's links, ``cand`` the candidates (group ids), ``lost``
-the groups noted (offsets from the level's first group) and ``noted`` their flags.  On big fabrics
+members, whether the last filling was from the first round (1) or a restart (0)],
+``cov`` the cover's links, ``cand`` the candidates (group ids), ``lost`` the groups
+noted (offsets from the level's first group) and ``noted`` their flags.  On big fabrics
 fewer rows are kept than a filling can take (``ROWS_MIN``..links + 2, within
 ``SAVED_MAX``); a filling of more rounds is then not saved (the next one starts from
 the first round).
@@ -62,6 +66,7 @@ from coflowbed.sim import blockers, groupfill, kernel
 RESTART_MIN = 256  # levels with fewer groups are filled from the first round
 ROWS_MIN = 64  # rounds saved per level at least (a filling has at most links + 1)
 SAVED_MAX = 1 << 23  # saved free capacities over all restartable levels (x 16 B)
+FLIP = -1  # _inputs: a link handed on went from full to free or back
 
 
 @njit(cache=True)
@@ -102,8 +107,9 @@ def _stack(n_slots, n_groups, rows, n_links) -> tuple:
 @njit(cache=True)
 def _meta(n_slots) -> np.ndarray:
     """Per slot [rounds, valid, first round run, cover links (-1: none), candidates
-    (-1: every group), groups noted as having lost members]: nothing saved yet."""
-    meta = np.zeros((n_slots, 6), dtype=np.int64)
+    (-1: every group), groups noted as having lost members, from the first round (1)
+    or restarted (0)]: nothing saved yet."""
+    meta = np.zeros((n_slots, 7), dtype=np.int64)
     meta[:, 3:5] = -1
     return meta
 
@@ -219,14 +225,14 @@ def _input_round(k, x, rs, delta, eps, bound) -> int:
 def _inputs(residual, rs, eps, delta, moved, bound) -> int:
     """Links whose free capacity handed differs from the last filling's: raw input
     saved, cleaned input into row 0, marked ``moved``; returns the first round one can
-    change (at most ``bound``; 0 if one went from full to free or back)."""
+    change (at most ``bound``), or ``FLIP`` if one went from full to free or back."""
     r_res, r_in = rs[0], rs[4]
     for k in range(residual.size):
         x = residual[k]
         if x == r_in[k]:
             continue
         if (x <= eps[k]) != (r_in[k] <= eps[k]):
-            return 0
+            return FLIP
         r_in[k] = x
         if x <= eps[k]:
             continue
@@ -392,7 +398,7 @@ def _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scra
     _reset(lo, hi, rs[11], n_cand, weight, g_rate, rs)
     count[:] = 0
     n_live = _live(lo, hi, rs[11], n_cand, g_paths, weight, residual, eps, scratch, rs)
-    meta[1], meta[2], meta[4] = 1, 0, n_cand
+    meta[1], meta[2], meta[4], meta[6] = 1, 0, n_cand, 1
     if n_live == 0:
         meta[0] = 0
         r_res[0] = residual
@@ -416,14 +422,13 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
     delta, live, moved = scratch[2], scratch[0], scratch[3]
     n_rounds = meta[0]
     r_star = _changed(lo, g_paths, weight, rs, delta)
-    if r_star > 0:
-        r_star = _inputs(residual, rs, eps, delta, moved, r_star)
-    if r_star == 0:
+    r_star = _inputs(residual, rs, eps, delta, moved, r_star)
+    if r_star == FLIP:
         delta[:] = 0
         moved[:] = False
         return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
     _replay(rs, delta, moved, r_star)
-    meta[2] = r_star
+    meta[2], meta[6] = r_star, 0
     if r_star < n_rounds:
         n_live = 0
         for q in range(r_pos[r_star], r_pos[n_rounds]):
@@ -433,6 +438,8 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
             if weight[g] > 0:
                 live[g - lo] = True
                 n_live += 1
+        if n_live == 0 and r_star == 0:  # nothing can grow: blocked, as _full says
+            return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
         _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r_star, live, n_live, residual)
     else:
         residual[:] = rs[0][n_rounds]
@@ -449,7 +456,7 @@ def refrozen(lv, lv_bounds, rounds) -> tuple:
     if slot[lv] < 0 or not st[9][slot[lv], 1]:
         return True, st[6][lo:lo]
     meta, r_pos = st[9][slot[lv]], st[7][slot[lv]]
-    if meta[2] == 0:  # from the first round: its candidates, if it had any
+    if meta[6]:  # from the first round: its candidates, if it had any
         return meta[4] < 0, st[11][lo : lo + max(meta[4], 0)]
     return False, st[6][lo + r_pos[meta[2]] : lo + r_pos[meta[0]]]
 

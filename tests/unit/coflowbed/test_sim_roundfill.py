@@ -119,7 +119,8 @@ def test_restart_when_the_free_capacity_handed_changes_by_hand():
     handed 12 instead of 10: its share in round 0 (12/3 = 4) stays above the step 2.5
     and it does not fill, so round 0 is kept and link 0 replayed (12 - 3 x 2.5 = 4.5);
     round 1 runs again: A at 2.5 + 4.5/2 = 4.75.  Handed 6 instead, link 0's share
-    (6/3 = 2) is below the step: filled from the first round, A, B at 2, C at 8/3."""
+    (6/3 = 2) is below the step: run again from round 0 (restarted: no link went from
+    full to free or back), A, B at 2, C at 8/3."""
     args, index, rs, sc, capacity = three_groups()
     rates = args[4]
     roundfill.refill(0, *args, capacity.copy(), index, rs, sc)
@@ -131,7 +132,7 @@ def test_restart_when_the_free_capacity_handed_changes_by_hand():
     residual = np.array([6.0, 10.0, np.inf])
     roundfill.refill(0, *args, residual, index, rs, sc)
     assert rates[:2].tolist() == [2.0, 2.0] and rates[2] == (10.0 - 2.0) / 3
-    assert rs[9][2] == 0
+    assert rs[9][2] == 0 and rs[9][6] == 0
 
 
 def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes():
@@ -156,7 +157,9 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
             moved = np.flatnonzero((rates != before) & (weight > 0))
             assert every or np.isin(moved, ids).all()  # no rate changes unseen
             meta = rounds[1][9][0]
-            first.append((meta[2], meta[0], meta[4]))
+            if meta[6] == 0:  # a restart names the groups it froze again, never all
+                assert not every and ids.size == rounds[1][7][0][meta[0]] - rounds[1][7][0][meta[2]]
+            first.append((meta[2], meta[0], meta[4], meta[6]))
             for k in rng.choice(capacity.size, size=rng.integers(1, 7), replace=False):
                 u = rng.random()
                 handed[k] = 0.0 if u < 0.1 else capacity[k] if u < 0.2 else handed[k]
@@ -166,22 +169,28 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
                 for g in rng.choice(alive, size=min(2, alive.size), replace=False):
                     weight[g] -= 1
                     roundfill.note_lost(*roundfill.lost_of(rounds, 0, 0), g)
-    assert any(0 < r < n for r, n, _ in first) and any(r == n for r, n, _ in first)
-    assert any(r == 0 and 0 <= c < 300 for r, _, c in first)  # full, on candidates only
+    assert any(0 < r < n for r, n, _, _ in first) and any(r == n for r, n, _, _ in first)
+    assert any(r == 0 and f and 0 <= c < 300 for r, _, c, f in first)  # on candidates only
+    assert any(r == 0 and not f for r, _, _, f in first)  # restarted from round 0
 
 
 def test_blocked_groups_stay_out_of_a_full_filling_while_their_cover_link_is_full():
     """The level above (A on link 0 with 2 members, B on links 0 and 1, C on link 1
     with 3), handed link 1 full: B and C cannot grow, A takes link 0 alone (10/2 = 5)
-    and link 1 is noted as their cover.  Link 0 handed 8: filled from the first round
-    (its share 8/2 = 4 is below the step 5) on A alone, the one group that grew (A at
-    4).  Link 1 free again (10): B and C, reached from it, are live again: 3.75, 2.5,
-    2.5 as with no cover."""
+    and link 1 is noted as their cover.  Link 0 handed 8: its share 8/2 = 4 is below
+    the step 5, so round 0 can differ, but no link went from full to free or back: a
+    restart from round 0 (A at 4), not a filling from the first round.  Link 0 full
+    too: filled from the first round on A alone, the one group that grew (blocked now,
+    link 0 noted in the cover).  Both links free again (10): A, B and C, reached from
+    the cover, are live again: 3.75, 2.5, 2.5 as with no cover."""
     args, index, rs, sc, _capacity = three_groups()
     rates, meta = args[4], rs[9]
     roundfill.refill(0, *args, np.array([10.0, 0.0, np.inf]), index, rs, sc)
     assert rates.tolist() == [5.0, 0.0, 0.0] and meta[3] == 1 and rs[10][0] == 1
     roundfill.refill(0, *args, np.array([8.0, 0.0, np.inf]), index, rs, sc)
-    assert rates.tolist() == [4.0, 0.0, 0.0] and meta[2] == 0 and meta[4] == 1
+    assert rates.tolist() == [4.0, 0.0, 0.0] and meta[2] == 0 and meta[6] == 0
+    roundfill.refill(0, *args, np.array([0.0, 0.0, np.inf]), index, rs, sc)
+    assert rates.tolist() == [0.0, 0.0, 0.0] and meta[6] == 1 and meta[4] == 1
+    assert meta[3] == 2 and rs[10][:2].tolist() == [1, 0]
     roundfill.refill(0, *args, np.array([10.0, 10.0, np.inf]), index, rs, sc)
     assert rates.tolist() == [3.75, 2.5, 2.5] and meta[4] == 3 and meta[3] == 0
