@@ -144,10 +144,10 @@ def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch, se
     above ``from_lv`` as they were, so it starts there from ``res_at[from_lv]`` (row
     ``lv``: free capacity before level ``lv``, rewritten from ``from_lv`` on).  A level
     still blocked by the links that blocked it last time (``blockers``) is skipped.
-    ``seen``: (blockers state, rates before per group, filled per level), the last two
-    written for the levels filled."""
+    ``seen``: (blockers state, the rate of each group's line (``vclock``), filled per
+    level), the last written for the levels filled."""
     lv_bounds, _uses, index, rounds = grp_lv
-    blk, old, filled = seen
+    blk, _old, filled = seen
     residual = res_at[from_lv].copy()
     for lv in range(from_lv, lv_bounds.size - 1):
         res_at[lv] = residual
@@ -155,7 +155,6 @@ def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch, se
         filled[lv] = not blockers.still(lv, lo, residual, eps, blk)
         if not filled[lv]:
             continue
-        old[lo:hi] = g_rate[lo:hi]
         if roundfill.fill(
             lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rounds, fscratch
         ):
@@ -294,13 +293,11 @@ def _reshare(grp, eps, state, need, scratch, seen, incremental) -> None:
     """Rates of the groups after the levels from ``need`` on changed: incrementally
     (``groupalloc.reshare``: only the levels whose inputs changed) or every level again
     from ``need`` (``allocate``, the reference) but those still blocked; ``seen`` as
-    ``allocate``'s, its rates and flags written for every level re-shared."""
+    ``allocate``'s, its flags written for every level re-shared."""
     lv_bounds, _ms, _mp, _r0, g_paths, g_rate, weight, _gc, _st, _hd, _sv = grp
     res_at, blocked, dirty, uses, index, rounds = state
     grp_lv = (lv_bounds, uses, index, rounds)
     if incremental:
-        lo = lv_bounds[need]
-        seen[1][lo:] = g_rate[lo:]
         seen[2][need:] = True
         saved = (res_at, blocked, dirty)
         groupalloc.reshare(grp_lv, g_paths, weight, eps, g_rate, saved, need, scratch)
@@ -313,9 +310,11 @@ def _reshare(grp, eps, state, need, scratch, seen, incremental) -> None:
 def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
     """Re-share from level ``need`` (``ctx``: eps, state, scratch, incremental, what
     ``allocate`` saw, changed buffer, byte thresholds, sent); groups of the levels
-    filled whose rate changed (of a restarted filling, only those it froze again can)
-    get new lines (their levels' smallest instants are marked stale in ``lclk``) and
-    their coflows' lines are redone; returns those groups."""
+    filled whose rate differs from their line's (of a restarted filling, only those it
+    froze again can) get new lines (their levels' smallest instants are marked stale
+    in ``lclk``) and their coflows' lines are redone; returns those groups.  The rate
+    of each line is kept (``seen[1]``), so no level's rates are copied before it is
+    filled."""
     eps, state, scratch, incremental, seen, changed, thresholds, sent = ctx
     lv_bounds, old, filled = grp[0], seen[1], seen[2]
     _reshare(grp, eps, state, need, scratch, seen, incremental)
@@ -336,6 +335,9 @@ def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
     if thresholds.size:
         vclock.touch_changed(grp[7], cclk, changed, grp[5], old, grp[6])
         vclock.recount_touched(cclk, sent, thresholds, now)
+    g_rate = grp[5]
+    for g in changed:
+        old[g] = g_rate[g]
     return changed
 
 
@@ -370,7 +372,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     )
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
     sent = coflows[0]
-    seen = (blockers.state(n_lv, n_g, links), np.empty(n_g), np.zeros(n_lv, np.bool_))
+    seen = (blockers.state(n_lv, n_g, links), g_rate.copy(), np.zeros(n_lv, np.bool_))
     changed = np.empty(n_g, np.int64)
     ctx = (
         kernel.full_below(capacity),
