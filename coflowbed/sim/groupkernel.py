@@ -245,7 +245,7 @@ def _finish_level(grp, clk, cclk, flows, coflows, now, tol, lv, ids, out) -> tup
                 sent[g_cof[g]] += lft
                 c = g_cof[g]
                 c_delta[c] -= rate / 8.0  # one member less at this rate
-                if not marks[c]:  # vclock.touch_changed's, written out
+                if not marks[c]:  # vclock.rebase_some's, written out
                     marks[c] = True
                     lst[n_t[0]] = c
                     n_t[0] += 1
@@ -317,6 +317,7 @@ def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
     filled."""
     eps, state, scratch, incremental, seen, changed, thresholds, sent = ctx
     lv_bounds, old, filled = grp[0], seen[1], seen[2]
+    by_coflow = thresholds.size > 0
     _reshare(grp, eps, state, need, scratch, seen, incremental)
     n = 0
     rounds = state[5]
@@ -326,19 +327,15 @@ def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
         was = n
         every, ids = roundfill.refrozen(lv, lv_bounds, rounds)
         if every:
-            n = vclock.rebase(grp, clk, old, lv_bounds[lv], lv_bounds[lv + 1], now, changed, n)
+            lo, hi = lv_bounds[lv], lv_bounds[lv + 1]
+            n = vclock.rebase(grp, clk, cclk, old, lo, hi, now, changed, n, by_coflow)
         elif ids.size:
-            n = vclock.rebase_some(grp, clk, old, ids, 0, 0, now, changed, n)
+            n = vclock.rebase_some(grp, clk, cclk, old, ids, 0, 0, now, changed, n, by_coflow)
         vclock.near_add(lclk, lv, lv_bounds[lv], changed[was:n], clk[4])
         lclk[2][lv] |= n > was
-    changed = changed[:n]
-    if thresholds.size:
-        vclock.touch_changed(grp[7], cclk, changed, grp[5], old, grp[6])
+    if by_coflow:
         vclock.recount_touched(cclk, sent, thresholds, now)
-    g_rate = grp[5]
-    for g in changed:
-        old[g] = g_rate[g]
-    return changed
+    return changed[:n]
 
 
 @njit(cache=True)

@@ -233,25 +233,36 @@ def _lower(best, x) -> float:
 
 
 @njit(cache=True)
-def rebase(grp, clk, old, lo, hi, now, changed, n) -> int:
-    """Groups ``lo..hi`` whose rate differs from ``old``: counters taken at ``now`` on
-    the old line, instants from the new rate; their ids go to ``changed`` from slot
+def rebase(grp, clk, cclk, old, lo, hi, now, changed, n, by_coflow) -> int:
+    """Groups ``lo..hi`` whose rate differs from their line's (``old``): counters taken
+    at ``now`` on the old line, instants from the new rate, ``old`` set to it, and with
+    byte thresholds (``by_coflow``) the difference noted for their coflows' lines
+    (``cclk``: redone by ``recount_touched``); their ids go to ``changed`` from slot
     ``n``, and the slots then used are returned."""
-    return rebase_some(grp, clk, old, changed[:0], lo, hi, now, changed, n)
+    return rebase_some(grp, clk, cclk, old, changed[:0], lo, hi, now, changed, n, by_coflow)
 
 
 @njit(cache=True)
-def rebase_some(grp, clk, old, ids, lo, hi, now, changed, n) -> int:
+def rebase_some(grp, clk, cclk, old, ids, lo, hi, now, changed, n, by_coflow) -> int:
     """``rebase`` on the groups ``ids`` if there are any, else on ``lo..hi`` (one loop:
     a helper called per group would pass the tuples' arrays, counted, every time)."""
-    g_rate, weight, served = grp[5], grp[6], grp[10]
+    g_rate, weight, g_cof, served = grp[5], grp[6], grp[7], grp[10]
     t0 = clk[0]
+    marks, lst, n_t, c_delta = cclk[4:]
     count = ids.size if ids.size else hi - lo
     for q in range(count):
         g = ids[q] if ids.size else lo + q
         if g_rate[g] != old[g]:
             served[g] = served_at(served[g], t0[g], old[g], now)
             t0[g] = now
+            if by_coflow:
+                c = g_cof[g]
+                c_delta[c] += (g_rate[g] - old[g]) * weight[g] / 8.0
+                if not marks[c]:
+                    marks[c] = True
+                    lst[n_t[0]] = c
+                    n_t[0] += 1
+            old[g] = g_rate[g]
             instants(g, weight, g_rate, served, clk)
             changed[n] = g
             n += 1
@@ -287,28 +298,11 @@ def coflow_clock(g_cof, n_cof, g_rate, weight, sent, thresholds, now) -> tuple:
 
 
 @njit(cache=True)
-def touch_changed(g_cof, cclk, changed, g_rate, old, weight) -> None:
-    """The groups ``changed`` went from rate ``old`` to ``g_rate``: add the difference
-    to their coflows' ``c_delta`` and note that their lines must be redone at the end
-    of the event.  Written out here and in ``groupkernel._finish_level``, not called
-    per group: a helper taking arrays counts their references at every call (two
-    increfs and two decrefs per group, seen in the compiled code)."""
-    marks, lst, n, c_delta = cclk[4:]
-    for g in changed:
-        c = g_cof[g]
-        c_delta[c] += (g_rate[g] - old[g]) * weight[g] / 8.0
-        if not marks[c]:
-            marks[c] = True
-            lst[n[0]] = c
-            n[0] += 1
-
-
-@njit(cache=True)
 def recount_touched(cclk, sent, thresholds, now) -> None:
     """Redo the lines of the coflows touched since the last call: each one's bytes
     sent taken at ``now`` on its old line, its rate moved by the differences noted
     (``c_delta``, then cleared) and the instant it reaches its next threshold (one
-    loop, no helper per coflow: see ``touch_changed``).  A rate that the differences
+    loop, no helper per coflow: see ``rebase_some``).  A rate that the differences
     leave at or below zero (every group stopped: round-off may leave a trace) is 0."""
     c_rate, c_t0, t_thr, _cs, marks, lst, n, c_delta = cclk
     for j in range(n[0]):

@@ -45,11 +45,14 @@ def test_rebase_keeps_the_bytes_served_and_moves_the_instants():
     not change is not rebased (its ``t0`` stays)."""
     grp = one_path([8000.0, 8000.0])
     clk = vclock.start(grp, np.arange(2), np.array([1000.0, 2000.0]), TOL, 10.0)
+    cclk = vclock.coflow_clock(grp[7], 1, grp[5], grp[6], np.zeros(1), np.zeros(0), 10.0)
     old, changed = grp[5].copy(), np.empty(1, dtype=np.int64)
-    assert vclock.rebase(grp, clk, old, 0, grp[5].size, 10.5, changed, 0) == 0
+    args = (0, grp[5].size, 10.5, changed, 0, False)
+    assert vclock.rebase(grp, clk, cclk, old, *args) == 0
     assert clk[0][0] == 10.0  # unchanged rate: the same line
     grp[5][0] = 16000.0
-    assert vclock.rebase(grp, clk, old, 0, grp[5].size, 10.5, changed, 0) == 1 and changed[0] == 0
+    assert vclock.rebase(grp, clk, cclk, old, *args) == 1 and changed[0] == 0
+    assert old[0] == 16000.0  # the line's rate now
     assert grp[10][0] == pytest.approx(500.0, rel=1e-15)
     assert clk[0][0] == 10.5
     assert clk[3][0] == pytest.approx(10.75, rel=1e-15)
@@ -76,9 +79,11 @@ def test_coflow_line_and_its_next_threshold():
     cclk = vclock.coflow_clock(grp[7], 1, g_rate, weight, sent, thresholds, 0.0)
     assert cclk[0][0] == pytest.approx(3000.0, rel=1e-15)
     assert vclock.next_threshold(cclk, 0.0) == pytest.approx(0.5, rel=1e-15)
-    old = g_rate.copy()
+    clk = vclock.start(grp, np.arange(2), np.array([1000.0, 2000.0]), TOL, 0.0)
+    old, changed = g_rate.copy(), np.empty(2, dtype=np.int64)
     g_rate[0] = 0.0
-    vclock.touch_changed(grp[7], cclk, np.array([0]), g_rate, old, weight)
+    ids = np.array([0, 1])
+    assert vclock.rebase_some(grp, clk, cclk, old, ids, 0, 0, 0.2, changed, 0, True) == 1
     vclock.recount_touched(cclk, sent, thresholds, 0.2)
     assert sent[0] == pytest.approx(600.0, rel=1e-15)
     assert vclock.next_threshold(cclk, 0.2) == pytest.approx(0.45, rel=1e-12)
