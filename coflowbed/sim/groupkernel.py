@@ -356,7 +356,9 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     links = capacity.size
     res_at = np.zeros((n_lv + 1, links))
     res_at[0] = capacity
-    uses = groupalloc.level_links(lv_bounds, g_paths, links)
+    uses = np.zeros((n_lv, 0), np.bool_)  # which links a level crosses: incremental only
+    if incremental:
+        uses = groupalloc.level_links(lv_bounds, g_paths, links)
     index = groupfill.level_index(lv_bounds, g_paths, links)
     # Saved per level: free capacity handed to it, no rate at all, lost a member since.
     rounds = roundfill.slots(lv_bounds, links)  # the levels whose filling restarts mid-way
