@@ -433,11 +433,12 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
         n_live = 0
         for q in range(r_pos[r_star], r_pos[n_rounds]):
             g = order[q]
-            g_rate[g] = 0.0
-            fr[g - lo] = -1
-            if weight[g] > 0:
+            if weight[g] > 0:  # rate and freeze round: written when it freezes again
                 live[g - lo] = True
                 n_live += 1
+            else:
+                g_rate[g] = 0.0
+                fr[g - lo] = -1
         if n_live == 0 and r_star == 0:  # nothing can grow: blocked, as _full says
             return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
         _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r_star, live, n_live, residual)
