@@ -165,13 +165,11 @@ def allocate(grp_lv, g_paths, weight, eps, g_rate, res_at, from_lv, fscratch, se
 
 
 @njit(cache=True)
-def stamp(grp, changed, active, cof, start_s, now, out_c) -> None:
+def stamp(grp, changed, active, cof, start_s, now, out_c, n) -> int:
     """Members of the groups ``changed`` that got a rate and never moved start now
-    (``start_s``); append each coflow seen so to ``out_c`` (from its first free slot, -1)."""
+    (``start_s``); append each coflow seen so to ``out_c`` from slot ``n``; returns the
+    slots then used."""
     _lvb, m_start, m_pos, _r0, _paths, g_rate, weight, _gc, started, head, _sv = grp
-    n = 0
-    while n < out_c.size and out_c[n] >= 0:
-        n += 1
     for g in changed:
         if started[g] or g_rate[g] <= 0.0 or weight[g] <= 0:
             continue
@@ -182,6 +180,7 @@ def stamp(grp, changed, active, cof, start_s, now, out_c) -> None:
                 start_s[i] = now
                 out_c[n] = cof[m_pos[a]]
                 n += 1
+    return n
 
 
 @njit(cache=True)
@@ -385,7 +384,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     )
     out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2], rounds)
     fin, done_c = out[0], out[2]
-    began = np.full(active.size, -1, np.int64)
+    began, n_began = np.empty(active.size, np.int64), 0
     clk = vclock.start(grp, active, size, tol, now)
     lclk = vclock.level_clock(lv_bounds)
     cclk = vclock.coflow_clock(g_cof, sent.size, g_rate, weight, sent, thresholds, now)
@@ -396,7 +395,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
         if need <= n_lv:
             need = need if valid else 0
             changed = _rates_again(grp, clk, lclk, cclk, ctx, need, now)
-            stamp(grp, changed, active, cof, start_s, now, began)
+            n_began = stamp(grp, changed, active, cof, start_s, now, began, n_began)
             valid = True
             allocs += 1
         dt, why, t_flow = next_event(clk, lclk, cclk, thresholds, (lv_bounds, now, t_dag, t_fault))
@@ -416,7 +415,7 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     vclock.settle(grp, clk, now)
     if thresholds.size:
         vclock.settle_coflows(cclk, sent, now)
-    return status, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began
+    return status, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began[:n_began]
 
 
 @njit(cache=True)

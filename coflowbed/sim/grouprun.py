@@ -51,7 +51,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         sim.moved,
         by_cof,
     )
-    _book(sim, (events, visits, allocs), fin.size, began[began >= 0])
+    _book(sim, (events, visits, allocs), fin.size, began)
     if status == groupkernel.BEFORE:
         return False, None
     return True, _after(sim, done_c[done_c >= 0], n_last)
