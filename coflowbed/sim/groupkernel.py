@@ -387,7 +387,8 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     began, n_began = np.empty(active.size, np.int64), 0
     clk = vclock.start(grp, active, size, tol, now)
     lclk = vclock.level_clock(lv_bounds)
-    cclk = vclock.coflow_clock(g_cof, sent.size, g_rate, weight, sent, thresholds, now)
+    by_cof = g_cof if thresholds.size else g_cof[:0]  # coflow lines: thresholds only
+    cclk = vclock.coflow_clock(by_cof, sent.size, g_rate, weight, sent, thresholds, now)
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
     need, valid = 0, False  # level to re-share from (all: shared first); res_at[1:] known
     status = BEFORE

@@ -281,14 +281,16 @@ def settle(grp, clk, now) -> None:
 
 @njit(cache=True)
 def coflow_clock(g_cof, n_cof, g_rate, weight, sent, thresholds, now) -> tuple:
-    """The coflows' lines at ``now`` (rates summed over their groups, thresholds)."""
-    cs = np.nonzero(np.bincount(g_cof, minlength=n_cof))[0]
-    lines = (np.zeros(n_cof), np.full(n_cof, now), np.full(n_cof, np.inf))
-    marks = (np.zeros(n_cof, np.bool_), np.empty(cs.size, np.int64), np.zeros(1, np.int64))
-    c_delta = np.zeros(n_cof)
+    """The coflows' lines at ``now`` (rates summed over their groups, thresholds); the
+    coflows of the run are those of ``g_cof`` (none: an empty clock)."""
+    has, c_delta = np.zeros(n_cof, np.bool_), np.zeros(n_cof)
     for g in range(g_cof.size):
+        has[g_cof[g]] = True
         if weight[g] > 0:
             c_delta[g_cof[g]] += g_rate[g] * weight[g] / 8.0
+    cs = np.flatnonzero(has)
+    lines = (np.zeros(n_cof), np.full(n_cof, now), np.full(n_cof, np.inf))
+    marks = (np.zeros(n_cof, np.bool_), np.empty(cs.size, np.int64), np.zeros(1, np.int64))
     cclk = (*lines, cs, *marks, c_delta)
     marks[0][cs] = True
     marks[1][:] = cs
