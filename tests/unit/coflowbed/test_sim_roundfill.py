@@ -194,3 +194,19 @@ def test_blocked_groups_stay_out_of_a_full_filling_while_their_cover_link_is_ful
     assert meta[3] == 2 and rs[10][:2].tolist() == [1, 0]
     roundfill.refill(0, *args, np.array([10.0, 10.0, np.inf]), index, rs, sc)
     assert rates.tolist() == [3.75, 2.5, 2.5] and meta[4] == 3 and meta[3] == 0
+
+
+def test_a_restart_with_no_group_left_to_grow_is_blocked():
+    """A, B and C all grow (3.75, 2.5, 2.5); then every member leaves (noted) and the
+    same capacity is handed on: a restart from round 0 would have nothing to fill, so it
+    is a filling from the first round, which reports the level blocked (True) and hands
+    the capacity on as it came."""
+    args, index, rs, sc, capacity = three_groups()
+    weight, rates = args[2], args[4]
+    assert not roundfill.refill(0, *args, capacity.copy(), index, rs, sc)
+    for g in range(3):
+        weight[g] = 0
+        roundfill.note_lost(rs[12], rs[13], rs[9], g)
+    residual = capacity.copy()
+    assert roundfill.refill(0, *args, residual, index, rs, sc)
+    assert rs[9][6] == 1 and residual.tolist() == capacity.tolist() and not rates.any()
