@@ -5,7 +5,9 @@ Between two decisions the groups are fixed, so the index link -> groups of each 
 (``level_index``: one CSR keyed by ``level * links + link``) stays valid; a filling then
 costs one pass over the level's groups (which can grow, live counts per link) plus its
 rounds.  The arithmetic is ``kernel.fill``'s (uncapped, weighted rows), step for step:
-same shares, same subtractions in the same order, so the same rates bit for bit.
+same shares, same subtractions in the same order, so the same rates bit for bit.  A
+round looks only at the links with growing members (``growing``): no other link's free
+capacity or count changes.
 """
 
 from __future__ import annotations
@@ -61,13 +63,62 @@ def _live(lo, hi, g_paths, weight, residual, eps, live, count) -> int:
 
 
 @njit(cache=True)
-def take_step(residual, count, step, link) -> None:
-    """One filling round: every link loses ``step`` per live group on it (``count``);
-    the bottleneck ``link`` is full even if round-off left it above its epsilon."""
-    for k in range(residual.size):
+def growing(count, act) -> int:
+    """The links with growing members (``count`` > 0) into ``act``, by increasing id;
+    how many.  A round changes only those links, so it looks at them alone."""
+    n = 0
+    for k in range(count.size):
         if count[k] > 0:
-            residual[k] -= step * count[k]
+            act[n] = k
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def min_share_on(residual, count, act, n) -> tuple:
+    """``kernel._min_share`` over the links ``act[:n]`` (every other has no growing
+    member): the same share and link."""
+    step, link = np.inf, -1
+    for j in range(n):
+        k = act[j]
+        share = residual[k] / count[k]
+        if share < step:
+            step, link = share, k
+    return step, link
+
+
+@njit(cache=True)
+def step_on(residual, count, act, n, step, link) -> None:
+    """One filling round on the links ``act[:n]`` (the others have no growing member):
+    each loses ``step`` per growing member; the bottleneck ``link`` is full even if
+    round-off left it above its epsilon."""
+    for j in range(n):
+        k = act[j]
+        residual[k] -= step * count[k]
     residual[link] = 0.0
+
+
+@njit(cache=True)
+def leave(g, k, g_paths, weight, count) -> None:
+    """Group ``g`` stops growing as link ``k`` fills: its weight leaves the counts of the
+    other links it crosses.  ``k``'s own count is set to 0 once its groups are frozen
+    (every live group on it freezes, so the subtractions would end there exactly):
+    its count is then not one long chain of subtractions."""
+    w = weight[g]
+    for kk in range(g_paths.shape[1]):
+        count[g_paths[g, kk]] -= w
+
+
+@njit(cache=True)
+def still_growing(count, act, n) -> int:
+    """Drop from ``act[:n]`` the links left without growing members (order kept); how
+    many are left."""
+    kept = 0
+    for j in range(n):
+        if count[act[j]] > 0:
+            act[kept] = act[j]
+            kept += 1
+    return kept
 
 
 @njit(cache=True)
@@ -86,13 +137,16 @@ def fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scr
     kernel._clean(residual, eps)
     start, groups = index
     base, level = lv * residual.size, 0.0
+    act = np.empty(residual.size, np.int64)
+    n_act = growing(count, act)
     while n_live > 0:
-        step, link = kernel._min_share(residual, count)
+        step, link = min_share_on(residual, count, act, n_act)
         if link < 0:
             raise ValueError("a flow crosses no link of finite capacity")
         level += step
-        take_step(residual, count, step, link)
-        for k in range(residual.size):
+        step_on(residual, count, act, n_act, step, link)
+        for j in range(n_act):
+            k = act[j]
             if residual[k] > eps[k]:
                 continue
             residual[k] = 0.0
@@ -104,6 +158,7 @@ def fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scr
                     live[g - lo] = False
                     g_rate[g] = level
                     n_live -= 1
-                    for kk in range(g_paths.shape[1]):
-                        count[g_paths[g, kk]] -= weight[g]
+                    leave(g, k, g_paths, weight, count)
+            count[k] = 0
+        n_act = still_growing(count, act, n_act)
     return False

@@ -78,7 +78,8 @@ def members(gid, n_groups, rem0):
             m_pos[cursor[gid[p]]] = p
             cursor[gid[p]] += 1
     for g in range(n_groups):
-        _sort_members(m_pos, m_start[g], m_start[g + 1], rem0)
+        if m_start[g + 1] - m_start[g] > 1:  # (a call per group counts references)
+            _sort_members(m_pos, m_start[g], m_start[g + 1], rem0)
     return m_start, m_pos
 
 

@@ -271,17 +271,20 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, o
     residual, count = r_res[r0].copy(), r_cnt[r0].copy()
     base, level, r, pos = lv * residual.size, r_level[r0], r0, r_pos[r0]
     rows = r_step.size
+    act = np.empty(residual.size, np.int64)
+    n_act = groupfill.growing(count, act)
     while n_live > 0:
         if r + 1 < rows:
             r_res[r], r_cnt[r], r_level[r], r_pos[r] = residual, count, level, pos
-        step, link = kernel._min_share(residual, count)
+        step, link = groupfill.min_share_on(residual, count, act, n_act)
         if link < 0:
             raise ValueError("a flow crosses no link of finite capacity")
         if r + 1 < rows:
             r_step[r] = step
         level += step
-        groupfill.take_step(residual, count, step, link)
-        for k in range(residual.size):
+        groupfill.step_on(residual, count, act, n_act, step, link)
+        for j in range(n_act):
+            k = act[j]
             if residual[k] > eps[k]:
                 continue
             residual[k] = 0.0
@@ -294,8 +297,9 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, o
                     order[pos] = g
                     pos += 1
                     n_live -= 1
-                    for kk in range(g_paths.shape[1]):
-                        count[g_paths[g, kk]] -= weight[g]
+                    groupfill.leave(g, k, g_paths, weight, count)
+            count[k] = 0
+        n_act = groupfill.still_growing(count, act, n_act)
         r += 1
     out[:] = residual
     if r < rows:
