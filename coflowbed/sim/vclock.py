@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-NEAR = 256  # groups a level's near list holds at least when taken in full (if it has more)
+NEAR = 256  # groups a level's near list holds about when taken in full (if it has more)
+SAMPLE = 4  # a level of more than SAMPLE * NEAR groups sets its bound from a sample
 
 
 @njit(cache=True)
@@ -139,15 +140,15 @@ def _from_near(lclk, lv, lo, clk) -> bool:
 @njit(cache=True)
 def _rebuild(lclk, lv, lo, hi, clk) -> None:
     """The level's smallest instants over all its groups; the new bound is above the
-    smallest ``t_end`` and at the ``NEAR + 1``-th smallest where that is above it (inf
-    for small levels), and the near list every group whose ``t_due`` is below it."""
+    smallest ``t_end`` (``_bound``; inf for small levels), and the near list every
+    group whose ``t_due`` is below it."""
     lv_end, lv_due, _stale, bound, n_near, near, in_near = lclk[:7]
     t_end, t_due = clk[3], clk[4]
     e, d = smallest(t_end, t_due, lo, hi)
     lv_end[lv], lv_due[lv] = e, d
     b = np.inf
     if hi - lo > NEAR:
-        b = np.partition(t_end[lo:hi], NEAR)[NEAR]
+        b = _bound(t_end, lo, hi)
         if not b > e:
             b = _above(t_end, lo, hi, e)
     bound[lv] = b
@@ -158,6 +159,18 @@ def _rebuild(lclk, lv, lo, hi, clk) -> None:
             near[lo + n] = g
             n += 1
     n_near[lv] = n
+
+
+@njit(cache=True)
+def _bound(t_end, lo, hi) -> float:
+    """About the ``NEAR + 1``-th smallest ``t_end`` of groups ``lo..hi``: exactly that
+    on levels of up to ``SAMPLE * NEAR`` groups, else that rank's in every
+    ``stride``-th group (a partition of ``stride`` times fewer values; levels are taken
+    in full at every run's start).  Any bound gives the same answers: it only sets how
+    many groups the near list holds."""
+    stride = max(1, (hi - lo) // (SAMPLE * NEAR))
+    k = NEAR // stride
+    return np.partition(t_end[lo:hi:stride].copy(), k)[k]
 
 
 @njit(cache=True)
