@@ -182,3 +182,20 @@ def test_groups_due_past_the_bound_send_the_level_to_a_full_pass():
     lclk[2][0] = True
     vclock.refresh(lclk, lv_bounds, clk)
     assert lclk[0][0] == 1.0 and lclk[1][0] == 0.5
+
+
+def test_a_big_levels_bound_from_a_sample_keeps_a_short_list_and_exact_answers():
+    """A level of 20,000 groups (more than ``SAMPLE * NEAR``): its bound comes from every
+    stride-th group, so the near list holds about ``NEAR`` groups (not one, not the
+    level), and the groups due at instants below and past the bound are numpy's."""
+    rng = np.random.default_rng(3)
+    t_end = rng.uniform(10.0, 20.0, 20_000)
+    clk, lv_bounds = _level_of(t_end)
+    clk[4][:] = t_end - 1e-4  # due just before the end: the list is about the bound's rank
+    lclk = vclock.level_clock(lv_bounds)
+    vclock.refresh(lclk, lv_bounds, clk)
+    assert vclock.NEAR / 2 < lclk[4][0] < 2 * vclock.NEAR
+    assert lclk[0][0] == t_end.min() < lclk[3][0]
+    for now in (lclk[0][0], lclk[3][0] - 1e-9, lclk[3][0] + 0.5):
+        ids = vclock.due(lclk, 0, 0, 20_000, clk[4], now)
+        assert ids.tolist() == np.nonzero(clk[4] <= now)[0].tolist()
