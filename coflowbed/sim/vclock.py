@@ -297,10 +297,17 @@ def coflow_clock(g_cof, n_cof, g_rate, weight, sent, thresholds, now) -> tuple:
     """The coflows' lines at ``now`` (rates summed over their groups, thresholds); the
     coflows of the run are those of ``g_cof`` (none: an empty clock)."""
     has, c_delta = np.zeros(n_cof, np.bool_), np.zeros(n_cof)
+    c, acc = -1, 0.0  # a coflow's groups come in runs: summed in a register, in order
     for g in range(g_cof.size):
-        has[g_cof[g]] = True
+        if g_cof[g] != c:
+            if c >= 0:
+                c_delta[c] = acc
+            c = g_cof[g]
+            has[c], acc = True, c_delta[c]
         if weight[g] > 0:
-            c_delta[g_cof[g]] += g_rate[g] * weight[g] / 8.0
+            acc += g_rate[g] * weight[g] / 8.0
+    if c >= 0:
+        c_delta[c] = acc
     cs = np.flatnonzero(has)
     lines = (np.zeros(n_cof), np.full(n_cof, now), np.full(n_cof, np.inf))
     marks = (np.zeros(n_cof, np.bool_), np.empty(cs.size, np.int64), np.zeros(1, np.int64))

@@ -91,6 +91,18 @@ def test_coflow_line_and_its_next_threshold():
     assert sent[0] == pytest.approx(800.0, rel=1e-12)
 
 
+def test_coflow_clock_sums_each_coflows_groups_in_runs_or_apart():
+    """Groups of coflows 2, 2, 0, 2, 1 (rates 8, 16, 80, 24, 800 bit/s, weights 1, 1,
+    1, 2, 0): coflow 2 sends (8 + 16 + 2 * 24) / 8 = 9 B/s, coflow 0 10 B/s, coflow 1
+    none (no unfinished member) but is of the run; coflow 3 is not."""
+    g_cof = np.array([2, 2, 0, 2, 1])
+    g_rate = np.array([8.0, 16.0, 80.0, 24.0, 800.0])
+    weight = np.array([1, 1, 1, 2, 0])
+    cclk = vclock.coflow_clock(g_cof, 4, g_rate, weight, np.zeros(4), np.array([1e9]), 0.0)
+    assert cclk[0].tolist() == [10.0, 0.0, 9.0, 0.0]
+    assert cclk[3].tolist() == [0, 1, 2]
+
+
 def test_level_clock_takes_only_stale_levels_again():
     """Two levels of one group each: instants 11 s (level 0) and 12 s (level 1).  Both
     are stale at first; refreshed, each level holds its own; a level not marked stale
