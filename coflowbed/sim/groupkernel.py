@@ -115,7 +115,8 @@ def build(active, level, pid, cof, paths, remaining, rates, start_s, by_coflow):
     started = np.ones(n, dtype=np.bool_)
     for g in range(n):
         p = m_pos[m_start[g]]
-        g_paths[g] = paths[p]
+        for k in range(paths.shape[1]):  # (a row copy per group would count references)
+            g_paths[g, k] = paths[p, k]
         g_rate[g], g_cof[g] = rates[p], cof[p]
         for a in range(m_start[g], m_start[g + 1]):
             if np.isnan(start_s[active[m_pos[a]]]):
