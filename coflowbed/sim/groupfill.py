@@ -99,17 +99,6 @@ def step_on(residual, count, act, n, step, link) -> None:
 
 
 @njit(cache=True)
-def leave(g, k, g_paths, weight, count) -> None:
-    """Group ``g`` stops growing as link ``k`` fills: its weight leaves the counts of the
-    other links it crosses.  ``k``'s own count is set to 0 once its groups are frozen
-    (every live group on it freezes, so the subtractions would end there exactly):
-    its count is then not one long chain of subtractions."""
-    w = weight[g]
-    for kk in range(g_paths.shape[1]):
-        count[g_paths[g, kk]] -= w
-
-
-@njit(cache=True)
 def still_growing(count, act, n) -> int:
     """Drop from ``act[:n]`` the links left without growing members (order kept); how
     many are left."""
@@ -158,7 +147,7 @@ def fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scr
                     live[g - lo] = False
                     g_rate[g] = level
                     n_live -= 1
-                    leave(g, k, g_paths, weight, count)
-            count[k] = 0
+                    for kk in range(g_paths.shape[1]):
+                        count[g_paths[g, kk]] -= weight[g]
         n_act = still_growing(count, act, n_act)
     return False

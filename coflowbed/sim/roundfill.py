@@ -297,8 +297,8 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, o
                     order[pos] = g
                     pos += 1
                     n_live -= 1
-                    groupfill.leave(g, k, g_paths, weight, count)
-            count[k] = 0
+                    for kk in range(g_paths.shape[1]):
+                        count[g_paths[g, kk]] -= weight[g]
         n_act = groupfill.still_growing(count, act, n_act)
         r += 1
     out[:] = residual
