@@ -116,6 +116,8 @@ class Simulator:
         self.act_level = np.zeros(0, dtype=np.int64)  # set at every decision; -1: retired
         self.n_retired = 0  # finished flows still in the active arrays
         self.rates = np.zeros(0)
+        # A compiled run's groups, kept when it stopped at a coflow completion.
+        self.carried: grouprun.Carried | None = None
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.capped = False  # whether the last decision set rate caps
         self.now = 0.0
@@ -480,6 +482,7 @@ class Simulator:
         must decide again, False if only rates must be recomputed, None if nothing
         changed (a pure compute event)."""
         fl = self.flows
+        self.carried = None  # flows move here: a compiled run's groups are stale
         start, self.now = self.now, self.now + dt
         done, when = stepkernel.advance(
             self.active,

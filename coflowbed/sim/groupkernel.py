@@ -340,19 +340,14 @@ def _rates_again(grp, clk, lclk, cclk, ctx, need, now) -> np.ndarray:
 
 
 @njit(cache=True)
-def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, incremental) -> tuple:
-    """Share the groups' rates (from scratch: the rates they came with are only the
-    old rates ``stamp`` and the lines compare against), then flow-completion events
-    until a coflow completes, the next event is another kind, the horizon or ``budget``
-    events.  ``clock``: (now, next release or compute end,
-    next fault, horizon); ``incremental``: re-share only the levels whose inputs changed
-    (``groupalloc``; else every level from the first that lost a member).  Time runs on
-    per-group lines (``vclock``); on return every counter is taken at the last instant.
-    Returns (BEFORE/AFTER, now, events, flow visits, allocations, flows done at the last
-    event, finished positions, completed coflows, coflows that started)."""
+def prepare(grp, capacity, thresholds, coflows, active, size, tol, now, incremental) -> tuple:
+    """What a run of ``loop`` on the groups ``grp`` built at ``now`` carries: (eps,
+    the filling state, scratch, ``incremental``, what ``allocate`` saw, a changed
+    buffer, the group, level and coflow clocks).  ``incremental``: re-share only the
+    levels whose inputs changed (``groupalloc``; else every level from the first that
+    lost a member).  The rates the groups came with are only the old rates ``stamp``
+    and the lines compare against: the first re-sharing is from scratch."""
     lv_bounds, _ms, _mp, _r0, g_paths, g_rate, weight, g_cof, _st, _hd, _sv = grp
-    active, cof, _rem, size, start_s, _fin, _caps = flows
-    now, t_dag, t_fault, horizon = clock
     n_g, n_lv = g_rate.size, lv_bounds.size - 1
     links = capacity.size
     res_at = np.zeros((n_lv + 1, links))
@@ -371,38 +366,49 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
         np.zeros(links, np.bool_),
     )
     scratch = (np.empty(links, np.int64), np.empty(links), np.empty(links), fscratch)
-    sent = coflows[0]
     seen = (blockers.state(n_lv, n_g, links), g_rate.copy(), np.zeros(n_lv, np.bool_))
-    changed = np.empty(n_g, np.int64)
-    ctx = (
-        kernel.full_below(capacity),
-        state,
-        scratch,
-        incremental,
-        seen,
-        changed,
-        thresholds,
-        sent,
-    )
-    out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2], rounds)
-    fin, done_c = out[0], out[2]
-    began, n_began = np.empty(active.size, np.int64), 0
+    sent = coflows[0]
     clk = vclock.start(grp, active, size, tol, now)
     lclk = vclock.level_clock(lv_bounds)
     by_cof = g_cof if thresholds.size else g_cof[:0]  # coflow lines: thresholds only
     cclk = vclock.coflow_clock(by_cof, sent.size, g_rate, weight, sent, thresholds, now)
+    eps = kernel.full_below(capacity)
+    return eps, state, scratch, incremental, seen, np.empty(n_g, np.int64), clk, lclk, cclk
+
+
+@njit(cache=True)
+def loop(grp, kept, flows, coflows, thresholds, clock, budget, tol, need, valid) -> tuple:
+    """Share the groups' rates from level ``need`` (every level unless ``valid``: the
+    saved free capacities in ``kept``, ``prepare``'s, are those of the groups as they
+    are), then flow-completion events until a coflow completes, the next event is
+    another kind, the horizon or ``budget`` events.  ``clock``: (now, next release or
+    compute end, next fault, horizon).  Time runs on per-group lines (``vclock``); on
+    return every counter is taken at the last instant.  Returns (BEFORE/AFTER, now,
+    events, flow visits, allocations, flows done at the last event, finished
+    positions, completed coflows, coflows that started, the level to re-share from
+    next: ``need`` of a later ``loop`` on the same groups)."""
+    lv_bounds, _ms, _mp, _r0, _paths, _rate, weight, _gc, _st, _hd, _sv = grp
+    active, cof, _rem, _size, start_s, _fin, _caps = flows
+    now, t_dag, t_fault, horizon = clock
+    eps, state, scratch, incremental, seen, changed, clk, lclk, cclk = kept
+    n_lv, sent = lv_bounds.size - 1, coflows[0]
+    ctx = (eps, state, scratch, incremental, seen, changed, thresholds, sent)
+    rounds = state[5]
+    out = (np.empty(active.size, np.int64), 0, np.full(active.size, -1, np.int64), state[2], rounds)
+    fin, done_c = out[0], out[2]
+    began, n_began = np.empty(active.size, np.int64), 0
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
-    need, valid = 0, False  # level to re-share from (all: shared first); res_at[1:] known
     status = BEFORE
     while True:
         if need <= n_lv:
             need = need if valid else 0
-            changed = _rates_again(grp, clk, lclk, cclk, ctx, need, now)
-            n_began = stamp(grp, changed, active, cof, start_s, now, began, n_began)
+            got = _rates_again(grp, clk, lclk, cclk, ctx, need, now)
+            n_began = stamp(grp, got, active, cof, start_s, now, began, n_began)
             valid = True
             allocs += 1
         dt, why, t_flow = next_event(clk, lclk, cclk, thresholds, (lv_bounds, now, t_dag, t_fault))
         if why != FLOW or now + dt > horizon or events >= budget:
+            need = n_lv + 1
             break
         visits += live
         now = max(t_flow, now)
@@ -418,7 +424,8 @@ def run(grp, flows, coflows, capacity, thresholds, clock, budget, tol, increment
     vclock.settle(grp, clk, now)
     if thresholds.size:
         vclock.settle_coflows(cclk, sent, now)
-    return status, now, events, visits, allocs, n_last, fin[:n_fin], done_c, began[:n_began]
+    out_c = (fin[:n_fin], done_c, began[:n_began])
+    return status, now, events, visits, allocs, n_last, *out_c, need
 
 
 @njit(cache=True)
@@ -441,3 +448,52 @@ def sync(grp, active, cof, remaining, rates, level, sent, moved, by_coflow) -> N
                 moved[cof[p]] = True
                 if not by_coflow:
                     sent[cof[p]] += delta
+
+
+@njit(cache=True)
+def carry(grp, clk, active, level) -> tuple:
+    """The groups after ``sync`` as ``build`` would make them again from the engine's
+    arrays once compacted (``level`` -1: retired): finished members dropped, the
+    others' positions renumbered in order, each counter a new baseline (bytes left
+    less served, served 0: the same lines and instants); groups left without members
+    stay, empty.  Returns (the groups, the flow at each new position: what the
+    compacted ``active`` must be)."""
+    lv_bounds, m_start, m_pos, rem0, g_paths, g_rate, weight, g_cof, started, head, served = grp
+    renum, n = np.empty(level.size, np.int64), 0
+    for p in range(level.size):
+        renum[p] = n
+        n += level[p] >= 0
+    starts, pos = np.zeros(g_rate.size + 1, np.int64), np.empty(n, np.int64)
+    rem, flows, k = np.empty(n), np.empty(n, np.int64), 0
+    h_left = clk[1]
+    for g in range(g_rate.size):
+        for a in range(head[g], m_start[g + 1]):
+            p = m_pos[a]
+            q = renum[p]
+            pos[k], rem[q], flows[q] = q, rem0[p] - served[g], active[p]
+            k += 1
+        starts[g + 1] = k
+        h_left[g] -= served[g]  # rem0 of the first member, as it was, less served
+        served[g] = 0.0
+    out = (lv_bounds, starts, pos, rem, g_paths, g_rate, weight, g_cof, started)
+    return (*out, starts[:-1].copy(), served), flows
+
+
+@njit(cache=True)
+def same_levels(grp, level) -> bool:
+    """Whether the levels ``level`` (per position) keep the groups as they are: every
+    member of a level's groups at one value, and the values increasing with the
+    level (a relabelling, e.g. a queue left empty), so ``build`` would group alike."""
+    lv_bounds, m_start, m_pos = grp[0], grp[1], grp[2]
+    last = -1
+    for lv in range(lv_bounds.size - 1):
+        val = -1
+        for a in range(m_start[lv_bounds[lv]], m_start[lv_bounds[lv + 1]]):
+            if val < 0:
+                val = level[m_pos[a]]
+            elif level[m_pos[a]] != val:
+                return False
+        if val >= 0 and val <= last:
+            return False
+        last = max(last, val)
+    return True

@@ -4,6 +4,7 @@ path groups from the active arrays, run, write back and book what happened."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,6 +17,21 @@ if TYPE_CHECKING:
 FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress are checked)
 
 
+@dataclass(frozen=True)
+class Carried:
+    """A compiled run's groups and state kept after a coflow completed (``carry``): the
+    next run goes on with them if nothing but the completion changed.  ``active``: the
+    engine's active flows they expect (compacted); ``capacity``: the link capacities
+    they were shared on."""
+
+    grp: tuple
+    kept: tuple
+    need: int
+    now: float
+    active: np.ndarray
+    capacity: np.ndarray
+
+
 def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     """Run ``sim``'s flow completions compiled from the rates just computed.  Returns
     (False, None) if it stopped before an event (the engine handles that one, rates
@@ -24,22 +40,22 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     from coflowbed.sim.engine import FINISH_TOL
 
     fl, by_cof = sim.flows, bool(sim.thresholds.size)
-    act = (sim.active, sim.act_level, sim.act_pid, sim.act_cof, sim.act_paths)
-    grp = groupkernel.build(*act, fl.remaining, sim.rates, fl.start_s, by_cof)
+    carried, sim.carried = _valid(sim), None
+    if carried is None:
+        act = (sim.active, sim.act_level, sim.act_pid, sim.act_cof, sim.act_paths)
+        grp = groupkernel.build(*act, fl.remaining, sim.rates, fl.start_s, by_cof)
+        coflows = (sim.sent, sim.left, by_cof)
+        setup = (sim.capacity, sim.thresholds, coflows, sim.active, fl.size, FINISH_TOL)
+        kept = groupkernel.prepare(grp, *setup, sim.now, sim.incremental)
+        need, valid = 0, False
+    else:
+        grp, kept, need, valid = carried.grp, carried.kept, carried.need, True
     flows = (sim.active, sim.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s, sim.caps)
     clock = (sim.now, sim.dagstate.next_time(), sim._next_fault(), sim.horizon_s)
-    out = groupkernel.run(
-        grp,
-        flows,
-        (sim.sent, sim.left, by_cof),
-        sim.capacity,
-        sim.thresholds,
-        clock,
-        FAST_BUDGET,
-        FINISH_TOL,
-        sim.incremental,
-    )
-    status, sim.now, events, visits, allocs, n_last, fin, done_c, began = out
+    coflows = (sim.sent, sim.left, by_cof)
+    args = (sim.thresholds, clock, FAST_BUDGET, FINISH_TOL, need, valid)
+    out = groupkernel.loop(grp, kept, flows, coflows, *args)
+    status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need = out
     groupkernel.sync(
         grp,
         sim.active,
@@ -51,10 +67,24 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         sim.moved,
         by_cof,
     )
+    if status == groupkernel.AFTER:  # before _book may compact the engine's arrays
+        grp, active = groupkernel.carry(grp, kept[6], sim.active, sim.act_level)
+        sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
     _book(sim, (events, visits, allocs), fin.size, began)
     if status == groupkernel.BEFORE:
         return False, None
     return True, _after(sim, done_c[done_c >= 0], n_last)
+
+
+def _valid(sim: Simulator) -> Carried | None:
+    """``sim.carried`` if the next run can go on with it: the same instant, links and
+    active flows, and levels that group them alike (``groupkernel.same_levels``)."""
+    c = sim.carried
+    if c is None or c.now != sim.now or c.capacity is not sim.capacity:
+        return None
+    if not np.array_equal(c.active, sim.active):
+        return None
+    return c if groupkernel.same_levels(c.grp, sim.act_level) else None
 
 
 def _after(sim: Simulator, done: np.ndarray, n_last: int) -> bool | None:

@@ -25,9 +25,9 @@ REL = 1e-9  # rounding of per-group lines (virtual time) against per-flow subtra
 
 @pytest.fixture
 def kernel_runs(monkeypatch) -> list[int]:
-    """Counts the events each compiled run handled (wraps ``groupkernel.run``)."""
+    """Counts the events each compiled run handled (wraps ``groupkernel.loop``)."""
     runs: list[int] = []
-    real = groupkernel.run
+    real = groupkernel.loop
 
     def counted(*args):
         """The real run, its event count recorded."""
@@ -35,7 +35,7 @@ def kernel_runs(monkeypatch) -> list[int]:
         runs.append(int(out[2]))
         return out
 
-    monkeypatch.setattr(groupkernel, "run", counted)
+    monkeypatch.setattr(groupkernel, "loop", counted)
     return runs
 
 
@@ -127,26 +127,95 @@ def test_one_path_shares_one_rate_and_finishes_in_size_order():
     assert sim.stats.events == 3
 
 
-def test_build_groups_by_level_then_path():
-    """Positions 0-4 with levels (1, 0, 1, 0, 1) and paths (A, A, A, B, A): level 0 has
-    groups {1} (path A) and {3} (path B), level 1 one group {0, 2, 4}, its members by
-    bytes left (30, 10, 20 -> 2, 4, 0); a retired position (level -1) belongs to none."""
-    level = np.array([1, 0, 1, 0, 1, -1], dtype=np.int64)
+LEVEL = np.array([1, 0, 1, 0, 1, -1], dtype=np.int64)  # positions 0-4 (5: retired)
+
+
+def built() -> tuple:
+    """Groups of positions 0-4 with levels ``LEVEL``, paths (A, A, A, B, A) and bytes
+    left (30, 5, 10, 7, 20); position 5 is retired."""
     pid = np.array([0, 0, 0, 1, 0, 0], dtype=np.int64)
     paths = np.array([[0, 2], [0, 2], [0, 2], [1, 3], [0, 2], [0, 2]], dtype=np.int32)
     remaining = np.array([30.0, 5.0, 10.0, 7.0, 20.0, 0.0])
     active = np.arange(6, dtype=np.int64)
     cof = np.zeros(6, dtype=np.int32)
     rates = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 0.0])
-    grp = groupkernel.build(
-        active, level, pid, cof, paths, remaining, rates, np.full(6, math.nan), False
+    return groupkernel.build(
+        active, LEVEL, pid, cof, paths, remaining, rates, np.full(6, math.nan), False
     )
-    lv_bounds, m_start, m_pos, _rem0, g_paths, g_rate, weight = grp[:7]
+
+
+def test_build_groups_by_level_then_path():
+    """Level 0 has groups {1} (path A) and {3} (path B), level 1 one group {0, 2, 4},
+    its members by bytes left (30, 10, 20 -> 2, 4, 0); a retired position (level -1)
+    belongs to none."""
+    lv_bounds, m_start, m_pos, _rem0, g_paths, g_rate, weight = built()[:7]
     assert lv_bounds.tolist() == [0, 2, 3]
     groups = [m_pos[m_start[g] : m_start[g + 1]].tolist() for g in range(3)]
     assert groups == [[1], [3], [2, 4, 0]]
     assert weight.tolist() == [1, 1, 3] and g_rate.tolist() == [2.0, 3.0, 1.0]
     assert g_paths.tolist() == [[0, 2], [1, 3], [0, 2]]
+
+
+def test_carry_renumbers_what_is_left_on_a_new_baseline():
+    """``built()``'s groups after group 0 (position 1) and group 2's first member
+    (position 2) finished, with 5, 3 and 10 bytes served per member: positions 0, 3
+    and 4 are left, renumbered 0, 1, 2; group 0 stays, empty; group 1 is {1} with
+    7 - 3 = 4 bytes left, group 2 {2, 0} with 20 - 10 = 10 and 30 - 10 = 20; every
+    counter 0 and each first member's bytes left (5, 7, 20) less what was served."""
+    grp = built()
+    m_start, head, weight, served = grp[1], grp[9], grp[6], grp[10]
+    head[0], head[2] = m_start[1], m_start[2] + 1
+    weight[0], weight[2] = 0, 2
+    served[:] = [5.0, 3.0, 10.0]
+    clk = (np.zeros(3), np.array([5.0, 7.0, 20.0]), np.zeros(3), np.zeros(3), np.zeros(3))
+    level = np.array([1, -1, -1, 0, 1, -1], dtype=np.int64)
+    new, flows = groupkernel.carry(grp, clk, np.arange(6, dtype=np.int64) + 100, level)
+    lv_bounds, m_start, m_pos, rem, _paths, _rate, weight = new[:7]
+    assert flows.tolist() == [100, 103, 104]
+    assert [m_pos[m_start[g] : m_start[g + 1]].tolist() for g in range(3)] == [[], [1], [2, 0]]
+    assert rem.tolist() == [20.0, 4.0, 10.0] and weight.tolist() == [0, 1, 2]
+    assert new[9].tolist() == m_start[:-1].tolist() and new[10].tolist() == [0.0, 0.0, 0.0]
+    assert clk[1].tolist() == [0.0, 4.0, 10.0] and lv_bounds.tolist() == [0, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "levels,same",
+    [
+        ((1, 0, 1, 0, 1, -1), True),
+        ((4, 2, 4, 2, 4, -1), True),  # a relabelling (a queue between left empty)
+        ((0, 1, 0, 1, 0, -1), False),  # the levels swapped
+        ((0, 0, 0, 0, 0, -1), False),  # merged: one level would group paths anew
+        ((1, 0, 2, 0, 1, -1), False),  # a group's members apart
+        ((1, 0, 1, 2, 1, -1), False),  # a level's groups apart
+    ],
+)
+def test_same_levels_accepts_only_a_relabelling(levels, same):
+    """``built()``'s groups (level 0: {1}, {3}; level 1: {0, 2, 4}) are kept only
+    while each level's members share one value and the values keep their order."""
+    assert groupkernel.same_levels(built(), np.array(levels, dtype=np.int64)) is same
+
+
+@pytest.mark.parametrize("policy", ["fair", "dclas"])
+def test_runs_after_a_completion_go_on_with_their_groups(policy, kernel_runs, monkeypatch):
+    """On the first 45 Facebook coflows, a run stopped by a coflow completion that
+    changed no level and released nothing goes on with its groups (fewer builds than
+    runs), and the run is the per-flow loop's."""
+    builds: list[int] = []
+    real = groupkernel.build
+
+    def counted(*args):
+        """The real build, counted."""
+        builds.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(groupkernel, "build", counted)
+    trace = fbtrace.read_trace(FB)
+    dag = fbtrace.to_dag(trace, None, limit=45)
+    fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+    kernel_runs.clear()
+    ref, new = both(dag, fabric, policy)
+    assert_same(ref, new)
+    assert 0 < len(builds) < len(kernel_runs) - 10
 
 
 def test_by_coflow_splits_a_path_between_coflows():
