@@ -17,14 +17,15 @@ from workload.fbtrace import TraceCoflow
 
 
 def tiny_dag() -> Dag:
-    """Three small coflows among four hosts, released over 10 ms."""
+    """Three small coflows among four hosts, released over 2 ms (they overlap: a
+    compiled run goes on after a completion)."""
     hosts = ["h1", "h2", "h3", "h4"]
     coflows = []
     for c in range(3):
         flows = tuple(
             Flow(f"c{c}.{i}", hosts[i], hosts[(i + c + 1) % 4], 100_000 * (i + 1)) for i in range(4)
         )
-        coflows.append(Coflow(f"c{c}", flows, release_s=0.005 * c))
+        coflows.append(Coflow(f"c{c}", flows, release_s=0.001 * c))
     return Dag(coflows=coflows)
 
 

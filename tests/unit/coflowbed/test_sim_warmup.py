@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coflowbed.sim import BigSwitch, coflowsim, kernel, simulate, warmup
+from coflowbed.sim import BigSwitch, coflowsim, grouprun, kernel, simulate, warmup
 from controller import policies
 
 
@@ -17,7 +17,7 @@ def test_kernels_cached_looks_for_every_kernel_module(tmp_path, monkeypatch):
     assert not warmup.kernels_cached()
     (cache / "stepkernel.advance-40.py311.nbi").touch()
     assert not warmup.kernels_cached()
-    (cache / "groupkernel.run-286.py311.nbi").touch()
+    (cache / "groupkernel.loop-380.py311.nbi").touch()
     assert warmup.kernels_cached()
 
 
@@ -39,3 +39,21 @@ def test_the_warmup_trace_runs_every_coflowsim_policy_to_the_end():
     for name in coflowsim.POLICIES:
         run = coflowsim.run_trace(warmup.tiny_trace(), 3, name)
         assert run.outcome.finished and len(run.outcome.finish_ms) == 2, name
+
+
+def test_the_warmup_dag_goes_on_after_a_completion(monkeypatch):
+    """``tiny_dag``'s coflows overlap, so a compiled run goes on with its groups after
+    a completion: the warmup compiles ``carry`` and ``same_levels`` too."""
+    kept: list[bool] = []
+    real = grouprun._valid
+
+    def noted(sim):
+        """The real check, its answer noted."""
+        got = real(sim)
+        kept.append(got is not None)
+        return got
+
+    monkeypatch.setattr(grouprun, "_valid", noted)
+    fabric = BigSwitch(("h1", "h2", "h3", "h4"), 1e9)
+    assert simulate(warmup.tiny_dag(), fabric, policies.get("fair"), None).sim.stats.finished
+    assert any(kept)
