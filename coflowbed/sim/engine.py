@@ -118,6 +118,9 @@ class Simulator:
         self.rates = np.zeros(0)
         # A compiled run's groups, kept when it stopped at a coflow completion.
         self.carried: grouprun.Carried | None = None
+        # The next event (seconds to it, kind) as a compiled run that stopped before it
+        # found it: the next ``_next_event`` returns it instead of taking it again.
+        self.known_next: tuple[float, str] | None = None
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.capped = False  # whether the last decision set rate caps
         self.now = 0.0
@@ -446,11 +449,15 @@ class Simulator:
     # --- time ----------------------------------------------------------------------
 
     def _next_event(self) -> tuple[float, str]:
-        """Time to the next event and its kind."""
+        """Time to the next event and its kind (as the compiled run that just stopped
+        before it found it, if one did)."""
         fl = self.flows
         if not self.rates.size == self.active.size == self.act_level.size:
             # The compiled passes do not check bounds: never hand them misaligned arrays.
             raise RuntimeError("simulator: active-flow arrays out of step")
+        if self.known_next is not None:
+            known, self.known_next = self.known_next, None
+            return known
         best, why = self.dagstate.next_time() - self.now, "dag"
         if self.hold:
             dt = stepkernel.next_coflow_end(self.active, self.rates, fl.remaining, self.act_cof)

@@ -32,6 +32,7 @@ from coflowbed.sim import blockers, groupalloc, groupfill, kernel, roundfill, vc
 
 BEFORE, AFTER = 0, 1  # the loop stopped before an event (rates current) / after one
 DAG, FLOW, FAULT, THRESHOLD = 0, 1, 2, 3  # kinds of the next event
+KIND_NAMES = ("dag", "flow", "fault", "threshold")  # the engine's names of the kinds
 
 
 @njit(cache=True)
@@ -386,7 +387,8 @@ def loop(grp, kept, flows, coflows, thresholds, clock, budget, tol, need, valid)
     return every counter is taken at the last instant.  Returns (BEFORE/AFTER, now,
     events, flow visits, allocations, flows done at the last event, finished
     positions, completed coflows, coflows that started, the level to re-share from
-    next: ``need`` of a later ``loop`` on the same groups)."""
+    next: ``need`` of a later ``loop`` on the same groups, and after BEFORE the
+    seconds to the next event and its kind, as ``next_event`` found them)."""
     lv_bounds, _ms, _mp, _r0, _paths, _rate, weight, _gc, _st, _hd, _sv = grp
     active, cof, _rem, _size, start_s, _fin, _caps = flows
     now, t_dag, t_fault, horizon = clock
@@ -398,7 +400,7 @@ def loop(grp, kept, flows, coflows, thresholds, clock, budget, tol, need, valid)
     fin, done_c = out[0], out[2]
     began, n_began = np.empty(active.size, np.int64), 0
     live, n_fin, events, visits, allocs, n_last = weight.sum(), 0, 0, 0, 0, 0
-    status = BEFORE
+    status, dt, why = BEFORE, 0.0, FLOW
     while True:
         if need <= n_lv:
             need = need if valid else 0
@@ -425,7 +427,7 @@ def loop(grp, kept, flows, coflows, thresholds, clock, budget, tol, need, valid)
     if thresholds.size:
         vclock.settle_coflows(cclk, sent, now)
     out_c = (fin[:n_fin], done_c, began[:n_began])
-    return status, now, events, visits, allocs, n_last, *out_c, need
+    return status, now, events, visits, allocs, n_last, *out_c, need, dt, why
 
 
 @njit(cache=True)

@@ -55,7 +55,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     coflows = (sim.sent, sim.left, by_cof)
     args = (sim.thresholds, clock, FAST_BUDGET, FINISH_TOL, need, valid)
     out = groupkernel.loop(grp, kept, flows, coflows, *args)
-    status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need = out
+    status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need = out[:10]
     groupkernel.sync(
         grp,
         sim.active,
@@ -72,6 +72,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
     _book(sim, (events, visits, allocs), fin.size, began)
     if status == groupkernel.BEFORE:
+        sim.known_next = (out[10], groupkernel.KIND_NAMES[out[11]])
         return False, None
     return True, _after(sim, done_c[done_c >= 0], n_last)
 
