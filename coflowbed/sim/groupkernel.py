@@ -15,7 +15,10 @@ are visited.
 
 The loop stops, with the engine's arrays brought up to date (``sync``), when a coflow
 completes, when the next event is not a flow completion (release, compute end, fault,
-byte threshold, horizon) or after ``budget`` events; the engine then carries on.
+byte threshold, horizon; ``loop`` returns it) or after ``budget`` events; the engine
+then carries on.  ``prepare`` sets a run up once per set of groups; after a completion
+``carry`` renumbers the groups as ``build`` would, and the next ``loop`` goes on with
+them when the decision kept every level (``same_levels``).
 
 Layout (built by ``build`` from the engine's active arrays, positions ``p`` into them):
 ``lv_bounds`` group ranges per level (increasing level); ``m_start``/``m_pos`` members

@@ -1,5 +1,6 @@
 """The engine's side of the compiled flow-completion runs (``groupkernel``): build the
-path groups from the active arrays, run, write back and book what happened."""
+path groups from the active arrays (or go on with those a run stopped at a coflow
+completion left, ``Carried``), run, write back and book what happened."""
 
 from __future__ import annotations
 
