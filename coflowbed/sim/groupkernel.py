@@ -389,9 +389,9 @@ def loop(grp, kept, flows, coflows, thresholds, clock, budget, tol, need, valid)
     compute end, next fault, horizon).  Time runs on per-group lines (``vclock``); on
     return every counter is taken at the last instant.  Returns (BEFORE/AFTER, now,
     events, flow visits, allocations, flows done at the last event, finished
-    positions, completed coflows, coflows that started, the level to re-share from
-    next: ``need`` of a later ``loop`` on the same groups, and after BEFORE the
-    seconds to the next event and its kind, as ``next_event`` found them)."""
+    positions, completed coflows, coflows that started, after AFTER the level to
+    re-share from next (``need`` of a later ``loop`` on the same groups), after BEFORE
+    the seconds to the next event and its kind, as ``next_event`` found them)."""
     lv_bounds, _ms, _mp, _r0, _paths, _rate, weight, _gc, _st, _hd, _sv = grp
     active, cof, _rem, _size, start_s, _fin, _caps = flows
     now, t_dag, t_fault, horizon = clock
@@ -413,7 +413,6 @@ def loop(grp, kept, flows, coflows, thresholds, clock, budget, tol, need, valid)
             allocs += 1
         dt, why, t_flow = next_event(clk, lclk, cclk, thresholds, (lv_bounds, now, t_dag, t_fault))
         if why != FLOW or now + dt > horizon or events >= budget:
-            need = n_lv + 1
             break
         visits += live
         now = max(t_flow, now)

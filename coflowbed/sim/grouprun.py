@@ -41,11 +41,11 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     from coflowbed.sim.engine import FINISH_TOL
 
     fl, by_cof = sim.flows, bool(sim.thresholds.size)
+    coflows = (sim.sent, sim.left, by_cof)
     carried, sim.carried = _valid(sim), None
     if carried is None:
         act = (sim.active, sim.act_level, sim.act_pid, sim.act_cof, sim.act_paths)
         grp = groupkernel.build(*act, fl.remaining, sim.rates, fl.start_s, by_cof)
-        coflows = (sim.sent, sim.left, by_cof)
         setup = (sim.capacity, sim.thresholds, coflows, sim.active, fl.size, FINISH_TOL)
         kept = groupkernel.prepare(grp, *setup, sim.now, sim.incremental)
         need, valid = 0, False
@@ -53,10 +53,9 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         grp, kept, need, valid = carried.grp, carried.kept, carried.need, True
     flows = (sim.active, sim.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s, sim.caps)
     clock = (sim.now, sim.dagstate.next_time(), sim._next_fault(), sim.horizon_s)
-    coflows = (sim.sent, sim.left, by_cof)
     args = (sim.thresholds, clock, FAST_BUDGET, FINISH_TOL, need, valid)
     out = groupkernel.loop(grp, kept, flows, coflows, *args)
-    status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need = out[:10]
+    status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need, dt, why = out
     groupkernel.sync(
         grp,
         sim.active,
@@ -73,7 +72,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
     _book(sim, (events, visits, allocs), fin.size, began)
     if status == groupkernel.BEFORE:
-        sim.known_next = (out[10], groupkernel.KIND_NAMES[out[11]])
+        sim.known_next = (dt, groupkernel.KIND_NAMES[why])
         return False, None
     return True, _after(sim, done_c[done_c >= 0], n_last)
 

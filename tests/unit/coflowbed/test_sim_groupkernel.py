@@ -71,13 +71,18 @@ def assert_levels_up_to_ties(ref: Simulator, new: Simulator) -> None:
             assert o_new.level in twins
 
 
+def trace_prefix() -> tuple[Dag, BigSwitch]:
+    """The first 45 Facebook coflows and the trace's big switch (150 ports at 1 Gbit/s)."""
+    trace = fbtrace.read_trace(FB)
+    dag = fbtrace.to_dag(trace, None, limit=45)
+    return dag, parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+
+
 @pytest.mark.parametrize("policy", [*MAX_MIN, "sebf"])
 def test_trace_prefix_same_as_per_flow_loop(policy, kernel_runs):
     """The first 45 Facebook coflows (150 ports at 1 Gbit/s): the compiled loop handles
     most events of the max-min policies (SEBF holds rates: never) and changes nothing."""
-    trace = fbtrace.read_trace(FB)
-    dag = fbtrace.to_dag(trace, None, limit=45)
-    fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+    dag, fabric = trace_prefix()
     kernel_runs.clear()
     ref, new = both(dag, fabric, policy)
     assert_same(ref, new)
@@ -209,9 +214,7 @@ def test_runs_after_a_completion_go_on_with_their_groups(policy, kernel_runs, mo
         return real(*args)
 
     monkeypatch.setattr(groupkernel, "build", counted)
-    trace = fbtrace.read_trace(FB)
-    dag = fbtrace.to_dag(trace, None, limit=45)
-    fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+    dag, fabric = trace_prefix()
     kernel_runs.clear()
     ref, new = both(dag, fabric, policy)
     assert_same(ref, new)
