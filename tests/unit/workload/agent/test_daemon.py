@@ -170,7 +170,9 @@ def test_flow_between_two_agents_and_duplicate_flow_id(spawn):
     stats_b = b.request({"id": 4, "op": "stats"})[0]
     assert stats_a["sent"] == {"f1": 3_000_000} and stats_a["sent_by_tag"] == {"5": 3_000_000}
     assert stats_b["received"] == {"f1": 3_000_000} and sent["t_ns"] > 0
-    assert sent["retrans_bytes"] == 0  # loopback drops nothing; the kernel's count is there
+    # The kernel's count is there.  Not 0 always: on a loaded machine loopback TCP has
+    # resent a 64 KB segment (CI 2026-12-05: 62,464 bytes, a spurious timeout or probe).
+    assert isinstance(sent["retrans_bytes"], int) and 0 <= sent["retrans_bytes"] < 3_000_000
 
 
 @pytest.mark.processes
