@@ -56,9 +56,9 @@ def instants(g, weight, g_rate, served, clk) -> None:
     if weight[g] <= 0 or rate <= 0.0:
         t_end[g], t_due[g] = np.inf, np.inf
         return
-    left = h_left[g] - served[g]
-    t_end[g] = t0[g] + left * 8.0 / rate
-    t_due[g] = t0[g] + (left - h_tol[g]) * 8.0 / rate
+    left, per_byte = h_left[g] - served[g], 8.0 / rate  # one division, not two
+    t_end[g] = t0[g] + left * per_byte
+    t_due[g] = t0[g] + (left - h_tol[g]) * per_byte
 
 
 @njit(cache=True)
