@@ -36,7 +36,7 @@ from controller.launcher import start_controller  # noqa: E402
 from topo import hosttcp, probe, qos  # noqa: E402
 from topo.bmv2 import disable_offloads  # noqa: E402
 from topo.leafspine import intf_name  # noqa: E402
-from topo.net import start_fabric, switch_interfaces  # noqa: E402
+from topo.net import endpoint_interfaces, start_fabric, switch_interfaces  # noqa: E402
 from topo.plan import DEFAULT_MTU, FabricPlan  # noqa: E402
 
 PORT = 6000
@@ -81,6 +81,12 @@ def parse_args() -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="sysctl set in every host's namespace after the runs' own "
         "(topo.hosttcp; repeatable), e.g. net.ipv4.tcp_congestion_control=bbr",
+    )
+    p.add_argument(
+        "--gso-max-bytes",
+        type=int,
+        default=hosttcp.GSO_MAX_BYTES,
+        help="largest GSO segment of every host interface, as in the runs (0: the kernel's)",
     )
     p.add_argument(
         "--kernel-tcp",
@@ -245,6 +251,10 @@ def run(a: argparse.Namespace, plan: FabricPlan) -> tuple[float, float, list[flo
                     bringup = time.monotonic() - t0
                     applied = level_changes(client, a.changes)
                 host_sysctls(fab, plan, tcp_settings(a))
+                if a.gso_max_bytes:
+                    nics = endpoint_interfaces(plan)
+                    pids = ((fab.host(h.name).pid, nics[h.name]) for h in plan.hosts)
+                    hosttcp.apply_host_gso(pids, a.gso_max_bytes)
                 if a.no_tso:
                     offloads_off(fab, plan)
                 ovs_cpus, traffic_cpus = cpu_split() if a.pin else (None, None)
@@ -272,7 +282,8 @@ def report(
     print(
         f"fabric {a.spines} spines x {a.leaves} leaves x {a.hosts} hosts, {a.mbps:g} Mbit/s "
         f"links; mtu {plan.mtu}, tso {'off' if a.no_tso else 'on'}, "
-        f"pin {'on' if a.pin else 'off'}, send {a.send_size} B, burst {a.burst_ms:g} ms"
+        f"pin {'on' if a.pin else 'off'}, send {a.send_size} B, burst {a.burst_ms:g} ms, "
+        f"host gso {a.gso_max_bytes or 'kernel'} B"
         + (", kernel TCP" if a.kernel_tcp else ", runs' host TCP")
         + "".join(f", {kv}" for kv in a.host_sysctl)
     )

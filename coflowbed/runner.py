@@ -241,8 +241,8 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     """Controller, fabric (with its OVS) and agents, each registered for teardown."""
     from coflowbed.agents import AgentSet
     from coflowbed.services import start_controller
-    from topo.hosttcp import apply_host_sysctls
-    from topo.net import start_fabric
+    from topo.hosttcp import apply_host_gso, apply_host_sysctls
+    from topo.net import endpoint_interfaces, start_fabric
 
     t0 = time.monotonic()
     controller, meet, service = start_controller(scen, out_dir, runtime, stack)
@@ -259,6 +259,8 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     stack.callback(agents.stop)
     agents.start(START_TIMEOUT_S)
     apply_host_sysctls(fabric.host(h).pid for h in scen.plan.host_names())
+    nics = endpoint_interfaces(scen.plan)
+    apply_host_gso((fabric.host(h).pid, nics[h]) for h in scen.plan.host_names())
     bringup_s = time.monotonic() - t0
     log.info(
         "fabric up in %.1f s (%d switches, %d hosts)",

@@ -69,6 +69,12 @@ def host_interfaces(plan: FabricPlan) -> list[str]:
     return [intf_name(link.node1, link.port1) for link in plan.links if link.node1.startswith("h")]
 
 
+def endpoint_interfaces(plan: FabricPlan) -> dict[str, str]:
+    """Each host (on a rail fabric each NIC endpoint) -> its interface, as named inside
+    its namespace."""
+    return {h.name: intf_name(h.host_node, h.port) for h in plan.hosts}
+
+
 def interface_names(plan: FabricPlan) -> list[str]:
     """Every interface name the fabric of ``plan`` may create in the root namespace."""
     return switch_interfaces(plan) + host_interfaces(plan) + bridge_names(plan)

@@ -8,6 +8,7 @@ tests/integration/test_trust.py``.
 
 from __future__ import annotations
 
+import csv
 import json
 import statistics
 from pathlib import Path
@@ -18,8 +19,8 @@ import yaml
 from controller.client import ControllerClient
 from controller.launcher import start_controller
 from tests.cli import SCENARIOS, coflowbed, coflowbed_ok
-from topo.hosttcp import apply_host_sysctls, host_sysctls
-from topo.net import start_fabric
+from topo.hosttcp import GSO_MAX_BYTES, apply_host_gso, apply_host_sysctls, host_sysctls
+from topo.net import endpoint_interfaces, start_fabric
 from topo.plan import FabricPlan
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -83,6 +84,61 @@ def test_an_overloaded_scenario_warns_before_traffic_starts(tmp_path):
     assert cal["warning"] and cal["measured_mbps"] < 0.8 * 20000
 
 
+EP_FLOW_BYTES = 169_304  # an expert-parallel flow of the default scenario
+IDLE_MBPS = 50
+HEAD_START_MAX = 26_000  # bytes: 16.6-17.5 KB measured capped, 34-66 KB uncapped
+
+
+def idle_link_scenario(tmp: Path) -> Path:
+    """A 10 KB warm-up per host pair, then at 0.5 s one EP-sized flow on each of three
+    idle same-leaf pairs (50 Mbit/s links, MTU 9000)."""
+    pairs = [(f"h{lf}1", f"h{lf}2") for lf in (1, 2, 3)]
+    flow = lambda src, dst, size: {"src": src, "dst": dst, "bytes": size}  # noqa: E731
+    data = {
+        "name": "idle-link",
+        "policy": "static",
+        "timeout_s": 120,
+        "fabric": {
+            "spines": 2,
+            "leaves": 4,
+            "hosts_per_leaf": 2,
+            "host_bw_mbps": IDLE_MBPS,
+            "fabric_bw_mbps": IDLE_MBPS,
+            "mtu": 9000,
+        },
+        "workload": {
+            "coflows": [
+                {"id": "warm", "level": 0, "flows": [flow(s, d, 10_000) for s, d in pairs]},
+            ]
+            + [
+                {"id": f"ep{i}", "arrival_s": 0.5, "level": 0, "flows": [flow(s, d, EP_FLOW_BYTES)]}
+                for i, (s, d) in enumerate(pairs)
+            ]
+        },
+    }
+    path = tmp / "idle-link.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_a_flow_starting_on_an_idle_link_gets_no_more_than_a_small_head_start(tmp_path):
+    """With the kernel's 64 KB GSO segments HTB let a 169 KB flow on an idle 50 Mbit/s
+    link finish 34-66 KB ahead of the link rate (16.6-21.6 ms instead of 27.1 ms), which
+    made the default scenario's EP coflows 16 % faster than the fluid model; host
+    segments capped at two jumbo frames (``topo.hosttcp.GSO_MAX_BYTES``) leave
+    16.6-17.5 KB of it (the ports' 2 ms burst and one segment).  A busier machine only
+    makes flows slower, never faster."""
+    coflowbed_ok("run", idle_link_scenario(tmp_path), "--out", tmp_path / "run")
+    rows = list(csv.DictReader((tmp_path / "run" / "flows.csv").open()))
+    ahead = {
+        r["coflow_id"]: EP_FLOW_BYTES
+        - (float(r["finish_s"]) - float(r["start_s"])) * IDLE_MBPS * 1e6 / 8
+        for r in rows
+        if r["coflow_id"].startswith("ep")
+    }
+    assert len(ahead) == 3 and max(ahead.values()) <= HEAD_START_MAX, ahead
+
+
 def test_host_namespaces_keep_cwnd_after_idle_and_the_root_namespace_is_untouched(tmp_path):
     plan = FabricPlan(spines=1, leaves=2, hosts_per_leaf=1, host_bw_mbps=50, fabric_bw_mbps=50)
     (tmp_path / "plan.json").write_text(plan.to_json())
@@ -96,9 +152,13 @@ def test_host_namespaces_keep_cwnd_after_idle_and_the_root_namespace_is_untouche
             with ControllerClient(ctl.api_socket) as client:
                 client.wait_ready(60)
             apply_host_sysctls(fab.host(h).pid for h in plan.host_names())
+            nics = endpoint_interfaces(plan)
+            apply_host_gso((fab.host(h).pid, nics[h]) for h in plan.host_names())
             for h in plan.host_names():
                 for key, proc in procs.items():
                     assert fab.host(h).cmd("cat", str(proc)).strip() == wanted[key]
+                shown = fab.host(h).cmd("ip", "-d", "link", "show", "dev", nics[h])
+                assert f"gso_max_size {GSO_MAX_BYTES} " in shown, shown
             assert {k: p.read_text() for k, p in procs.items()} == before
         finally:
             fab.stop()

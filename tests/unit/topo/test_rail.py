@@ -67,3 +67,10 @@ def test_every_nic_gets_its_own_scheduler():
         "h1n1": "h1-eth1",
         "h2n1": "h2-eth1",
     }
+
+
+@pytest.mark.parametrize("plan", [_plan(), FabricPlan(2, 2, 2, 25, 50)], ids=["rail", "one-nic"])
+def test_each_endpoint_interface_is_the_one_its_scheduler_shapes(plan):
+    """The GSO cap (topo.hosttcp) goes on the interface the endpoint sends from."""
+    _root, hosts = net.port_schedulers(plan, levels=2, queue_packets=10)
+    assert net.endpoint_interfaces(plan) == {name: ps.dev for name, ps in hosts.items()}
