@@ -29,7 +29,8 @@ class has left and charges it afterwards, so a flow that started on an idle link
 15-66 KB ahead of the link rate, 10-40 % of a 100-200 KB expert-parallel flow's time.
 Capped, the default scenario's emulated/simulated iteration ratio went from 0.91-0.98
 to 0.98-1.01 under fair (12 runs each, alternated), at the same capacity at 50 Mbit/s
-and 1.7 points less at 100 (docs/fabric.md, "Short flows that start on an idle link")."""
+and 0.7 points less at 100 (24 runs each; docs/fabric.md, "Short flows that start on an
+idle link")."""
 
 from __future__ import annotations
 
