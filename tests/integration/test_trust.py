@@ -1,6 +1,7 @@
 """What makes an emulated figure trustworthy (root, real Mininet/OVS/os-ken/tc): the
-capacity check at bring-up, TCP settings in the host namespaces, and the emulated run
-against its own fluid model on the shipped LLM scenario.
+capacity check at bring-up, TCP settings and the segment cap in the host namespaces
+(the head start of a flow on an idle link), and the emulated run against its own fluid
+model on the shipped LLM scenario.
 
 Run under the fabric lock: ``flock /tmp/coflowbed-fabric.lock .venv/bin/python -m pytest
 tests/integration/test_trust.py``.
