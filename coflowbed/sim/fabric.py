@@ -53,7 +53,9 @@ class LinkFault:
 def ecmp_spine(src: str, dst: str, flow_id: str, spines: int) -> int:
     """0-based spine of a flow: CRC-32 of ``src>dst>flow_id`` modulo the spine count.
     (The emulator's OVS select group hashes the 5-tuple, which the simulator does not
-    know; a deterministic per-flow hash spreads flows the same way in distribution.)"""
+    know.  CRC-32 is linear, so flows whose keys differ in the same places share a spine
+    always or never: docs/fabric.md, "Hermod's PP sum is the simulator's ECMP
+    placement".)"""
     return zlib.crc32(f"{src}>{dst}>{flow_id}".encode()) % spines
 
 
