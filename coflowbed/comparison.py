@@ -143,8 +143,9 @@ class Comparison:
 
 
 def run_metrics(summary: RunSummary) -> dict[str, float | None]:
-    """A run's figures: CCT, iteration time, average CCT per type, fidelity, and the share
-    of the bytes TCP sent again (emulated runs)."""
+    """A run's figures: CCT, iteration time, average CCT per type, fidelity (with the
+    summed CCT ratio per type, ``fidelity_sum_<type>``), and the share of the bytes TCP
+    sent again (emulated runs)."""
     out: dict[str, float | None] = {
         "avg_cct_s": summary.avg_cct_s,
         "p95_cct_s": summary.p95_cct_s,
@@ -155,6 +156,8 @@ def run_metrics(summary: RunSummary) -> dict[str, float | None]:
     block = summary.fidelity or {}
     out["fidelity_iter"] = block.get("iteration_ratio")
     out["fidelity_cct_p50"] = block.get("cct_ratio_p50")
+    for ctype, ratio in sorted((block.get("cct_sum_ratio_by_type") or {}).items()):
+        out[f"fidelity_sum_{ctype}"] = ratio
     out["retrans_share"] = (summary.retransmitted or {}).get("share")
     return {**out, **job_metrics(summary)}
 

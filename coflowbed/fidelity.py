@@ -75,6 +75,7 @@ class CoflowComparison:
     measured_cct_s: float | None
     simulated_cct_s: float | None
     ratio: float | None
+    ctype: str | None = None  # EP, PP, DP, TP or OTHER, as coflows.csv recorded it
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ class Fidelity(_Block):
     sim_wall_s: float
     # multi-job runs: per job, emulated / simulated mean iteration time ({} for one job)
     job_iteration_ratio: Mapping[str, float | None] = field(default_factory=dict)
+    # per coflow type: summed measured / summed simulated CCT of the compared coflows
+    cct_sum_ratio_by_type: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -345,10 +348,27 @@ def compare_coflows(
     """Per simulated coflow: recorded level, measured and simulated CCT, their ratio."""
     rows = []
     for rec in result.coflow_records():
-        cct_m, cct_s = measured.get(rec.coflow_id, {}).get("cct_s"), rec.cct_s
+        row = measured.get(rec.coflow_id, {})
+        cct_m, cct_s = row.get("cct_s"), rec.cct_s
         ratio = cct_m / cct_s if cct_m is not None and cct_s else None
-        rows.append(CoflowComparison(rec.coflow_id, used.get(rec.coflow_id), cct_m, cct_s, ratio))
+        level = used.get(rec.coflow_id)
+        rows.append(CoflowComparison(rec.coflow_id, level, cct_m, cct_s, ratio, row.get("ctype")))
     return rows
+
+
+def sum_ratios_by_type(rows: Sequence[CoflowComparison]) -> dict[str, float | None]:
+    """Per coflow type: summed measured / summed simulated CCT of the coflows compared
+    (None if their simulated CCTs sum to 0).  The iteration's ratio can hide one kind
+    running slower and another faster (docs/fabric.md, "Hermod's PP sum")."""
+    measured: dict[str, float] = {}
+    simulated: dict[str, float] = {}
+    for r in rows:
+        if r.ratio is None or not math.isfinite(r.ratio) or r.measured_cct_s is None:
+            continue
+        kind = r.ctype or "OTHER"
+        measured[kind] = measured.get(kind, 0.0) + r.measured_cct_s
+        simulated[kind] = simulated.get(kind, 0.0) + (r.simulated_cct_s or 0.0)
+    return {k: measured[k] / simulated[k] if simulated[k] else None for k in sorted(measured)}
 
 
 def write_table(rows: Sequence[CoflowComparison], path: Path) -> None:
@@ -414,6 +434,7 @@ def figure(
         sim_avg_cct_s=mean([r.simulated_cct_s for r in compared if r.simulated_cct_s is not None]),
         sim_wall_s=round(rp.wall_s, 3),
         job_iteration_ratio=job_ratios(emulated_its, sim_its, common),
+        cct_sum_ratio_by_type=sum_ratios_by_type(compared),
     )
 
 
@@ -485,8 +506,16 @@ def describe(block: Mapping[str, Any] | None) -> str:
         f"fidelity ({block['reference']}{', partial' if block['partial'] else ''}): "
         f"iteration x{_fmt(block['iteration_ratio'])}, CCT x{_fmt(block['cct_ratio_p50'])} "
         f"p50 / x{_fmt(block['cct_ratio_p90'])} p90 over {block['coflows_compared']} "
-        f"coflows, simulated in {block['sim_wall_s']:.2f} s"
+        f"coflows{_by_type(block.get('cct_sum_ratio_by_type'))}, "
+        f"simulated in {block['sim_wall_s']:.2f} s"
     )
+
+
+def _by_type(by_type: Mapping[str, float | None] | None) -> str:
+    """``, summed CCT EP x0.950 / PP x1.270`` when the run has more than one type."""
+    if not by_type or len(by_type) < 2:
+        return ""
+    return ", summed CCT " + " / ".join(f"{k} x{_fmt(v)}" for k, v in by_type.items())
 
 
 def _fmt(v: float | None) -> str:

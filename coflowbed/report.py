@@ -110,6 +110,8 @@ def key_figures(run_dir: Path, s: dict) -> list[tuple[str, object, object, objec
     for key in ("cct_ratio_p50", "cct_ratio_p90"):
         if key in fid:
             rows.append((f"per-coflow CCT ratio {key[-3:]}", None, None, fid[key]))
+    for kind, ratio in (fid.get("cct_sum_ratio_by_type") or {}).items():
+        rows.append((f"summed CCT ratio, {kind} coflows", None, None, ratio))
     return rows
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ class FidelityRatios:
     cct_ratio_p90: float | None
     coflows_compared: int
     partial: bool
+    # per coflow type: summed emulated / summed simulated CCT ({} in folders before it)
+    cct_sum_ratio_by_type: Mapping[str, float | None] = field(default_factory=dict)
 
 
 class NotInRun(LookupError):
@@ -82,7 +84,8 @@ def ratios(block: Mapping[str, Any] | None) -> FidelityRatios | None:
     absent: a simulation)."""
     if not block or "iteration_ratio" not in block:
         return None
-    return FidelityRatios(**{f.name: block[f.name] for f in fields(FidelityRatios)})
+    names = [f.name for f in fields(FidelityRatios) if f.name in block]
+    return FidelityRatios(**{name: block[name] for name in names})
 
 
 def read_coflows(path: Path) -> tuple[CoflowRecord, ...]:

@@ -47,7 +47,7 @@ def compare_run(run_dir: Path, fabric_kind: str = "leafspine") -> list[dict]:
 
 
 def _print(rows: list[dict]) -> None:
-    """The per-coflow table and the mean ratio."""
+    """The per-coflow table, the mean ratio and the summed ratio per coflow type."""
     print(f"{'coflow':<24} {'level':>5} {'measured_s':>11} {'simulated_s':>11} {'ratio':>7}")
     fmt = lambda x, p: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
     for r in rows:
@@ -58,3 +58,8 @@ def _print(rows: list[dict]) -> None:
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None and math.isfinite(r["ratio"])]
     mean = sum(ratios) / len(ratios) if ratios else None
     print(f"mean measured/simulated CCT ratio over {len(ratios)} coflows: {fmt(mean, 3)}")
+    from coflowbed.fidelity import CoflowComparison, sum_ratios_by_type
+
+    by_type = sum_ratios_by_type([CoflowComparison(**r) for r in rows])
+    summed = ", ".join(f"{k} {fmt(v, 3)}" for k, v in by_type.items())
+    print(f"summed measured/simulated CCT per coflow type: {summed or '-'}")

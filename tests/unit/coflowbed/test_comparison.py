@@ -92,3 +92,16 @@ def test_a_run_reports_the_share_tcp_sent_again_and_a_simulated_run_none():
     block = {"bytes": 30, "share": 0.003, "flows": 1, "flows_measured": 4}
     assert run_metrics(summarize([], [], False, {"retransmitted": block}))["retrans_share"] == 0.003
     assert run_metrics(summarize([], [], False))["retrans_share"] is None
+
+
+def test_the_summed_ratio_per_type_is_a_metric_of_its_own_per_type():
+    """fidelity.cct_sum_ratio_by_type becomes fidelity_sum_<type> (EP and PP here), so
+    compare.csv shows each kind's emulated / simulated CCT with its interval; a run
+    without the block has none."""
+    from coflowbed.comparison import run_metrics
+    from coflowbed.results import summarize
+
+    block = {"iteration_ratio": 1.0, "cct_sum_ratio_by_type": {"PP": 1.27, "EP": 0.95}}
+    got = run_metrics(summarize([], [], False, {"fidelity": block}))
+    assert (got["fidelity_sum_EP"], got["fidelity_sum_PP"]) == (0.95, 1.27)
+    assert not any(k.startswith("fidelity_sum_") for k in run_metrics(summarize([], [], False)))

@@ -206,6 +206,47 @@ def test_emulated_rates_wrapper_keeps_ranks_and_drops_uninstalled_rates():
     assert w.saw_rates
 
 
+# One EP and two PP coflows, each alone on host links of one leaf (no spine, so no ECMP
+# choice): 1 s each in the model.
+TYPED = (
+    FABRIC
+    + """\
+policy: static
+workload:
+  coflows:
+    - {id: e, type: EP, level: 0, flows: [{src: h11, dst: h12, bytes: 10000000}]}
+    - {id: p, type: PP, level: 0, flows: [{src: h21, dst: h22, bytes: 10000000}]}
+    - {id: q, type: PP, level: 0, flows: [{src: h22, dst: h21, bytes: 10000000}]}
+"""
+)
+
+
+def test_summed_ratio_per_coflow_type_by_hand(tmp_path):
+    """Measured e 0.9 s, p 1.5 s, q 2.5 s against 1 s each: EP 0.9 / 1 = 0.9, PP
+    (1.5 + 2.5) / (1 + 1) = 2.0; the per-coflow median (1.5) hides that split.  It is
+    in summary.json, in the one-line description and in fidelity.csv's ``ctype``."""
+    run = tmp_path / "run"
+    out = figure_of(run, TYPED, {"e": 0.9, "p": 1.5, "q": 2.5}, {"e": 0, "p": 0, "q": 0}, 2.5)
+    by_type = out["cct_sum_ratio_by_type"]
+    assert by_type.keys() == {"EP", "PP"}
+    assert by_type["EP"] == pytest.approx(0.9) and by_type["PP"] == pytest.approx(2.0)
+    assert out["cct_ratio_p50"] == pytest.approx(1.5)
+    assert "summed CCT EP x0.900 / PP x2.000" in fidelity.describe(out)
+    table = {r["coflow_id"]: r["ctype"] for r in read_csv_rows(run / "fidelity.csv")}
+    assert table == {"e": "EP", "p": "PP", "q": "PP"}
+
+
+def test_unfinished_coflows_stay_out_of_the_summed_ratios(tmp_path):
+    """q never finished: PP is p alone (1.5 / 1); a run of one type is described without
+    the split."""
+    run = tmp_path / "run"
+    out = figure_of(run, TYPED, {"e": 0.9, "p": 1.5, "q": None}, {"e": 0, "p": 0, "q": 0}, None)
+    assert out["cct_sum_ratio_by_type"] == pytest.approx({"EP": 0.9, "PP": 1.5})
+    one = figure_of(tmp_path / "one", STATIC, {"hi": 1.5, "lo": 2.0}, {"hi": 0, "lo": 3}, 2.0)
+    assert one["cct_sum_ratio_by_type"] == pytest.approx({"OTHER": 3.5 / 3.0})
+    assert "summed CCT" not in fidelity.describe(one)
+
+
 def test_static_meters_are_modelled_only_under_static(tmp_path):
     out = figure_of(tmp_path / "run", METERED, {"m": 2.0}, {"m": 0}, 2.0)
     assert out["rate_caps"] == "meters" and out["sim_avg_cct_s"] == pytest.approx(2.0)

@@ -31,6 +31,7 @@ FIDELITY = {
     "sim_iteration_time_s": 2.0,
     "sim_avg_cct_s": 1.0,
     "sim_wall_s": 0.1,
+    "cct_sum_ratio_by_type": {"EP": 0.9, "PP": 1.3},
 }
 
 
@@ -65,7 +66,12 @@ def test_summary_figures_are_the_summary_files(run_dir):
 
 def test_fidelity_carries_the_ratios(run_dir):
     f = RunResult.read(run_dir).fidelity
-    assert f == FidelityRatios("levels", 1.25, 1.1, 1.4, 2, False)
+    assert f == FidelityRatios("levels", 1.25, 1.1, 1.4, 2, False, {"EP": 0.9, "PP": 1.3})
+
+
+def test_a_folder_written_before_the_summed_ratios_reads_without_them():
+    block = {k: v for k, v in FIDELITY.items() if k != "cct_sum_ratio_by_type"}
+    assert ratios(block) == FidelityRatios("levels", 1.25, 1.1, 1.4, 2, False)
 
 
 @pytest.mark.parametrize("block", [None, {}, {"skipped": "--no-check"}, {"error": "boom"}])

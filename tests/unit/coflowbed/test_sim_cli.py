@@ -81,9 +81,9 @@ def test_simulate_bad_flags_are_one_line_errors(scenario, tmp_path, capsys, argv
     assert msg in err and "\n" not in err
 
 
-def test_check_reports_measured_over_simulated(tmp_path):
+def test_check_reports_measured_over_simulated(tmp_path, capsys):
     # A fake emulated run of the tiny scenario whose measured CCTs are 1.2 s and 3.0 s;
-    # the model gives 1 s and 2 s -> ratios 1.2 and 1.5.
+    # the model gives 1 s and 2 s -> ratios 1.2 and 1.5, summed (1.2 + 3.0) / 3 = 1.4.
     run = tmp_path / "run"
     run.mkdir()
     (run / "scenario.yaml").write_text(SCENARIO)
@@ -102,7 +102,10 @@ def test_check_reports_measured_over_simulated(tmp_path):
     write_results(run, [], recs, [], False)
     rows = {r["coflow_id"]: r for r in compare_run(run)}
     assert rows["hi"]["ratio"] == pytest.approx(1.2) and rows["lo"]["ratio"] == pytest.approx(1.5)
+    assert rows["hi"]["ctype"] == "OTHER"
+    capsys.readouterr()
     assert main(["check", str(run)]) == 0
+    assert "summed measured/simulated CCT per coflow type: OTHER 1.400" in capsys.readouterr().out
 
 
 def test_check_missing_files_is_a_user_error(tmp_path, capsys):
