@@ -223,6 +223,21 @@ def test_small_moe_hermod_speedup_matches_the_fluid_model_within_5_percent(small
     assert abs(emu / sim - 1) <= 0.05, (emu, sim, conditions)
 
 
+@pytest.mark.parametrize("policy", ["fair", "hermod"])
+@pytest.mark.parametrize("ctype", ["EP", "DP"])
+def test_small_moe_expert_and_data_parallel_coflows_each_match_the_model(small_moe, policy, ctype):
+    """An iteration ratio near 1 can hide one kind running slow and another fast, so each
+    kind is held on its own: the median over the runs of the summed measured / simulated
+    CCT of the EP (all-to-all) and DP (reduce-scatter, all-gather) coflows within 15 %.
+    Measured 0.98-1.05 (2026-12-06, 3 + 3 runs).  PP is reported but not held: the
+    model's ECMP hash splits every pair of twin PP flows over the spines where OVS splits
+    about half, so PP measured 1.07-1.67 (docs/fabric.md, "Hermod's PP sum")."""
+    by_type = [s["fidelity"]["cct_sum_ratio_by_type"] for s in small_moe[policy]]
+    assert all({"EP", "PP", "DP"} <= b.keys() for b in by_type), by_type
+    median = statistics.median(b[ctype] for b in by_type)
+    assert 0.85 <= median <= 1.15, (ctype, by_type, [_conditions(s) for s in small_moe[policy]])
+
+
 def _median(runs: list[dict], key: str) -> float:
     """The median over runs of a summary figure (``sim_*``: of its fidelity block)."""
     return statistics.median(s["fidelity"][key] if key.startswith("sim_") else s[key] for s in runs)
