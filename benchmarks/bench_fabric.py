@@ -36,7 +36,7 @@ from controller.launcher import start_controller  # noqa: E402
 from topo import hosttcp, probe, qos  # noqa: E402
 from topo.bmv2 import disable_offloads  # noqa: E402
 from topo.leafspine import intf_name  # noqa: E402
-from topo.net import endpoint_interfaces, start_fabric, switch_interfaces  # noqa: E402
+from topo.net import start_fabric, switch_interfaces  # noqa: E402
 from topo.plan import DEFAULT_MTU, FabricPlan  # noqa: E402
 
 PORT = 6000
@@ -252,9 +252,7 @@ def run(a: argparse.Namespace, plan: FabricPlan) -> tuple[float, float, list[flo
                     applied = level_changes(client, a.changes)
                 host_sysctls(fab, plan, tcp_settings(a))
                 if a.gso_max_bytes:
-                    nics = endpoint_interfaces(plan)
-                    pids = ((fab.host(h.name).pid, nics[h.name]) for h in plan.hosts)
-                    hosttcp.apply_host_gso(pids, a.gso_max_bytes)
+                    hosttcp.apply_host_gso(fab.host_nics(), a.gso_max_bytes)
                 if a.no_tso:
                     offloads_off(fab, plan)
                 ovs_cpus, traffic_cpus = cpu_split() if a.pin else (None, None)

@@ -242,7 +242,7 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     from coflowbed.agents import AgentSet
     from coflowbed.services import start_controller
     from topo.hosttcp import apply_host_gso, apply_host_sysctls
-    from topo.net import endpoint_interfaces, start_fabric
+    from topo.net import start_fabric
 
     t0 = time.monotonic()
     controller, meet, service = start_controller(scen, out_dir, runtime, stack)
@@ -259,8 +259,7 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     stack.callback(agents.stop)
     agents.start(START_TIMEOUT_S)
     apply_host_sysctls(fabric.host(h).pid for h in scen.plan.host_names())
-    nics = endpoint_interfaces(scen.plan)
-    apply_host_gso((fabric.host(h).pid, nics[h]) for h in scen.plan.host_names())
+    apply_host_gso(fabric.host_nics())
     bringup_s = time.monotonic() - t0
     log.info(
         "fabric up in %.1f s (%d switches, %d hosts)",

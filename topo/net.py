@@ -121,6 +121,12 @@ class Fabric:
         h = self.plan.host(name)
         return NicEndpoint(name, h.ip, self.net.get(h.host_node))
 
+    def host_nics(self) -> list[tuple[int, str]]:
+        """(namespace pid, interface) of every host (rail: every NIC endpoint), as
+        ``topo.hosttcp.apply_host_gso`` takes them."""
+        nics = endpoint_interfaces(self.plan)
+        return [(self.host(h).pid, nics[h]) for h in self.plan.host_names()]
+
     def stop_switch(self, name: str) -> None:
         """Take switch ``name`` away as a crash would: its bridge is deleted (flows,
         groups, meters and its OpenFlow connection with it); its veths stay."""

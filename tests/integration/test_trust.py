@@ -153,8 +153,8 @@ def test_host_namespaces_keep_cwnd_after_idle_and_the_root_namespace_is_untouche
             with ControllerClient(ctl.api_socket) as client:
                 client.wait_ready(60)
             apply_host_sysctls(fab.host(h).pid for h in plan.host_names())
+            apply_host_gso(fab.host_nics())
             nics = endpoint_interfaces(plan)
-            apply_host_gso((fab.host(h).pid, nics[h]) for h in plan.host_names())
             for h in plan.host_names():
                 for key, proc in procs.items():
                     assert fab.host(h).cmd("cat", str(proc)).strip() == wanted[key]
