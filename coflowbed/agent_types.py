@@ -28,16 +28,21 @@ class SendOrder:
     level: int
     rate_mbps: float | None = None
     dscp: int | None = None  # the DSCP to mark with (None: the tag's own)
+    slot: int | None = None  # its connection's ECMP slot of ``slots`` (workload.ecmp)
+    slots: int | None = None
 
 
 @dataclass(frozen=True)
 class PoolOrder:
-    """``src``'s agent is to hold ``count`` open connections to ``dst_ip:dst_port``."""
+    """``src``'s agent is to hold ``count`` open connections to ``dst_ip:dst_port`` (of
+    ECMP slot ``slot`` of ``slots``, if given: ``workload.ecmp``)."""
 
     src: str
     dst_ip: str
     dst_port: int
     count: int
+    slot: int | None = None
+    slots: int | None = None
 
 
 @dataclass(frozen=True)

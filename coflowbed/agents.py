@@ -358,7 +358,16 @@ class AgentSet:
                 raise TypeError(f"send_many: {o!r} is not a SendOrder")
             by_host.setdefault(o.host, []).append(
                 SendRequest(
-                    o.flow_id, o.dst_ip, o.dst_port, o.nbytes, o.tag, o.level, o.rate_mbps, o.dscp
+                    o.flow_id,
+                    o.dst_ip,
+                    o.dst_port,
+                    o.nbytes,
+                    o.tag,
+                    o.level,
+                    o.rate_mbps,
+                    o.dscp,
+                    o.slot,
+                    o.slots,
                 )
             )
         for host in by_host:
@@ -375,7 +384,8 @@ class AgentSet:
         this returns once all are up (AgentError naming the first that failed)."""
         by_host: dict[str, list[ConnectRequest]] = {}
         for o in orders:  # validate every order before sending any
-            by_host.setdefault(o.src, []).append(ConnectRequest(o.dst_ip, o.dst_port, o.count))
+            req = ConnectRequest(o.dst_ip, o.dst_port, o.count, o.slot, o.slots)
+            by_host.setdefault(o.src, []).append(req)
         for host in by_host:
             self._agent(host)
         t0 = time.monotonic()

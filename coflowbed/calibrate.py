@@ -2,8 +2,9 @@
 emulated fabric really carries between leaves, before any coflow is released.
 
 Every host sends to the host of the same index on the next leaf (cyclic),
-``FLOWS_PER_HOST`` flows each (ECMP hashes each connection onto one spine: with few flows
-per host, two flows of a leaf often share a spine link while the other idles), at level 0
+``FLOWS_PER_HOST`` flows each, its k-th flow in ECMP slot k (``workload.ecmp``: on OVS
+spine ``k % spines``, so every host spreads its flows evenly over the spines; BMv2
+hashes them, and two flows of a leaf often share a spine link while another idles), at level 0
 through the agents' own send path; the receivers' byte counts are read at the
 start and the end of a window after a warm-up.  Each flow holds a little more than the
 window needs at line rate, so on a fabric that carries its links' rate the flows end by
@@ -28,6 +29,7 @@ from typing import Any
 
 from coflowbed.agent_types import SendOrder
 from topo.plan import FabricPlan, HostPlan
+from workload import ecmp
 from workload.dag import Dag
 
 log = logging.getLogger("calibrate")
@@ -166,10 +168,12 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
         f"{PREFIX}{s.name}/{k}": (s.name, d.name) for s, d in pairs for k in range(FLOWS_PER_HOST)
     }
     ends = {(fid, side) for fid in flows for side in ("sender", "receiver")}
+    n = ecmp.slot_count(plan.spines)
     orders = []
     for fid, (s, d) in flows.items():
         ip, port = agents.address(d)
-        orders.append(SendOrder(s, fid, ip, port, nbytes, tag=0, level=0))
+        k = int(fid.rsplit("/", 1)[1]) % n  # a host's k-th flow: slot k, spine k % spines
+        orders.append(SendOrder(s, fid, ip, port, nbytes, tag=0, level=0, slot=k, slots=n))
     agents.send_many(orders)
     opened = time.monotonic()
     _pause_until(opened + WARMUP_S)

@@ -22,6 +22,7 @@ from functools import partial
 
 from coflowbed.agent_types import SendOrder
 from coflowbed.calibrate import PREFIX as CALIBRATION_PREFIX
+from coflowbed.connections import flow_slots
 from coflowbed.executor import Event, FlowDone, FlowFailed, FlowStarted
 from coflowbed.results import FlowRecord, percentile
 from controller.lane import Lane
@@ -44,6 +45,7 @@ from controller.messages import (
     request_wire,
 )
 from topo.plan import FabricPlan
+from workload import ecmp
 from workload.dag import Coflow
 
 log = logging.getLogger("emulation")
@@ -213,6 +215,8 @@ class EmulationBackend:
         self.job, self.controller, self.agents = job, controller, agents
         self.plan, self.data_port = plan, data_port
         self.ip = {h.name: h.ip for h in plan.hosts}
+        self.slots = flow_slots(job.coflows, plan)  # flow id -> ECMP slot
+        self.n_slots = ecmp.slot_count(plan.spines)
         self.link = SchedulerLink(scheduler_client, HostWriter(agents, self.ip))
         self.opened: JobOpened | None = None
         self.report: JobReport | None = None
@@ -262,10 +266,16 @@ class EmulationBackend:
                     assigned.level,
                     None if reply is None else reply.pair_rate(f.src, f.dst),
                     _remapped(assigned, f.src),
+                    *self._slot(f.flow_id),
                 )
                 for f in coflow.flows
             ]
         )
+
+    def _slot(self, flow_id: str) -> tuple[int | None, int | None]:
+        """(slot, slots) of a flow's connection (None, None: both ends on one leaf)."""
+        slot = self.slots.get(flow_id)
+        return (None, None) if slot is None else (slot, self.n_slots)
 
     def finished(self, coflow: Coflow, now: float) -> None:
         """Tell the scheduler; the re-decision is applied behind, without waiting."""

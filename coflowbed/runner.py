@@ -270,6 +270,12 @@ def _start_all(scen: Scenario, out_dir: Path, runtime: Path, stack: contextlib.E
     return controller, agents, bringup_s, fabric, service
 
 
+# How the switches pick a cross-leaf flow's spine: by the ECMP slot of its source port,
+# the model's choice (OVS: controller.southbound.of_messages), or by their own hash
+# (BMv2's crc16 action selector: not the model's; docs/bmv2.md).
+ECMP_KIND = {"ovs": "source-port slots (the model's)", "bmv2": "crc16 5-tuple hash"}
+
+
 def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dict:
     """Before the first release: the static levels' entries, and every connection the
     DAG's pairs need (as NCCL at communicator init).  Returns what the pools hold."""
@@ -277,9 +283,9 @@ def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dic
 
     backend.preinstall()
     address = {h: agents.address(h) for h in scen.plan.host_names()}
-    report = agents.connect(pool_orders(scen.dag, address))
+    report = agents.connect(pool_orders(scen.dag, address, scen.plan))
     log.info(
-        "connections up: %d over %d pairs in %.2f s",
+        "connections up: %d in %d pools (per pair and ECMP slot) in %.2f s",
         report.connections,
         report.pairs,
         report.setup_s,
@@ -288,6 +294,8 @@ def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dic
         "pairs": report.pairs,
         "preopened": report.connections,
         "setup_s": round(report.setup_s, 3),
+        "steered_flows": len(backend.slots),
+        "ecmp": ECMP_KIND[scen.switch],
     }
 
 

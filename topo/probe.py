@@ -13,6 +13,7 @@ import json
 import selectors
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SEND_BYTES = 65536  # bytes per send() of a source
@@ -52,9 +53,11 @@ SOURCE = r"""
 import json, selectors, socket, sys, time
 dst, port, tos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 secs, nconn, size = float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+src_ports = [int(p) for p in sys.argv[7].split(",") if p]
 socks = []
-for _ in range(nconn):
+for i in range(nconn):
     s = socket.socket(); s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+    if src_ports: s.bind(("0.0.0.0", src_ports[i]))
     s.connect((dst, port)); s.setblocking(False); socks.append(s)
 buf, sent, end = b"\0" * size, 0, time.monotonic() + secs
 sel = selectors.DefaultSelector()
@@ -110,9 +113,12 @@ def start_source(
     seconds: float,
     conns: int = 1,
     send_bytes: int = SEND_BYTES,
+    src_ports: Sequence[int] = (),
 ) -> subprocess.Popen:
     """Start a source on ``host`` sending to dst_ip:port with ``dscp`` for ``seconds``,
-    ``send_bytes`` per send() call."""
+    ``send_bytes`` per send() call; from ``src_ports`` (one connection each) if given."""
+    if src_ports and len(src_ports) != conns:
+        raise ValueError(f"{len(src_ports)} source ports for {conns} connections")
     return host.popen(
         [
             sys.executable,
@@ -124,6 +130,7 @@ def start_source(
             str(seconds),
             str(conns),
             str(send_bytes),
+            ",".join(str(p) for p in src_ports),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -8,22 +8,23 @@ are padded with the dummy) and rate allocation can stay vectorised.
 - ``BigSwitch``: a non-blocking switch; a flow crosses its source's uplink and its
   destination's downlink.
 - ``LeafSpine``: host uplink, leaf->spine, spine->leaf, host downlink; a flow between
-  hosts of one leaf only crosses the two host links.  The spine is chosen per flow by a
-  hash (ECMP, see ``ecmp_spine``) over the spines whose links to both leaves are up.
+  hosts of one leaf only crosses the two host links.  The spine is chosen per flow by its
+  ECMP slot (``workload.ecmp``, shared with the emulator) over the spines whose links
+  to both leaves are up.
 - ``Rail``: rail-optimised; every server has ``nics`` NICs, NIC i of every server on leaf
   (rail) i.  A flow between NICs of one rail crosses only that leaf; between rails it
   crosses a spine.  It is a leaf-spine whose "hosts" are the NIC endpoints
   (``<server>n<i>``, workload.nics), listed rail by rail.
 
 Link faults (``LinkFault``: scenario faults): a leaf-spine link that is down has
-capacity 0 both ways (``capacity_with``), and flows hash over the remaining spines
-(``paths(..., down)``), as the emulator's controller rewrites its ECMP groups.
+capacity 0 both ways (``capacity_with``), and flows move to their slot's spine among
+the remaining ones (``paths(..., down)``), as the emulator's controller rewrites its
+ECMP groups.
 """
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -32,6 +33,7 @@ import numpy as np
 
 from controller.policies.base import FabricView
 from topo.plan import FabricPlan
+from workload import ecmp
 from workload.marking import MAX_LEVELS
 from workload.nics import endpoint_name
 
@@ -51,12 +53,14 @@ class LinkFault:
 
 
 def ecmp_spine(src: str, dst: str, flow_id: str, spines: int) -> int:
-    """0-based spine of a flow: CRC-32 of ``src>dst>flow_id`` modulo the spine count.
-    (The emulator's OVS select group hashes the 5-tuple, which the simulator does not
-    know.  CRC-32 is linear, so flows whose keys differ in the same places share a spine
-    always or never: docs/fabric.md, "Hermod's PP sum is the simulator's ECMP
-    placement".)"""
-    return zlib.crc32(f"{src}>{dst}>{flow_id}".encode()) % spines
+    """0-based spine of a flow when every spine is up: its slot (``workload.ecmp``:
+    CRC-32 of ``src>dst>flow_id``) modulo the spine count, the spine the emulator's leaf
+    sends the flow's connection to.  (CRC-32 is linear, so flows whose keys differ in the
+    same places share a spine always or never: docs/fabric.md, "Hermod's PP sum is the
+    simulator's ECMP placement".)"""
+    return ecmp.slot_spine(
+        range(spines), ecmp.flow_slot(src, dst, flow_id, ecmp.slot_count(spines))
+    )
 
 
 @dataclass
@@ -173,8 +177,9 @@ class LeafSpine(FabricModel):
 
     def paths(self, src, dst, flow_ids, down: Down = NONE_DOWN) -> np.ndarray:
         """Host up, leaf->spine, spine->leaf, host down (the middle two are the dummy
-        link for flows that stay on one leaf).  With links ``down``, a flow hashes over
-        the spines both its leaves reach (all spines if none: it then waits at 0)."""
+        link for flows that stay on one leaf).  With links ``down``, a flow takes its
+        slot's spine among those both its leaves reach (all spines if none: it then
+        waits at 0)."""
         h, k, s = len(self.hosts), self.hosts_per_leaf, self.spines
         si, di = self.host_indices(src), self.host_indices(dst)
         sl, dl = si // k, di // k
@@ -184,8 +189,9 @@ class LeafSpine(FabricModel):
                 for a in range(self.leaves)
                 for b in range(self.leaves)
             }
+            n = ecmp.slot_count(s)
             picks = (
-                _pick(live[a, b] or list(range(s)), zlib.crc32(f"{x}>{y}>{f}".encode()))
+                ecmp.slot_spine(live[a, b] or range(s), ecmp.flow_slot(x, y, f, n))
                 for a, b, x, y, f in zip(sl.tolist(), dl.tolist(), src, dst, flow_ids)
             )
             sp = np.fromiter(picks, np.int64, len(src))
@@ -257,11 +263,6 @@ class Rail(LeafSpine):
 def rail_endpoints(servers: Sequence[str], nics: int) -> tuple[str, ...]:
     """NIC endpoints of ``servers``, rail by rail (NIC 0 of every server first)."""
     return tuple(endpoint_name(s, i, nics) for i in range(nics) for s in servers)
-
-
-def _pick(spines: list[int], h: int) -> int:
-    """The ``h``-th of ``spines`` (modulo): the ECMP choice among the live spines."""
-    return spines[h % len(spines)]
 
 
 _RATE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kMGT]?)(i?)bps$")

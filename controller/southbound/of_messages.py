@@ -10,7 +10,11 @@ Pipeline (docs/fabric.md):
   goto 1 unchanged (priority 0).
 - table 1, routing.  Leaf l: own host /32 -> its port; the rest of its own /24 -> drop
   (no loop through the spines); another leaf d's /24 -> select group d over the uplinks
-  to the spines both can use (OVS hashes per 5-tuple; ``controller.routing``).
+  to the spines both can use (OVS hashes per 5-tuple; ``controller.routing``).  TCP to
+  another leaf goes by its source port's ECMP slot instead (``workload.ecmp``, shared
+  with the agents and the simulator): one entry per slot k (``tcp_src`` masked to the
+  slot's bits, ``ecmp.slot_match``) -> group ``slot_group(d, k)``, a select group of
+  one bucket, the slot's spine among group d's (``slot_spine``); rewritten with group d.
   Spine: 10.0.l.0/24 -> port l.  ARP is routed the same way on the target address
   (hosts use static ARP; this is a safety net).
 """
@@ -26,6 +30,7 @@ from topo.plan import (
     leaf_subnet,
     prefix_mask,
 )
+from workload import ecmp
 from workload.marking import LEVEL_CODE_BASE, TAG_ID_MAX, TAG_MAX, TAG_MIN, level_dscp
 
 ETH_IP = 0x0800
@@ -38,6 +43,9 @@ PRIO_PAIR = 200  # pair rules are more specific than per-host rules of the same 
 PRIO_HOST = 100
 PRIO_OWN_SUBNET = 50
 PRIO_FABRIC = 10
+PRIO_SLOT = 20  # TCP to another leaf by its ECMP slot: above the hashed route
+SLOT_GROUP_STEP = 1 << 16  # group id of (leaf d, slot k): SLOT_GROUP_STEP * (k + 1) + d
+IP_TCP = 6
 LEAF_NET_MASK = prefix_mask(LEAF_PREFIX_LEN)
 
 
@@ -119,15 +127,72 @@ def group_mod(dp, plan: FabricPlan, group_id: int, spines: tuple[int, ...], add:
     return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_SELECT, group_id, buckets)
 
 
+def slot_group(d: int, slot: int) -> int:
+    """Group id of ECMP slot ``slot``'s traffic to leaf ``d``."""
+    return SLOT_GROUP_STEP * (slot + 1) + d
+
+
+def slot_groups(plan: FabricPlan, groups: Groups) -> dict[int, tuple[int, ...]]:
+    """The slot groups that go with ``groups`` (destination leaf -> spines): each one
+    the slot's spine among its leaf's (none if that leaf has none)."""
+    n = ecmp.slot_count(plan.spines)
+    return {
+        slot_group(d, k): (ecmp.slot_spine(sp, k),) if sp else ()
+        for d, sp in sorted(groups.items())
+        for k in range(n)
+    }
+
+
+def _with_slots(plan: FabricPlan, groups: Groups) -> dict[int, tuple[int, ...]]:
+    """``groups`` and their slot groups, by group id."""
+    return {**dict(sorted(groups.items())), **slot_groups(plan, groups)}
+
+
 def groups_msgs(dp, plan: FabricPlan, groups: Groups) -> list:
-    """Modify the given groups (destination leaf -> spines) of a leaf."""
-    return [group_mod(dp, plan, d, spines) for d, spines in sorted(groups.items())]
+    """Modify the given groups (destination leaf -> spines) of a leaf, and their slot
+    groups."""
+    return [group_mod(dp, plan, g, sp) for g, sp in _with_slots(plan, groups).items()]
+
+
+def split_groups(
+    plan: FabricPlan, reported: dict[int, tuple[int, ...]]
+) -> tuple[dict[int, tuple[int, ...]], str]:
+    """A leaf's groups as a switch reports them (id -> spines) split into the groups per
+    destination leaf and what is wrong with their slot groups ('' if they are exactly
+    those ``slot_groups`` derives)."""
+    per_leaf = {g: sp for g, sp in reported.items() if g < SLOT_GROUP_STEP}
+    slots = {g: sp for g, sp in reported.items() if g >= SLOT_GROUP_STEP}
+    want = slot_groups(plan, per_leaf)
+    if slots == want:
+        return per_leaf, ""
+    wrong = sum(slots.get(g) != sp for g, sp in want.items()) + len(set(slots) - set(want))
+    return per_leaf, f"slot groups: {wrong} missing or not their leaf group's spine"
+
+
+def _slot_routes(dp, plan: FabricPlan, d: int) -> list:
+    """TCP to leaf ``d``'s /24 by its source port's ECMP slot, to the slot's group."""
+    parser, n = dp.ofproto_parser, ecmp.slot_count(plan.spines)
+    dst = (leaf_subnet(d), LEAF_NET_MASK)
+    return [
+        flow_mod(
+            dp,
+            ROUTE_TABLE,
+            PRIO_SLOT,
+            parser.OFPMatch(
+                eth_type=ETH_IP, ip_proto=IP_TCP, ipv4_dst=dst, tcp_src=ecmp.slot_match(k, n)
+            ),
+            [_apply(dp, [parser.OFPActionGroup(slot_group(d, k))])],
+        )
+        for k in range(n)
+    ]
 
 
 def leaf_route_msgs(dp, plan: FabricPlan, leaf: int) -> list:
-    """Groups (one per other leaf, over every spine) and routing table of leaf ``leaf``."""
+    """Groups (one per other leaf, over every spine, and its slot groups) and routing
+    table of leaf ``leaf``."""
     parser = dp.ofproto_parser
-    msgs = [group_mod(dp, plan, d, sp, add=True) for d, sp in leaf_groups(plan, leaf).items()]
+    groups = _with_slots(plan, leaf_groups(plan, leaf))
+    msgs = [group_mod(dp, plan, g, sp, add=True) for g, sp in groups.items()]
     for h in plan.hosts:
         if h.leaf == leaf:
             msgs += _route_pair(dp, PRIO_HOST, h.ip, _output(dp, h.leaf_port))
@@ -136,6 +201,7 @@ def leaf_route_msgs(dp, plan: FabricPlan, leaf: int) -> list:
         if d != leaf:
             to_group = [_apply(dp, [parser.OFPActionGroup(d)])]
             msgs += _route_pair(dp, PRIO_FABRIC, (leaf_subnet(d), LEAF_NET_MASK), to_group)
+            msgs += _slot_routes(dp, plan, d)
     return msgs
 
 

@@ -203,12 +203,16 @@ class OpenFlowDriver(SwitchDriver):
         spines = {g.group_id: ofm.group_spines(dp, self.plan, g) for g in groups}
         if any(v is None for v in spines.values()):
             foreign = foreign or "a group that is not an ECMP group over the uplinks"
+        per_leaf, wrong = ofm.split_groups(
+            self.plan, {g: sp for g, sp in spines.items() if sp is not None}
+        )
+        foreign = foreign or (wrong if sw.role == "leaf" else "")
         return SwitchState(
             not foreign,
             foreign,
             tuple(rules),
             tuple(_installed_meter(m) for m in meters),
-            {d: sp for d, sp in spines.items() if sp is not None},
+            per_leaf,
         )
 
     def port_counters(self, switch: str, timeout: float) -> list[PortCounter]:

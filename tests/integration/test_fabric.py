@@ -18,6 +18,7 @@ from controller.launcher import start_controller
 from topo import probe, qos
 from topo.net import host_interfaces, start_fabric, switch_interfaces
 from topo.plan import FabricPlan
+from workload import ecmp
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -154,6 +155,30 @@ def test_inter_leaf_traffic_uses_every_spine(fabric):
         assert sent > 1_000_000, f"uplink to s{spine} carried only {sent} bytes"
         through = after[f"s{spine}"][2].tx_bytes - before[f"s{spine}"][2].tx_bytes
         assert through > 1_000_000, f"s{spine} forwarded only {through} bytes to l2"
+
+
+@pytest.mark.parametrize("slot", [0, 3])
+def test_tcp_crosses_the_spine_of_its_source_ports_ecmp_slot(fabric, slot):
+    """``workload.ecmp``: a connection from a port of slot k goes up to spine k % 2 + 1
+    of the two, whatever OVS's hash would pick: that uplink carries every byte the sink
+    got, the other next to nothing (the ACKs go up at l2)."""
+    fab, client = fabric
+    spine = ecmp.slot_spine((1, 2), slot)
+    src_port = ecmp.slot_ports(slot, ecmp.slot_count(2), 20000, 30000)[0]
+    before = client.port_stats()
+    sink = probe.start_sink(fab.host("h21"), 5003, conns=1, warmup=0.2, window=0.5)
+    src = probe.start_source(
+        fab.host("h11"), "10.0.2.1", 5003, 0, seconds=1.0, src_ports=(src_port,)
+    )
+    probe.finish(src, 20)
+    got = sum(probe.sink_window(sink, 20).total.values())
+    after = client.port_stats()
+    up = {
+        s: after["l1"][PLAN.uplink_port(s)].tx_bytes - before["l1"][PLAN.uplink_port(s)].tx_bytes
+        for s in (1, 2)
+    }
+    assert up[spine] >= got > 1_000_000, (up, got)
+    assert up[3 - spine] < 100_000, (up, got)
 
 
 def test_high_level_takes_the_bottleneck_from_low_level(fabric):

@@ -89,6 +89,7 @@ class Agent(FlowSender):
         self.rx_view = memoryview(bytearray(RX_BUFFER))
         self.send_flows: dict[str, SendFlow] = {}
         self.pools: dict[Dest, Pool] = {}
+        self.slot_cursor: dict[tuple[int, int], int] = {}
         self.recv_flows: dict[str, RecvRecord] = {}
         self.receivers: set[FlowReceiver] = set()
         self.tasks: set[asyncio.Task] = set()

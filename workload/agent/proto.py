@@ -24,14 +24,16 @@ neither side redefines the other's:
 
 Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, error``):
 
-- ``connect`` dst_ip, dst_port, count -> connections (now in the pool), opened, setup_ns,
-  once the pool to that destination holds ``count`` connections (replies may overtake
-  earlier ones: match them by ``id``).
+- ``connect`` dst_ip, dst_port, count, optional slot and slots -> connections (now in
+  the pool), opened, setup_ns, once the pool to that destination holds ``count``
+  connections (of that ECMP slot, if given: from TCP source ports ``p`` with
+  ``p % slots == slot``, which the leaves forward to the slot's spine,
+  ``workload.ecmp``; replies may overtake earlier ones: match them by ``id``).
 - ``send`` flow_id, dst_ip, dst_port, bytes, tag, level, optional dscp (1..55: the
   DSCP to mark with when the controller remapped this sender, else ``tag_dscp(tag)``),
   optional rate_mbps (number > 0
-  or null = unpaced) -> {} at once; the flow runs on, on an idle pooled connection (or a
-  new one when none is idle).
+  or null = unpaced), optional slot and slots -> {} at once; the flow runs on, on an idle
+  pooled connection (of its ECMP slot, if given), or a new one when none is idle.
 - ``cancel`` flow_id -> cancelled (bool: it was under way); its connection is closed (the
   receiver reports the flow failed) and the sender reports ``flow_failed`` "cancelled".
 - ``set_level`` tag, level -> sockets (how many live sockets moved), priority (bool).
@@ -46,7 +48,7 @@ Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, 
 
 Events: ``flow_started`` flow_id, t_ns, tos, priority, pacing_bps (bytes/s, null when
 unpaced; all read back from the socket before its first byte), new_connection (no idle
-pooled connection: one was opened for it);
+pooled connection: one was opened for it), src_port (its connection's TCP source port);
 ``flow_sent`` flow_id, t_ns (receiver acknowledged the last byte), written_ns,
 retrans_bytes (bytes TCP sent again for it: ``tcpi_bytes_retrans``, null where the
 kernel does not say);
@@ -176,18 +178,33 @@ def _check_port(port: Any) -> int:
     return port
 
 
-MAX_POOL = 64  # connections one agent holds to one destination
+MAX_POOL = 64  # connections one agent holds to one destination (and ECMP slot)
 DATA_PORT = 5001  # TCP port every agent listens on for incoming flows (data messages)
 ANY_ADDRESS = "0.0.0.0"  # an agent given no --ip accepts on every address, sends from any
 
 
+def check_slot(slot: Any, slots: Any) -> None:
+    """An ECMP slot (``workload.ecmp``) and the slot count, both or neither given:
+    ``slots`` a power of two, ``0 <= slot < slots``; else ProtocolError."""
+    if slot is None and slots is None:
+        return
+    if type(slots) is not int or slots < 1 or slots & (slots - 1) or slots > 1 << 12:
+        raise ProtocolError(f"slots: must be a power of two 1..4096 with slot, got {slots!r}")
+    if type(slot) is not int or not 0 <= slot < slots:
+        raise ProtocolError(f"slot: must be an int 0..{slots - 1}, got {slot!r}")
+
+
 @dataclass(frozen=True)
 class ConnectRequest:
-    """Hold ``count`` open connections to ``dst_ip:dst_port`` (set up before the iteration)."""
+    """Hold ``count`` open connections to ``dst_ip:dst_port`` (set up before the
+    iteration); with ``slot``/``slots``, that many from source ports of that ECMP slot
+    (``workload.ecmp``), apart from the connections of other slots."""
 
     dst_ip: str
     dst_port: int
     count: int
+    slot: int | None = None
+    slots: int | None = None
 
     def __post_init__(self) -> None:
         """Reject bad values with the key's name (ProtocolError)."""
@@ -195,6 +212,7 @@ class ConnectRequest:
         _check_port(self.dst_port)
         if type(self.count) is not int or not 1 <= self.count <= MAX_POOL:
             raise ProtocolError(f"count: must be an int 1..{MAX_POOL}, got {self.count!r}")
+        check_slot(self.slot, self.slots)
 
 
 @dataclass(frozen=True)
@@ -209,6 +227,8 @@ class SendRequest:
     level: int
     rate_mbps: float | None = None  # sender-side pacing cap; optional on the wire
     dscp: int | None = None  # the DSCP to mark with; optional (None: tag_dscp(tag))
+    slot: int | None = None  # the ECMP slot of its connection (optional, with slots)
+    slots: int | None = None
 
     def __post_init__(self) -> None:
         """Reject bad values with the key's name (ProtocolError)."""
@@ -229,6 +249,7 @@ class SendRequest:
         _check_tag(self.tag)
         _check_level(self.level)
         check_rate(self.rate_mbps)
+        check_slot(self.slot, self.slots)
 
 
 @dataclass(frozen=True)

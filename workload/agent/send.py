@@ -17,16 +17,18 @@ receiver's acknowledgement and reports ``flow_started``/``flow_sent``/``flow_fai
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from workload import marking
+from workload import ecmp, marking
 from workload.agent.proto import (
     ANY_ADDRESS,
     ConnectRequest,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:  # only for the annotation: workload.agent.daemon imports this
 TX_CHUNK = 256 << 10  # bytes offered per send(): small enough to keep the loop responsive
 
 Dest = tuple[str, int]  # (dst_ip, dst_port)
+SLOT_PORTS = (10000, 32768)  # source ports bound for ECMP slots (below the ephemeral ones)
 
 
 @dataclass(eq=False)
@@ -57,15 +60,43 @@ class Connection:
     sock: socket.socket
     opened_ns: int
     messages: int = 0
+    slot: int | None = None  # its source port's ECMP slot, if it was bound for one
 
 
 @dataclass
 class Pool:
-    """The connections of one destination: idle ones, and how many exist."""
+    """The connections of one destination: idle ones, and how many exist (in all and
+    per ECMP slot, None: bound to no slot)."""
 
     idle: list[Connection] = field(default_factory=list)
     total: int = 0
     on_demand: int = 0  # opened by a send that found no idle connection
+    per_slot: Counter[int | None] = field(default_factory=Counter)
+
+    def add(self, conn: Connection) -> None:
+        """A new connection, idle."""
+        self.idle.append(conn)
+        self.count(conn, 1)
+
+    def count(self, conn: Connection, n: int) -> None:
+        """``n`` more (or fewer) connections like ``conn``."""
+        self.total += n
+        self.per_slot[conn.slot] += n
+
+    def pop_idle(self, slot: int | None) -> Connection | None:
+        """The most recently idled connection of ``slot`` (None if there is none)."""
+        for i in range(len(self.idle) - 1, -1, -1):
+            if self.idle[i].slot == slot:
+                return self.idle.pop(i)
+        return None
+
+
+def slot_ports(slot: int, slots: int, cursor: int) -> Iterator[int]:
+    """The ``SLOT_PORTS`` of ``slot`` (``workload.ecmp.slot_ports``), from the
+    ``cursor``-th on, once round."""
+    ports = ecmp.slot_ports(slot, slots, *SLOT_PORTS)
+    for i in range(len(ports)):
+        yield ports[(cursor + i) % len(ports)]
 
 
 @dataclass(eq=False)
@@ -101,6 +132,7 @@ class FlowSender:
     tx_view: memoryview  # shared payload buffer of TX_CHUNK bytes
     send_flows: dict[str, SendFlow]
     pools: dict[Dest, Pool]
+    slot_cursor: dict[tuple[int, int], int]  # (slot, slots) -> next of its source ports
     tasks: set[asyncio.Task]
     priority_ok: bool
     emit: Callable[[dict[str, Any]], None]
@@ -113,41 +145,66 @@ class FlowSender:
         t0 = time.monotonic_ns()
         dest = (req.dst_ip, req.dst_port)
         pool = self.pools.setdefault(dest, Pool())
-        want = max(0, req.count - pool.total)
-        conns = await asyncio.gather(*(self._open(dest) for _ in range(want)))
-        pool.idle.extend(conns)
-        pool.total += len(conns)
+        want = max(0, req.count - pool.per_slot[req.slot])
+        slot = (req.slot, req.slots)
+        conns = await asyncio.gather(*(self._open(dest, *slot) for _ in range(want)))
+        for conn in conns:
+            pool.add(conn)
         return {
             "connections": pool.total,
             "opened": len(conns),
             "setup_ns": time.monotonic_ns() - t0,
         }
 
-    async def _open(self, dest: Dest) -> Connection:
+    async def _open(
+        self, dest: Dest, slot: int | None = None, slots: int | None = None
+    ) -> Connection:
         """One new connection to ``dest``, unmarked (the handshake is never starved),
-        from the address this agent accepts flows on (a rail server's NIC: its own)."""
+        from the address this agent accepts flows on (a rail server's NIC: its own) and,
+        given an ECMP ``slot`` of ``slots``, from a source port of that slot."""
         sock = open_flow_socket(0, 0, self.priority_ok, None, mark=False)
         try:
-            if self.opts.ip != ANY_ADDRESS:
-                sock.bind((self.opts.ip, 0))
+            self._bind(sock, slot, slots)
             async with asyncio.timeout(self.opts.connect_timeout_s):
                 await asyncio.get_running_loop().sock_connect(sock, dest)
         except BaseException:
             sock.close()
             raise
-        return Connection(sock, time.monotonic_ns())
+        return Connection(sock, time.monotonic_ns(), slot=slot)
 
-    async def _take(self, dest: Dest) -> tuple[Connection, bool]:
-        """An idle live connection to ``dest`` (True: newly opened because none was)."""
+    def _bind(self, sock: socket.socket, slot: int | None, slots: int | None) -> None:
+        """Bind ``sock`` to this agent's address and, for a ``slot``, to the next free
+        source port of it (``slot_ports``; OSError when every one is taken)."""
+        if slot is None or slots is None:
+            if self.opts.ip != ANY_ADDRESS:
+                sock.bind((self.opts.ip, 0))
+            return
+        cursor = self.slot_cursor.get((slot, slots), 0)
+        for port in slot_ports(slot, slots, cursor):
+            cursor += 1
+            try:
+                sock.bind((self.opts.ip, port))
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                continue
+            self.slot_cursor[slot, slots] = cursor
+            return
+        raise OSError(errno.EADDRNOTAVAIL, f"no free source port of ECMP slot {slot}/{slots}")
+
+    async def _take(
+        self, dest: Dest, slot: int | None = None, slots: int | None = None
+    ) -> tuple[Connection, bool]:
+        """An idle live connection to ``dest`` of ECMP ``slot`` (True: newly opened
+        because none was)."""
         pool = self.pools.setdefault(dest, Pool())
-        while pool.idle:
-            conn = pool.idle.pop()
+        while (conn := pool.pop_idle(slot)) is not None:
             if _alive(conn.sock):
                 return conn, False
             conn.sock.close()
-            pool.total -= 1
-        conn = await self._open(dest)
-        pool.total += 1
+            pool.count(conn, -1)
+        conn = await self._open(dest, slot, slots)
+        pool.count(conn, 1)
         pool.on_demand += 1
         return conn, True
 
@@ -165,14 +222,14 @@ class FlowSender:
         except OSError as exc:  # already closed by the peer: a plain close does
             self.log.debug("SO_LINGER on a failed connection: %s", exc)
         conn.sock.close()
-        self.pools[dest].total -= 1
+        self.pools[dest].count(conn, -1)
 
     def close_pools(self) -> None:
         """Close every idle connection (shutdown)."""
         for pool in self.pools.values():
             for conn in pool.idle:
                 conn.sock.close()
-            pool.total -= len(pool.idle)
+                pool.count(conn, -1)
             pool.idle.clear()
 
     # -- flows -------------------------------------------------------------------------
@@ -211,7 +268,7 @@ class FlowSender:
         req, start_ns = flow.req, time.monotonic_ns()
         dest, conn = (req.dst_ip, req.dst_port), None
         try:
-            conn, fresh = await self._take(dest)
+            conn, fresh = await self._take(dest, req.slot, req.slots)
             flow.sock = sock = conn.sock
             self._mark(flow, sock)
             self._started(flow, sock, start_ns, fresh)
@@ -262,6 +319,7 @@ class FlowSender:
                 "priority": sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY),
                 "pacing_bps": pacing_rate(sock),
                 "new_connection": fresh,
+                "src_port": sock.getsockname()[1],
             }
         )
 

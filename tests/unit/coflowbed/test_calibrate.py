@@ -87,13 +87,16 @@ def test_burst_through_real_agents_measures_cancels_and_leaves_no_events(
     with AgentSet([LocalHost("h11"), LocalHost("h21")], tmp_path / "run", 0) as agents:
         agents.start()
         # both agents listen on 127.0.0.1: pace the burst so the figure is a known rate
-        orig = agents.send_many
-        monkeypatch.setattr(
-            agents,
-            "send_many",
-            lambda orders: orig([replace(o, rate_mbps=pace_mbps) for o in orders]),
-        )
+        orig, seen = agents.send_many, []
+
+        def paced(orders):
+            seen.extend(orders)
+            orig([replace(o, rate_mbps=pace_mbps) for o in orders])
+
+        monkeypatch.setattr(agents, "send_many", paced)
         cal = calibrate(agents, plan, dag)
+        # each host's k-th flow in ECMP slot k: its flows spread evenly over the spines
+        assert [(o.slot, o.slots) for o in seen if o.host == "h11"] == [(k, 16) for k in range(8)]
         assert agents.events(0.3) == []  # every calibration event was consumed
         # flows that ended by themselves leave their connections in the pool; cancelled
         # ones (too slow to end soon after the window) are closed, never reused

@@ -27,10 +27,14 @@ def _roundtrip(msg):
 
 
 def _routes(msgs):
-    """{(eth_type, dst): instructions} of routing-table flow mods."""
+    """{(eth_type, dst): instructions} of routing-table flow mods (not the slot ones)."""
     out = {}
     for m in msgs:
-        if isinstance(m, parser.OFPFlowMod) and m.table_id == ofm.ROUTE_TABLE:
+        if (
+            isinstance(m, parser.OFPFlowMod)
+            and m.table_id == ofm.ROUTE_TABLE
+            and m.priority != ofm.PRIO_SLOT
+        ):
             d = dict(m.match.items())
             out[(d["eth_type"], d.get("ipv4_dst", d.get("arp_tpa")))] = m.instructions
     return out
@@ -41,9 +45,14 @@ def test_leaf_base_pipeline_routes_local_hosts_and_hashes_the_rest():
     for m in msgs:
         _roundtrip(m)  # every message serialises and parses
     groups = [m for m in msgs if isinstance(m, parser.OFPGroupMod) and m.command == ofp.OFPGC_ADD]
-    assert [g.group_id for g in groups] == [1]  # one per other leaf: l1
-    assert groups[0].type == ofp.OFPGT_SELECT
+    assert groups[0].group_id == 1  # one per other leaf: l1, then its 16 slot groups
+    assert [g.group_id for g in groups[1:]] == [ofm.slot_group(1, k) for k in range(16)]
+    assert {g.type for g in groups} == {ofp.OFPGT_SELECT}
     assert [b.actions[0].port for b in groups[0].buckets] == [3, 4, 5]
+    # slot k's group: spine k % 3 + 1 of the three, whose uplink is port 2 + that
+    assert [[b.actions[0].port for b in g.buckets] for g in groups[1:]] == [
+        [3 + k % 3] for k in range(16)
+    ]
     routes = _routes(msgs)
     assert routes[(0x0800, "10.0.2.1")][0].actions[0].port == 1
     assert routes[(0x0806, "10.0.2.2")][0].actions[0].port == 2
@@ -113,8 +122,52 @@ def test_diff_messages_come_in_safe_order():
     ]
 
 
+def test_leaf_sends_tcp_to_another_leaf_by_the_slot_of_its_source_port():
+    """One entry per ECMP slot: TCP to l1's /24 whose source port's bits 1-4 are k ->
+    slot group (1, k), above the hashed route; ARP and other IP keep the hashed one."""
+    msgs = ofm.base_msgs(DP, PLAN, PLAN.switch("l2"))
+    slot_routes = [
+        _roundtrip(m)
+        for m in msgs
+        if isinstance(m, parser.OFPFlowMod) and m.priority == ofm.PRIO_SLOT
+    ]
+    assert len(slot_routes) == 16 and ofm.PRIO_FABRIC < ofm.PRIO_SLOT < ofm.PRIO_OWN_SUBNET
+    for k, m in enumerate(slot_routes):
+        assert dict(m.match.items()) == {
+            "eth_type": 0x0800,
+            "ip_proto": 6,
+            "ipv4_dst": ("10.0.1.0", "255.255.255.0"),
+            "tcp_src": (2 * k, 30),  # the slot is bits 1-4 of the port
+        }
+        assert m.instructions[0].actions[0].group_id == ofm.slot_group(1, k)
+
+
 def test_reroute_modifies_groups_in_place_over_the_remaining_uplinks():
     msgs = ofm.groups_msgs(DP, PLAN, {1: (1, 3)})
-    assert len(msgs) == 1 and msgs[0].command == ofp.OFPGC_MODIFY and msgs[0].group_id == 1
+    assert len(msgs) == 17 and {m.command for m in msgs} == {ofp.OFPGC_MODIFY}
+    assert msgs[0].group_id == 1
     assert [b.actions[0].port for b in msgs[0].buckets] == [3, 5]  # spine 2's uplink gone
-    _roundtrip(msgs[0])
+    # every slot moves to the k-th of the two spines left: 1, 3, 1, 3, ...
+    assert [(m.group_id, [b.actions[0].port for b in m.buckets]) for m in msgs[1:]] == [
+        (ofm.slot_group(1, k), [3 if k % 2 == 0 else 5]) for k in range(16)
+    ]
+    for m in msgs:
+        _roundtrip(m)
+
+
+def test_a_leaf_with_no_spine_left_gets_empty_slot_groups():
+    msgs = ofm.groups_msgs(DP, PLAN, {1: ()})
+    assert [len(m.buckets) for m in msgs] == [0] * 17
+
+
+def test_slot_groups_read_back_are_checked_against_their_leaf_group():
+    """``split_groups``: the per-leaf groups pass through; slot groups must be exactly
+    the derived ones (a slot on a dead spine, or one missing, is reported)."""
+    good = {1: (1, 3), **ofm.slot_groups(PLAN, {1: (1, 3)})}
+    assert ofm.split_groups(PLAN, good) == ({1: (1, 3)}, "")
+    stale = {**good, ofm.slot_group(1, 1): (2,)}  # not rewritten when spine 2 went down
+    assert ofm.split_groups(PLAN, stale)[1] == (
+        "slot groups: 1 missing or not their leaf group's spine"
+    )
+    missing = {g: sp for g, sp in good.items() if g != ofm.slot_group(1, 5)}
+    assert "1 missing" in ofm.split_groups(PLAN, missing)[1]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from workload import marking
+from workload import ecmp, marking
 from workload.agent import daemon as agent_mod
 
 REPO = Path(__file__).resolve().parents[3]
@@ -173,6 +173,47 @@ def test_flow_between_two_agents_and_duplicate_flow_id(spawn):
     # The kernel's count is there.  Not 0 always: on a loaded machine loopback TCP has
     # resent a 64 KB segment (CI 2026-12-05: 62,464 bytes, a spurious timeout or probe).
     assert isinstance(sent["retrans_bytes"], int) and 0 <= sent["retrans_bytes"] < 3_000_000
+
+
+@pytest.mark.processes
+@pytest.mark.sockets
+def test_flows_of_an_ecmp_slot_go_from_source_ports_of_that_slot(spawn):
+    """A pool opened for slot 5 of 16 holds connections from ports of that slot; a flow of
+    slot 5 takes one of them, a flow of slot 11 (no pool) opens one from a port of its
+    own slot, and a flow without a slot does not take the slot's connections."""
+    a, b = spawn("ha"), spawn("hb")
+    port = b.request({"id": 1, "op": "hello"})[0]["data_port"]
+    dest = {"dst_ip": "127.0.0.1", "dst_port": port}
+    pool = {"id": 2, "op": "connect", **dest, "count": 2, "slot": 5, "slots": 16}
+    assert a.request(pool)[0]["connections"] == 2
+    base = {"op": "send", **dest, "bytes": 1000, "tag": 1, "level": 0}
+    started = {}
+    for i, (fid, slot) in enumerate((("s5", 5), ("s11", 11), ("none", None))):
+        extra = {} if slot is None else {"slot": slot, "slots": 16}
+        assert a.request({**base, "id": 3 + i, "flow_id": fid, **extra})[0]["ok"]
+        started[fid] = a.until("flow_started", fid)
+        a.until("flow_sent", fid)
+    slot_of = {f: ecmp.port_slot(e["src_port"], 16) for f, e in started.items()}
+    assert slot_of["s5"] == 5 and not started["s5"]["new_connection"]
+    assert slot_of["s11"] == 11 and started["s11"]["new_connection"]
+    assert started["none"]["new_connection"]  # the slots' idle connections are not its
+    stats = a.request({"id": 9, "op": "stats"})[0]["connections"]
+    assert stats[f"127.0.0.1:{port}"] == {"total": 4, "idle": 4, "on_demand": 2}
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        ({"slot": 3}, "slots: must be a power of two"),
+        ({"slot": 16, "slots": 16}, "slot: must be an int 0..15"),
+        ({"slot": 1, "slots": 12}, "slots: must be a power of two"),
+    ],
+)
+def test_bad_slots_are_refused(extra, words):
+    from workload.agent.proto import ProtocolError, SendRequest
+
+    with pytest.raises(ProtocolError, match=words):
+        SendRequest("f", "127.0.0.1", 5001, 10, 1, 0, **extra)
 
 
 @pytest.mark.processes
