@@ -144,7 +144,9 @@ class Comparison:
 
 def run_metrics(summary: RunSummary) -> dict[str, float | None]:
     """A run's figures: CCT, iteration time, average CCT per type, fidelity (with the
-    summed CCT ratio per type, ``fidelity_sum_<type>``), and the share of the bytes TCP
+    summed CCT ratio per type, ``fidelity_sum_<type>``; switch / model bytes of the
+    least and most loaded-against-the-model spine links, ``fidelity_links_min/max``),
+    and the share of the bytes TCP
     sent again (emulated runs)."""
     out: dict[str, float | None] = {
         "avg_cct_s": summary.avg_cct_s,
@@ -158,6 +160,8 @@ def run_metrics(summary: RunSummary) -> dict[str, float | None]:
     out["fidelity_cct_p50"] = block.get("cct_ratio_p50")
     for ctype, ratio in sorted((block.get("cct_sum_ratio_by_type") or {}).items()):
         out[f"fidelity_sum_{ctype}"] = ratio
+    if block.get("spine_link_ratio"):
+        out["fidelity_links_min"], out["fidelity_links_max"] = block["spine_link_ratio"]
     out["retrans_share"] = (summary.retransmitted or {}).get("share")
     return {**out, **job_metrics(summary)}
 

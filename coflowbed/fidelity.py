@@ -37,7 +37,7 @@ from coflowbed.results import RunSummary, mean, percentile, read_csv_rows
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
 from controller.policies.interjob import InterJobPolicy, InterJobSpec
 from controller.policies.static import StaticPolicy
-from workload.dag import DEFAULT_JOB
+from workload.dag import DEFAULT_JOB, Coflow
 from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:
@@ -110,6 +110,9 @@ class Fidelity(_Block):
     job_iteration_ratio: Mapping[str, float | None] = field(default_factory=dict)
     # per coflow type: summed measured / summed simulated CCT of the compared coflows
     cct_sum_ratio_by_type: Mapping[str, float | None] = field(default_factory=dict)
+    # [smallest, largest] over the leaf-spine links of the bytes their switch ports sent
+    # / the payload the model places on them (coflowbed.placement; None: not checked)
+    spine_link_ratio: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -388,8 +391,8 @@ def measure(run_dir: Path, partial: bool) -> Fidelity | FidelitySkipped:
     inputs, measured = read_inputs(run_dir), read_measured(run_dir)
     if not any(r.get("cct_s") is not None for r in measured.values()):
         return FidelitySkipped("no coflow finished")
-    used = used_levels(measured)
-    rp = replay(inputs, read_dag(run_dir), used, AUTO, wall_limit_s=WALL_LIMIT_S)
+    used, dag = used_levels(measured), read_dag(run_dir)
+    rp = replay(inputs, dag, used, AUTO, wall_limit_s=WALL_LIMIT_S)
     if rp.result.partial:
         raise RuntimeError(
             f"simulation stopped unfinished after {rp.wall_s:.0f} s (limit {WALL_LIMIT_S:.0f} s)"
@@ -397,7 +400,24 @@ def measure(run_dir: Path, partial: bool) -> Fidelity | FidelitySkipped:
     rows = compare_coflows(rp.result, measured, used)
     write_table(rows, run_dir / TABLE)
     its = _iteration_times(read_csv_rows(need(run_dir / "iterations.csv")))
-    return figure(rp, inputs, rows, its, partial)
+    links = spine_link_ratio(run_dir, inputs, dag.coflows, partial)
+    return replace(figure(rp, inputs, rows, its, partial), spine_link_ratio=links)
+
+
+def spine_link_ratio(
+    run_dir: Path, inputs: RunInputs, coflows: Sequence[Coflow], partial: bool
+) -> tuple[float, float] | None:
+    """[smallest, largest] switch / model bytes over the leaf-spine links
+    (``coflowbed.placement``); None for a partial run, a run with link faults or one
+    without ``counters.json``."""
+    from coflowbed import placement
+
+    path = run_dir / "counters.json"
+    if partial or inputs.faults or not path.exists() or inputs.plan.leaves < 2:
+        return None
+    ports = json.loads(path.read_text())["ports"]
+    found = placement.ratio_range(placement.compare_links(coflows, inputs.plan, ports))
+    return None if found is None else (round(found[0], 4), round(found[1], 4))
 
 
 def figure(
@@ -506,9 +526,14 @@ def describe(block: Mapping[str, Any] | None) -> str:
         f"fidelity ({block['reference']}{', partial' if block['partial'] else ''}): "
         f"iteration x{_fmt(block['iteration_ratio'])}, CCT x{_fmt(block['cct_ratio_p50'])} "
         f"p50 / x{_fmt(block['cct_ratio_p90'])} p90 over {block['coflows_compared']} "
-        f"coflows{_by_type(block.get('cct_sum_ratio_by_type'))}, "
-        f"simulated in {block['sim_wall_s']:.2f} s"
+        f"coflows{_by_type(block.get('cct_sum_ratio_by_type'))}"
+        f"{_links(block.get('spine_link_ratio'))}, simulated in {block['sim_wall_s']:.2f} s"
     )
+
+
+def _links(found: Sequence[float] | None) -> str:
+    """``, spine-link bytes x1.005-1.090`` (switch / model) when they were checked."""
+    return "" if not found else f", spine-link bytes x{found[0]:.3f}-{found[1]:.3f}"
 
 
 def _by_type(by_type: Mapping[str, float | None] | None) -> str:

@@ -112,6 +112,8 @@ def key_figures(run_dir: Path, s: dict) -> list[tuple[str, object, object, objec
             rows.append((f"per-coflow CCT ratio {key[-3:]}", None, None, fid[key]))
     for kind, ratio in (fid.get("cct_sum_ratio_by_type") or {}).items():
         rows.append((f"summed CCT ratio, {kind} coflows", None, None, ratio))
+    for end, ratio in zip(("lowest", "highest"), fid.get("spine_link_ratio") or ()):
+        rows.append((f"spine-link bytes, switch / model, {end}", None, None, ratio))
     return rows
 
 

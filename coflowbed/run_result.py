@@ -29,6 +29,9 @@ class FidelityRatios:
     partial: bool
     # per coflow type: summed emulated / summed simulated CCT ({} in folders before it)
     cct_sum_ratio_by_type: Mapping[str, float | None] = field(default_factory=dict)
+    # [smallest, largest] switch / model bytes over the leaf-spine links (None: not
+    # checked, or a folder from before it)
+    spine_link_ratio: tuple[float, float] | None = None
 
 
 class NotInRun(LookupError):
@@ -85,7 +88,10 @@ def ratios(block: Mapping[str, Any] | None) -> FidelityRatios | None:
     if not block or "iteration_ratio" not in block:
         return None
     names = [f.name for f in fields(FidelityRatios) if f.name in block]
-    return FidelityRatios(**{name: block[name] for name in names})
+    got = {name: block[name] for name in names}
+    if got.get("spine_link_ratio") is not None:  # a JSON list
+        got["spine_link_ratio"] = tuple(got["spine_link_ratio"])
+    return FidelityRatios(**got)
 
 
 def read_coflows(path: Path) -> tuple[CoflowRecord, ...]:

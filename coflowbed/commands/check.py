@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, compare, print the table and the mean ratio."""
     rows = compare_run(args.run_dir, args.fabric)
     _print(rows)
+    _print_links(args.run_dir)
     if args.out:
         from coflowbed.fidelity import CoflowComparison, write_table
 
@@ -44,6 +45,24 @@ def compare_run(run_dir: Path, fabric_kind: str = "leafspine") -> list[dict]:
     used = fidelity.used_levels(measured)
     rp = fidelity.replay(inputs, fidelity.read_dag(run_dir), used, fidelity.LEVELS, fabric_kind)
     return [asdict(r) for r in fidelity.compare_coflows(rp.result, measured, used)]
+
+
+def _print_links(run_dir: Path) -> None:
+    """Bytes per leaf-spine link: switch counters / the model's placement
+    (``coflowbed.placement``), when the run has counters and no link faults."""
+    import json
+
+    from coflowbed import fidelity, placement
+
+    inputs = fidelity.read_inputs(run_dir)
+    path = run_dir / "counters.json"
+    if inputs.faults or not path.exists() or inputs.plan.leaves < 2:
+        print("spine-link bytes: not checked (link faults, one leaf, or no counters.json)")
+        return
+    ports = json.loads(path.read_text())["ports"]
+    rows = placement.compare_links(fidelity.read_dag(run_dir).coflows, inputs.plan, ports)
+    cells = [f"{r.link} x{r.ratio:.3f}" for r in rows if r.ratio is not None]
+    print(f"spine-link bytes, switch counters / model placement: {', '.join(cells) or '-'}")
 
 
 def _print(rows: list[dict]) -> None:

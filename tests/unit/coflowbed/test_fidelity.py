@@ -504,3 +504,61 @@ def test_a_multi_job_run_is_replayed_with_its_inter_job_rule(tmp_path):
     assert inputs.inter_job == scen.inter_job
     policy = run_policy(inputs)
     assert policy is not None and policy.name == "sebf+priority"
+
+
+def _counters(run: Path, sent: dict[str, int]) -> None:
+    """counters.json whose leaf-spine ports sent ``sent`` (link -> bytes; others 5 KB)."""
+    plan = fidelity.read_inputs(run).plan
+    ports: dict[str, dict[str, dict[str, int]]] = {}
+    for leaf in (1, 2):
+        for s in (1, 2):
+            up, down = f"l{leaf}-s{s}", f"s{s}-l{leaf}"
+            ports.setdefault(f"l{leaf}", {})[str(plan.uplink_port(s))] = {
+                "tx_bytes": sent.get(up, 5000)
+            }
+            ports.setdefault(f"s{s}", {})[str(leaf)] = {"tx_bytes": sent.get(down, 5000)}
+    (run / "counters.json").write_text(json.dumps({"ports": ports}))
+
+
+@pytest.mark.parametrize("where", ["model", "other"])
+def test_spine_link_bytes_are_checked_against_the_models_placement(tmp_path, where, capsys):
+    """hi (h11 -> h21) and lo (h11 -> h22), 1e7 B each, cross from l1 to l2, on s1 and
+    s2 in the model (``ecmp_spine``).  Counters 1 % above the model on exactly those
+    links give x1.010 on every link the model loads; both flows on s1 (as a hash may
+    put them) leave s2's links next to nothing (5 KB of ACKs / 1e7 B)."""
+    from coflowbed.sim.fabric import ecmp_spine
+
+    run = tmp_path / "run"
+    write_run(run, STATIC, {"hi": 1.0, "lo": 2.0}, {"hi": 0, "lo": 3}, 2.0)
+    spines = [ecmp_spine("h11", "h21", "hi.f0", 2), ecmp_spine("h11", "h22", "lo.f0", 2)]
+    assert spines == [0, 1]
+    sent: dict[str, int] = {}
+    for s in spines:
+        s = s + 1 if where == "model" else 1
+        for link in (f"l1-s{s}", f"s{s}-l2"):
+            sent[link] = sent.get(link, 0) + 10_100_000
+    _counters(run, sent)
+    out = fidelity.attach(run, write_results_again(run)).fidelity
+    low, high = out["spine_link_ratio"]
+    if where == "model":
+        assert low == pytest.approx(1.01) and high == pytest.approx(1.01)
+        assert "spine-link bytes x1.010-1.010" in fidelity.describe(out)
+    else:
+        assert low == pytest.approx(5000 / 1e7, rel=1e-3) and high == pytest.approx(2.02)
+    assert main(["check", str(run)]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("spine-link bytes, switch counters / model placement: l1-s")
+
+
+def test_spine_links_are_not_checked_without_counters(tmp_path):
+    run = tmp_path / "run"
+    out = figure_of(run, STATIC, {"hi": 1.0, "lo": 2.0}, {"hi": 0, "lo": 3}, 2.0)
+    assert out["spine_link_ratio"] is None
+    assert "spine-link" not in fidelity.describe(out)
+
+
+def write_results_again(run: Path):
+    """The summary ``write_run`` wrote, read back (to attach the figure once more)."""
+    from coflowbed.results import RunSummary
+
+    return RunSummary.read(run)
