@@ -37,7 +37,7 @@ def flow_slots(coflows: Iterable[Coflow], plan: FabricPlan) -> dict[str, int]:
     n = ecmp.slot_count(plan.spines)
     leaf = {h.name: h.leaf for h in plan.hosts}
     return {
-        f.flow_id: ecmp.flow_slot(f.src, f.dst, f.flow_id, n)
+        f.flow_id: ecmp.flow_slot(f.src, f.dst, f.flow_id, n, plan.ecmp_seed)
         for cf in coflows
         for f in cf.flows
         if leaf[f.src] != leaf[f.dst]

@@ -44,7 +44,7 @@ def model_link_bytes(coflows: Iterable[Coflow], plan: FabricPlan) -> dict[str, i
             a, b = leaf[f.src], leaf[f.dst]
             if a == b:
                 continue
-            s = ecmp_spine(f.src, f.dst, f.flow_id, plan.spines) + 1
+            s = ecmp_spine(f.src, f.dst, f.flow_id, plan.spines, plan.ecmp_seed) + 1
             out[f"l{a}-s{s}"] += f.bytes
             out[f"s{s}-l{b}"] += f.bytes
     return dict(out)

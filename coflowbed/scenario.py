@@ -27,6 +27,7 @@ from topo.plan import (
     MIN_MTU,
     FabricPlan,
 )
+from workload import ecmp
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow, merge_pair_flows
 from workload.marking import MAX_LEVELS
 
@@ -183,8 +184,9 @@ def _parse_fabric(sec: Section) -> FabricPlan:
     host_bw = sec.need("host_bw_mbps", number(positive=True, hi=10000))
     fabric_bw = sec.get("fabric_bw_mbps", host_bw, number(positive=True, hi=10000))
     mtu = sec.get("mtu", DEFAULT_MTU, integer(MIN_MTU, MAX_MTU))
+    seed = sec.get("ecmp_seed", 0, integer(0, ecmp.MAX_SEED))
     sec.done(UNSUPPORTED_LINK_KEYS)
-    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw, mtu, nics)
+    return FabricPlan(spines, leaves, hpl, host_bw, fabric_bw, mtu, nics, seed)
 
 
 def _parse_policy(top: Section) -> tuple[str, dict]:

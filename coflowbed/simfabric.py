@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, replace
 
 from coflowbed.config import Section, choice, integer, number
+from workload import ecmp
 from workload.nics import slot_name
 
 KINDS = ("leafspine", "bigswitch", "rail")
@@ -37,6 +38,7 @@ class SimFabric:
     placement: str = "packed"
     nics: int = 1  # NICs per server (rail)
     slots: int = 1  # job hosts (GPU slots) per server (rail)
+    ecmp_seed: int = 0  # which ECMP placement (workload.ecmp; 0: the plain CRC-32)
 
     @property
     def leaves(self) -> int:
@@ -102,15 +104,17 @@ class SimFabric:
             return BigSwitch(tuple(self.host_names()), self.host_gbps * GBPS)
         if self.kind == "rail":
             names = self.host_names()
-            return Rail.of(
+            rail = Rail.of(
                 names, self.nics, self.spines, self.host_gbps * GBPS, self.core_gbps * GBPS
             )
+            return replace(rail, ecmp_seed=self.ecmp_seed)
         return LeafSpine(
             tuple(self.host_names()),
             self.hosts_per_leaf,
             self.spines,
             self.host_gbps * GBPS,
             self.core_gbps * GBPS,
+            ecmp_seed=self.ecmp_seed,
         )
 
 
@@ -128,6 +132,7 @@ def parse_sim_fabric(sec: Section) -> SimFabric:
         sec.get("placement", "packed", choice(PLACEMENTS)),
         sec.get("nics", 1, integer(1)),
         sec.get("slots", 1, integer(1)),
+        sec.get("ecmp_seed", 0, integer(0, ecmp.MAX_SEED)),
     )
     _check(sec, spec)
     sec.done()

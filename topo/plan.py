@@ -113,6 +113,7 @@ class FabricPlan:
     fabric_bw_mbps: float
     mtu: int = DEFAULT_MTU
     nics: int = 1  # NICs per server: > 1 is a rail-optimised fabric (leaves == nics)
+    ecmp_seed: int = 0  # which ECMP placement (workload.ecmp; 0: the plain CRC-32)
     hosts: tuple[HostPlan, ...] = field(init=False)
     switches: tuple[SwitchPlan, ...] = field(init=False)
     links: tuple[LinkPlan, ...] = field(init=False)
@@ -192,6 +193,8 @@ class FabricPlan:
         }
         if self.nics > 1:
             d["nics"] = self.nics
+        if self.ecmp_seed:
+            d["ecmp_seed"] = self.ecmp_seed
         d["hosts"] = [asdict(h) for h in self.hosts]
         d["switches"] = [asdict(s) for s in self.switches]
         d["links"] = [asdict(k) for k in self.links]
@@ -213,6 +216,7 @@ class FabricPlan:
             d["fabric_bw_mbps"],
             d.get("mtu", LEGACY_MTU),
             d.get("nics", 1),
+            d.get("ecmp_seed", 0),
         )
 
 

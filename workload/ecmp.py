@@ -8,6 +8,9 @@ whose TCP source port is of that slot (``port_slot``; it binds such ports), and 
 leaf forwards TCP by those bits of the source port: slot ``k`` goes to the
 ``k``-th of the spines both leaves reach (modulo their number, ``slot_spine``).  The
 simulator takes the same spine from the same slot.
+
+A fabric's ``ecmp_seed`` (0: none) picks another placement: the same rule for every
+part, so a sweep over seeds shows how much a result owes to where ECMP put the flows.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import zlib
 from collections.abc import Sequence
 
 MIN_SLOTS = 16  # slots at least: with up to 16 spines, one rule per slot per leaf
+MAX_SEED = (1 << 31) - 1
+_GOLDEN = 0x9E3779B97F4A7C15  # splitmix64's increment
+_MASK64 = (1 << 64) - 1
 
 
 def slot_count(spines: int) -> int:
@@ -26,10 +32,23 @@ def slot_count(spines: int) -> int:
     return max(MIN_SLOTS, 1 << (spines - 1).bit_length())
 
 
-def flow_slot(src: str, dst: str, flow_id: str, slots: int) -> int:
+def flow_slot(src: str, dst: str, flow_id: str, slots: int, seed: int = 0) -> int:
     """The slot of flow ``flow_id`` from ``src`` to ``dst``: CRC-32 of ``src>dst>flow_id``
-    modulo ``slots``."""
-    return zlib.crc32(f"{src}>{dst}>{flow_id}".encode()) % slots
+    modulo ``slots``; with a ``seed`` (1..MAX_SEED) that CRC mixed with the seed first
+    (``mixed``), one random-looking placement per seed."""
+    crc = zlib.crc32(f"{src}>{dst}>{flow_id}".encode())
+    return (mixed(crc, seed) if seed else crc) % slots
+
+
+def mixed(crc: int, seed: int) -> int:
+    """splitmix64's finaliser of ``crc + seed * golden``: every bit of the CRC and the
+    seed moves every bit of the result.  CRC-32 alone is linear over GF(2), so two keys
+    that differ in the same places (a flow and its twin on the next host) share a slot
+    always or never; mixed, they share one as often as random keys do."""
+    z = (crc + seed * _GOLDEN) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
 
 
 def port_slot(port: int, slots: int) -> int:

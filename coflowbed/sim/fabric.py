@@ -52,15 +52,14 @@ class LinkFault:
     after: str | None = None
 
 
-def ecmp_spine(src: str, dst: str, flow_id: str, spines: int) -> int:
+def ecmp_spine(src: str, dst: str, flow_id: str, spines: int, seed: int = 0) -> int:
     """0-based spine of a flow when every spine is up: its slot (``workload.ecmp``:
-    CRC-32 of ``src>dst>flow_id``) modulo the spine count, the spine the emulator's leaf
-    sends the flow's connection to.  (CRC-32 is linear, so flows whose keys differ in the
-    same places share a spine always or never: docs/fabric.md, "Hermod's PP sum is the
-    simulator's ECMP placement".)"""
-    return ecmp.slot_spine(
-        range(spines), ecmp.flow_slot(src, dst, flow_id, ecmp.slot_count(spines))
-    )
+    CRC-32 of ``src>dst>flow_id``, mixed with ``seed`` if one is given) modulo the spine
+    count, the spine the emulator's leaf sends the flow's connection to.  (Unseeded,
+    CRC-32 is linear, so flows whose keys differ in the same places share a spine always
+    or never: docs/fabric.md, "Hermod's PP sum is the simulator's ECMP placement".)"""
+    slot = ecmp.flow_slot(src, dst, flow_id, ecmp.slot_count(spines), seed)
+    return ecmp.slot_spine(range(spines), slot)
 
 
 @dataclass
@@ -158,6 +157,7 @@ class LeafSpine(FabricModel):
     spines: int = 1
     host_bps: float = 1e9
     fabric_bps: float = 1e9
+    ecmp_seed: int = 0  # which ECMP placement (workload.ecmp; 0: the plain CRC-32)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -189,16 +189,15 @@ class LeafSpine(FabricModel):
                 for a in range(self.leaves)
                 for b in range(self.leaves)
             }
-            n = ecmp.slot_count(s)
+            n, seed = ecmp.slot_count(s), self.ecmp_seed
             picks = (
-                ecmp.slot_spine(live[a, b] or range(s), ecmp.flow_slot(x, y, f, n))
+                ecmp.slot_spine(live[a, b] or range(s), ecmp.flow_slot(x, y, f, n, seed))
                 for a, b, x, y, f in zip(sl.tolist(), dl.tolist(), src, dst, flow_ids)
             )
             sp = np.fromiter(picks, np.int64, len(src))
         else:
-            sp = np.fromiter(
-                (ecmp_spine(a, b, f, s) for a, b, f in zip(src, dst, flow_ids)), np.int64, len(src)
-            )
+            spines = (ecmp_spine(a, b, f, s, self.ecmp_seed) for a, b, f in zip(src, dst, flow_ids))
+            sp = np.fromiter(spines, np.int64, len(src))
         up = 2 * h + sl * s + sp
         back = 2 * h + self.leaves * s + dl * s + sp
         local = sl == dl
@@ -228,6 +227,7 @@ class LeafSpine(FabricModel):
             plan.spines,
             plan.host_bw_mbps * 1e6,
             plan.fabric_bw_mbps * 1e6,
+            ecmp_seed=plan.ecmp_seed,
         )
 
 
@@ -257,7 +257,7 @@ class Rail(LeafSpine):
         if nics < 1 or not servers:
             raise ValueError(f"a rail fabric needs servers and >= 1 NIC, got {nics}")
         ends = rail_endpoints(servers, nics)
-        return cls(ends, len(servers), spines, nic_bps, core_bps, tuple(servers), nics)
+        return cls(ends, len(servers), spines, nic_bps, core_bps, servers=tuple(servers), nics=nics)
 
 
 def rail_endpoints(servers: Sequence[str], nics: int) -> tuple[str, ...]:

@@ -66,6 +66,8 @@ def test_default_scenario_loads():
         (lambda d: d["fabric"].update(mtu=1499), "fabric.mtu", "must be >= 1500"),
         (lambda d: d["fabric"].update(mtu=9001), "fabric.mtu", "must be <= 9000"),
         (lambda d: d["fabric"].update(mtu=8000.5), "fabric.mtu", "must be an integer"),
+        (lambda d: d["fabric"].update(ecmp_seed=-1), "fabric.ecmp_seed", "must be >= 0"),
+        (lambda d: d["fabric"].update(ecmp_seed="a"), "fabric.ecmp_seed", "must be an integer"),
     ],
 )
 def test_bad_scenarios_fail_with_file_key_and_reason(tmp_path, mutate, key, reason):
@@ -90,6 +92,26 @@ def test_fabric_mtu_defaults_to_9000_and_is_kept_in_the_resolved_scenario(tmp_pa
     assert resolved["fabric"]["mtu"] == 1500
     assert load_scenario(write(tmp_path, resolved)).plan.mtu == 1500  # re-loadable
     assert fabric_record(scen)["mtu"] == 1500
+
+
+def test_fabric_ecmp_seed_reaches_the_plan_the_model_and_the_run_folder(tmp_path):
+    """``fabric.ecmp_seed`` picks the ECMP placement (0, the default: plain CRC-32): it
+    is in the plan, the simulator's leaf-spine, the resolved scenario and fabric.json,
+    and a plan read back from fabric.json keeps it."""
+    from coflowbed.rundir import fabric_record, resolved_scenario
+    from coflowbed.sim.fabric import LeafSpine
+    from topo.plan import FabricPlan
+
+    assert load_scenario(MECHANISM).plan.ecmp_seed == 0
+    data = base()
+    data["fabric"]["ecmp_seed"] = 5
+    scen = load_scenario(write(tmp_path, data))
+    assert scen.plan.ecmp_seed == 5 and LeafSpine.from_plan(scen.plan).ecmp_seed == 5
+    resolved = resolved_scenario(scen)
+    assert resolved["fabric"]["ecmp_seed"] == 5
+    assert load_scenario(write(tmp_path, resolved)).plan.ecmp_seed == 5  # re-loadable
+    assert FabricPlan.from_dict(fabric_record(scen)).ecmp_seed == 5
+    assert "ecmp_seed" not in fabric_record(load_scenario(MECHANISM))
 
 
 def test_fabric_json_and_versions_record_the_ovs_datapath(monkeypatch):

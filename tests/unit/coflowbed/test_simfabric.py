@@ -31,6 +31,15 @@ def test_job_is_placed_on_the_sized_sim_fabric(tmp_path):
     assert model.host_bps == 100e9 and model.fabric_bps == pytest.approx(150e9)
 
 
+def test_sim_fabric_ecmp_seed_reaches_the_model(tmp_path):
+    scen = load(tmp_path, host_gbps=100, hosts_per_leaf=4, spines=2, ecmp_seed=3)
+    assert scen.sim_fabric is not None and scen.sim_fabric.model().ecmp_seed == 3
+    rail = load(tmp_path, kind="rail", host_gbps=100, hosts=4, nics=2, slots=2, spines=2)
+    assert rail.sim_fabric is not None and rail.sim_fabric.model().ecmp_seed == 0
+    with pytest.raises(UserError, match=r"sim_fabric\.ecmp_seed: must be >= 0"):
+        load(tmp_path, host_gbps=1, ecmp_seed=-2)
+
+
 def test_oversubscription_divides_the_core():
     fab = SimFabric("leafspine", 100, 32, 16, 4, oversubscription=4)
     assert fab.core_gbps == pytest.approx(100) and fab.leaves == 2

@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
 
+from coflowbed.connections import flow_slots
 from coflowbed.sim.fabric import LeafSpine
 from controller.routing import leaf_groups
 from controller.southbound import of_messages as ofm
 from topo.plan import FabricPlan
 from workload import ecmp
 from workload.agent.send import SLOT_PORTS
+from workload.dag import Coflow, Flow
 
 DP = SimpleNamespace(ofproto=ofp, ofproto_parser=parser, id=0x1001)
 
@@ -67,12 +69,14 @@ def _switch_spine(msgs, plan: FabricPlan, dst_leaf: int, port: int) -> int:
     return bucket.actions[0].port - plan.hosts_per_leaf
 
 
+@pytest.mark.parametrize("seed", [0, 7])
 @pytest.mark.parametrize("down", [frozenset(), frozenset({(0, 1)}), frozenset({(1, 0), (0, 2)})])
-def test_the_simulator_and_the_leaf_rules_put_every_flow_on_one_spine(down):
+def test_the_simulator_and_the_leaf_rules_put_every_flow_on_one_spine(down, seed):
     """For 200 flows l1 -> l2 on 3 spines (links down: 0-based (leaf, spine)), the spine
-    of the simulator's path is the spine l1's rules send a source port of the flow's
-    slot to (base pipeline, or the groups the controller rewrites around the links)."""
-    plan = FabricPlan(spines=3, leaves=2, hosts_per_leaf=2, host_bw_mbps=100, fabric_bw_mbps=100)
+    of the simulator's path is the spine l1's rules send a source port of the slot the
+    agents get for the flow (``flow_slots``) to (base pipeline, or the groups the
+    controller rewrites around the links), with the plain placement and a seeded one."""
+    plan = FabricPlan(3, 2, 2, 100, 100, ecmp_seed=seed)
     fab = LeafSpine.from_plan(plan)
     ids = [f"c{i}.F{i % 3}" for i in range(200)]
     src, dst = ["h11"] * 200, ["h22"] * 200
@@ -83,11 +87,10 @@ def test_the_simulator_and_the_leaf_rules_put_every_flow_on_one_spine(down):
         msgs += ofm.groups_msgs(DP, plan, leaf_groups(plan, 1, dead))
         msgs = [m for m in msgs if not _replaced(m, msgs)]
     n = ecmp.slot_count(plan.spines)
+    flows = [Flow(f, s, d, 1) for s, d, f in zip(src, dst, ids)]
+    slots = flow_slots([Coflow("c", tuple(flows))], plan)
     switch = [
-        _switch_spine(
-            msgs, plan, 2, ecmp.slot_ports(ecmp.flow_slot(s, d, f, n), n, 10000, 20000)[0]
-        )
-        for s, d, f in zip(src, dst, ids)
+        _switch_spine(msgs, plan, 2, ecmp.slot_ports(slots[f], n, 10000, 20000)[0]) for f in ids
     ]
     assert np.array_equal(sim_spine, switch)
     assert len(set(switch)) == 3 - len({sp for _, sp in down})  # every live spine is used

@@ -62,7 +62,8 @@ def test_scenario_file_is_relative_to_the_sweep(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name", ["bandwidth", "fabric-conditions", "job-conditions", "nic-per-gpu", "rail"]
+    "name",
+    ["bandwidth", "ecmp-seeds", "fabric-conditions", "job-conditions", "nic-per-gpu", "rail"],
 )
 def test_shipped_sweeps_are_valid(name):
     from coflowbed.commands.sweep import sweep_path
