@@ -38,9 +38,10 @@ WARMUP_S = 0.3  # slow start and queues settle before the window opens
 WINDOW_S = 0.5
 OVERSIZE = 1.4  # flows hold this much more than the window needs at line rate
 FINISH_GRACE_S = 0.35  # after the window, flows may end by themselves this long
-# Warn when the fabric carries less than this share of the peak.  A healthy fabric
-# measures 0.83-0.98 of nominal from run to run (ECMP hashes the burst's flows unevenly
-# over the spines), an overloaded one 0.2-0.5 (the 2 cores forward no more).
+# Warn when the fabric carries less than this share of the peak.  A healthy OVS fabric
+# measures 0.96-0.98 of nominal from run to run with the burst spread over the spines by
+# ECMP slot (0.82-0.93 when OVS hashed its flows unevenly over them), an overloaded one
+# 0.2-0.5 (the 2 cores forward no more).
 CAPACITY_MARGIN = 0.8
 DRAIN_TIMEOUT_S = 5.0
 FLOWS_PER_HOST = 8
