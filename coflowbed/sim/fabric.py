@@ -172,8 +172,12 @@ class LeafSpine(FabricModel):
         self.width = 4
         self.description = (
             f"leafspine {self.leaves} leaves x {k} hosts, {s} spines, "
-            f"host {self.host_bps:g} / fabric {self.fabric_bps:g} bit/s"
+            f"host {self.host_bps:g} / fabric {self.fabric_bps:g} bit/s{self._seed_text()}"
         )
+
+    def _seed_text(self) -> str:
+        """``, ECMP seed N`` for a seeded placement ('' for the plain one)."""
+        return f", ECMP seed {self.ecmp_seed}" if self.ecmp_seed else ""
 
     def paths(self, src, dst, flow_ids, down: Down = NONE_DOWN) -> np.ndarray:
         """Host up, leaf->spine, spine->leaf, host down (the middle two are the dummy
@@ -246,7 +250,7 @@ class Rail(LeafSpine):
             raise ValueError("rail hosts must be the servers' NIC endpoints, rail by rail")
         self.description = (
             f"rail {len(self.servers)} servers x {self.nics} NICs, {self.spines} spines, "
-            f"NIC {self.host_bps:g} / core {self.fabric_bps:g} bit/s"
+            f"NIC {self.host_bps:g} / core {self.fabric_bps:g} bit/s{self._seed_text()}"
         )
 
     @classmethod

@@ -105,3 +105,14 @@ def test_the_summed_ratio_per_type_is_a_metric_of_its_own_per_type():
     got = run_metrics(summarize([], [], False, {"fidelity": block}))
     assert (got["fidelity_sum_EP"], got["fidelity_sum_PP"]) == (0.95, 1.27)
     assert not any(k.startswith("fidelity_sum_") for k in run_metrics(summarize([], [], False)))
+
+
+def test_the_spine_link_range_is_two_metrics_and_absent_when_not_checked():
+    from coflowbed.comparison import run_metrics
+    from coflowbed.results import summarize
+
+    block = {"iteration_ratio": 1.0, "spine_link_ratio": [1.006, 1.09]}
+    got = run_metrics(summarize([], [], False, {"fidelity": block}))
+    assert (got["fidelity_links_min"], got["fidelity_links_max"]) == (1.006, 1.09)
+    unchecked = {"fidelity": {"iteration_ratio": 1.0, "spine_link_ratio": None}}
+    assert "fidelity_links_min" not in run_metrics(summarize([], [], False, unchecked))

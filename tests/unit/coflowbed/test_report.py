@@ -30,6 +30,7 @@ def _run(folder):
                 "sim_iteration_time_s": 1.0,
                 "sim_avg_cct_s": 1.6,
                 "cct_sum_ratio_by_type": {"EP": 1.25},
+                "spine_link_ratio": [1.006, 1.09],
             },
         },
     )
@@ -48,6 +49,8 @@ def test_an_emulated_figure_has_its_simulated_value_and_ratio(tmp_path):
     assert rows["avg_cct_s"] == (2.0, 1.6, pytest.approx(1.25))
     assert rows["max_cct_s"] == (2.0, 1.6, pytest.approx(1.25))
     assert rows["summed CCT ratio, EP coflows"] == (None, None, 1.25)
+    assert rows["spine-link bytes, switch / model, lowest"] == (None, None, 1.006)
+    assert rows["spine-link bytes, switch / model, highest"] == (None, None, 1.09)
 
 
 def test_the_page_escapes_text_and_inlines_images(tmp_path):

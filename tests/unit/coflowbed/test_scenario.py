@@ -106,7 +106,9 @@ def test_fabric_ecmp_seed_reaches_the_plan_the_model_and_the_run_folder(tmp_path
     data = base()
     data["fabric"]["ecmp_seed"] = 5
     scen = load_scenario(write(tmp_path, data))
-    assert scen.plan.ecmp_seed == 5 and LeafSpine.from_plan(scen.plan).ecmp_seed == 5
+    model = LeafSpine.from_plan(scen.plan)
+    assert scen.plan.ecmp_seed == 5 and model.ecmp_seed == 5
+    assert model.description.endswith(", ECMP seed 5")  # the fidelity block's ``model``
     resolved = resolved_scenario(scen)
     assert resolved["fabric"]["ecmp_seed"] == 5
     assert load_scenario(write(tmp_path, resolved)).plan.ecmp_seed == 5  # re-loadable
