@@ -160,7 +160,8 @@ def notes(c: Comparison) -> list[str]:
 
 def answer(c: Comparison) -> str:
     """The comparison in one line: each policy's mean iteration time, its speed-up over
-    the baseline with the interval, and the emulated/simulated ratio (when checked)."""
+    the baseline with the interval and the model's speed-up beside it, and the
+    emulated/simulated ratio (when checked)."""
     parts = []
     for ps in c.stats:
         it, fid = ps.metrics.get("iteration_time_s"), ps.metrics.get("fidelity_iter")
@@ -170,6 +171,8 @@ def answer(c: Comparison) -> str:
             text += f" (x{up.value:.2f}"
             if up.ci_low is not None and up.ci_high is not None:
                 text += f" [{up.ci_low:.2f}, {up.ci_high:.2f}]"
+            model = _model_speedup(c, ps.metrics)
+            text += "" if model is None else f", model x{model:.2f}"
             text += ")"
         if fid is not None and fid.mean is not None:
             text += f", emulated/simulated {fid.mean:.2f}"
@@ -178,3 +181,14 @@ def answer(c: Comparison) -> str:
     ci = f"{c.confidence:.0%} CI over {n} paired runs" if n > 1 else "one run each"
     partial = "; PARTIAL" if c.partial else ""
     return f"iteration: {'; '.join(parts)} (speed-up over {c.baseline}, {ci}){partial}"
+
+
+def _model_speedup(c: Comparison, metrics: Mapping[str, Estimate]) -> float | None:
+    """The fluid model's speed-up of a policy over the baseline: the baseline's mean
+    simulated iteration time over the policy's (None unless both runs were checked)."""
+    base = next((ps for ps in c.stats if ps.policy == c.baseline), None)
+    mine = metrics.get("sim_iteration_time_s")
+    theirs = None if base is None else base.metrics.get("sim_iteration_time_s")
+    if mine is None or theirs is None or not mine.mean or theirs.mean is None:
+        return None
+    return theirs.mean / mine.mean

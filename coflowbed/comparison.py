@@ -158,6 +158,7 @@ def run_metrics(summary: RunSummary) -> dict[str, float | None]:
     block = summary.fidelity or {}
     out["fidelity_iter"] = block.get("iteration_ratio")
     out["fidelity_cct_p50"] = block.get("cct_ratio_p50")
+    out["sim_iteration_time_s"] = block.get("sim_iteration_time_s")
     for ctype, ratio in sorted((block.get("cct_sum_ratio_by_type") or {}).items()):
         out[f"fidelity_sum_{ctype}"] = ratio
     if block.get("spine_link_ratio"):

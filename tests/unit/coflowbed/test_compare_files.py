@@ -33,6 +33,7 @@ def _run(policy: str, k: int, it: float) -> ComparedRun:
         "avg_cct_DP_s": it / 3,
         "fidelity_iter": 1.0 + it / 100,
         "fidelity_cct_p50": None,
+        "sim_iteration_time_s": {"fair": 10.0, "hermod": 8.0}.get(policy),
     }
     return ComparedRun(policy, k, 1, f"/x/{policy}/r{k}", False, 3, None, metrics)
 
@@ -73,7 +74,8 @@ def test_repetitions_fill_every_interval_column_and_the_markdown(tmp_path):
     assert speedup_cell(s) == "1.222 [0.911, 1.533]" and speedup_cell(s) in md
     assert c.speedup_method in md
     (line,) = [ln for ln in md.splitlines() if ln.startswith("**Answer.** iteration: fair 11")]
-    assert "; hermod 9.000 s (x1.22 [0.91, 1.53]), emulated/simulated 1.09 " in line
+    # the model's speed-up beside the emulated one: fair 10 s / hermod 8 s simulated
+    assert "; hermod 9.000 s (x1.22 [0.91, 1.53], model x1.25), emulated/simulated 1.09 " in line
     assert line.endswith("(speed-up over fair, 95% CI over 3 paired runs)")
     runs = read_csv_rows(tmp_path / "runs.csv")
     assert [(r["policy"], r["repetition"]) for r in runs] == [
