@@ -157,7 +157,9 @@ class LeafSpine(FabricModel):
     spines: int = 1
     host_bps: float = 1e9
     fabric_bps: float = 1e9
-    ecmp_seed: int = 0  # which ECMP placement (workload.ecmp; 0: the plain CRC-32)
+    # which ECMP placement (workload.ecmp; 0: the plain CRC-32); keyword only, so a
+    # subclass's fields stay positional after the rates
+    ecmp_seed: int = field(default=0, kw_only=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
