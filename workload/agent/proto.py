@@ -25,7 +25,8 @@ neither side redefines the other's:
 Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, error``):
 
 - ``connect`` dst_ip, dst_port, count, optional slot and slots -> connections (now in
-  the pool), opened, setup_ns, once the pool to that destination holds ``count``
+  the pool: of that slot, if given), opened, setup_ns, once the pool to that
+  destination holds ``count``
   connections (of that ECMP slot, if given: from TCP source ports ``p`` with
   ``p % slots == slot``, which the leaves forward to the slot's spine,
   ``workload.ecmp``; replies may overtake earlier ones: match them by ``id``).

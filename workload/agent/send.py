@@ -140,8 +140,9 @@ class FlowSender:
     # -- connections -------------------------------------------------------------------
 
     async def _connect_pool(self, req: ConnectRequest) -> dict[str, Any]:
-        """Open connections to ``req``'s destination until its pool has ``count``; the
-        reply says how many it holds and how long the set-up took."""
+        """Open connections to ``req``'s destination (of its ECMP slot, if given) until
+        that pool has ``count``; the reply says how many it holds and how long the set-up
+        took."""
         t0 = time.monotonic_ns()
         dest = (req.dst_ip, req.dst_port)
         pool = self.pools.setdefault(dest, Pool())
@@ -151,7 +152,7 @@ class FlowSender:
         for conn in conns:
             pool.add(conn)
         return {
-            "connections": pool.total,
+            "connections": pool.per_slot[req.slot],
             "opened": len(conns),
             "setup_ns": time.monotonic_ns() - t0,
         }

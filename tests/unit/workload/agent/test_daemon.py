@@ -186,6 +186,8 @@ def test_flows_of_an_ecmp_slot_go_from_source_ports_of_that_slot(spawn):
     dest = {"dst_ip": "127.0.0.1", "dst_port": port}
     pool = {"id": 2, "op": "connect", **dest, "count": 2, "slot": 5, "slots": 16}
     assert a.request(pool)[0]["connections"] == 2
+    other = {**pool, "id": 20, "slot": 6, "count": 1}  # another slot's pool: its own count
+    assert a.request(other)[0]["connections"] == 1
     base = {"op": "send", **dest, "bytes": 1000, "tag": 1, "level": 0}
     started = {}
     for i, (fid, slot) in enumerate((("s5", 5), ("s11", 11), ("none", None))):
@@ -198,7 +200,7 @@ def test_flows_of_an_ecmp_slot_go_from_source_ports_of_that_slot(spawn):
     assert slot_of["s11"] == 11 and started["s11"]["new_connection"]
     assert started["none"]["new_connection"]  # the slots' idle connections are not its
     stats = a.request({"id": 9, "op": "stats"})[0]["connections"]
-    assert stats[f"127.0.0.1:{port}"] == {"total": 4, "idle": 4, "on_demand": 2}
+    assert stats[f"127.0.0.1:{port}"] == {"total": 5, "idle": 5, "on_demand": 2}
 
 
 @pytest.mark.parametrize(
