@@ -4,8 +4,8 @@ emulated fabric really carries between leaves, before any coflow is released.
 Every host sends to the host of the same index on the next leaf (cyclic),
 ``FLOWS_PER_HOST`` flows each, its k-th flow in ECMP slot k (``workload.ecmp``: on OVS
 spine ``k % spines``, so every host spreads its flows evenly over the spines; BMv2
-hashes them, and two flows of a leaf often share a spine link while another idles), at level 0
-through the agents' own send path; the receivers' byte counts are read at the
+hashes them, and two flows of a leaf often share a spine link while another idles), at
+level 0 through the agents' own send path; the receivers' byte counts are read at the
 start and the end of a window after a warm-up.  Each flow holds a little more than the
 window needs at line rate, so on a fabric that carries its links' rate the flows end by
 themselves about 1 s after the start, leaving no queue full behind them; flows still
@@ -165,16 +165,16 @@ def _measure(agents, plan: FabricPlan, pairs) -> tuple[dict[str, float], float]:
     cancel any straggler, and consume every calibration event."""
     share = plan.host_bw_mbps * 1e6 / 8 / FLOWS_PER_HOST  # bytes/s of one flow at line rate
     nbytes = int(share * (WARMUP_S + WINDOW_S) * OVERSIZE)
-    flows = {
-        f"{PREFIX}{s.name}/{k}": (s.name, d.name) for s, d in pairs for k in range(FLOWS_PER_HOST)
-    }
-    ends = {(fid, side) for fid in flows for side in ("sender", "receiver")}
     n = ecmp.slot_count(plan.spines)
+    flows: dict[str, tuple[str, str]] = {}
     orders = []
-    for fid, (s, d) in flows.items():
-        ip, port = agents.address(d)
-        k = int(fid.rsplit("/", 1)[1]) % n  # a host's k-th flow: slot k, spine k % spines
-        orders.append(SendOrder(s, fid, ip, port, nbytes, tag=0, level=0, slot=k, slots=n))
+    for s, d in pairs:
+        ip, port = agents.address(d.name)
+        for k in range(FLOWS_PER_HOST):  # a host's k-th flow in slot k: spine k % spines
+            fid = f"{PREFIX}{s.name}/{k}"
+            flows[fid] = (s.name, d.name)
+            orders.append(SendOrder(s.name, fid, ip, port, nbytes, 0, 0, slot=k % n, slots=n))
+    ends = {(fid, side) for fid in flows for side in ("sender", "receiver")}
     agents.send_many(orders)
     opened = time.monotonic()
     _pause_until(opened + WARMUP_S)

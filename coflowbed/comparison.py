@@ -143,11 +143,10 @@ class Comparison:
 
 
 def run_metrics(summary: RunSummary) -> dict[str, float | None]:
-    """A run's figures: CCT, iteration time, average CCT per type, fidelity (with the
-    summed CCT ratio per type, ``fidelity_sum_<type>``; switch / model bytes of the
-    least and most loaded-against-the-model spine links, ``fidelity_links_min/max``),
-    and the share of the bytes TCP
-    sent again (emulated runs)."""
+    """A run's figures: CCT, iteration time, average CCT per type, fidelity (the model's
+    iteration time, the summed CCT ratio per type ``fidelity_sum_<type>``, the lowest
+    and highest switch / model bytes of the spine links ``fidelity_links_min/max``),
+    and the share of the bytes TCP sent again (emulated runs)."""
     out: dict[str, float | None] = {
         "avg_cct_s": summary.avg_cct_s,
         "p95_cct_s": summary.p95_cct_s,

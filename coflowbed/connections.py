@@ -31,9 +31,8 @@ Pair = tuple[str, str, int | None]  # (src, dst, ECMP slot; None: both on one le
 
 def flow_slots(coflows: Iterable[Coflow], plan: FabricPlan) -> dict[str, int]:
     """The ECMP slot (``workload.ecmp``) of every flow of ``coflows`` between hosts of
-    two leaves: the
-    agent sends it from a source port of that slot, so it crosses the spine the
-    simulator gives it."""
+    two leaves: the agent sends it from a source port of that slot, so it crosses the
+    spine the simulator gives it."""
     n = ecmp.slot_count(plan.spines)
     leaf = {h.name: h.leaf for h in plan.hosts}
     return {
@@ -60,11 +59,10 @@ def pair_counts(dag: Dag, slots: Mapping[str, int]) -> dict[Pair, int]:
 
 
 def pool_orders(
-    dag: Dag, address: Mapping[str, tuple[str, int]], plan: FabricPlan
+    dag: Dag, address: Mapping[str, tuple[str, int]], slots: Mapping[str, int], n: int
 ) -> list[PoolOrder]:
     """One order per pair (and ECMP slot) the DAG uses; ``address`` gives each host's
-    (ip, data port)."""
-    slots, n = flow_slots(dag.coflows, plan), ecmp.slot_count(plan.spines)
+    (ip, data port), ``slots`` each cross-leaf flow's slot (``flow_slots``) of ``n``."""
     return [
         PoolOrder(src, *address[dst], min(MAX_POOL, k + SPARE), slot, None if slot is None else n)
         for (src, dst, slot), k in sorted(pair_counts(dag, slots).items(), key=_order)

@@ -41,6 +41,7 @@ from workload.dag import DEFAULT_JOB, Coflow
 from workload.marking import MAX_LEVELS
 
 if TYPE_CHECKING:
+    from coflowbed.placement import LinkBytes
     from coflowbed.sim import LinkFault, SimResult
     from topo.plan import FabricPlan
 
@@ -407,17 +408,27 @@ def measure(run_dir: Path, partial: bool) -> Fidelity | FidelitySkipped:
 def spine_link_ratio(
     run_dir: Path, inputs: RunInputs, coflows: Sequence[Coflow], partial: bool
 ) -> tuple[float, float] | None:
-    """[smallest, largest] switch / model bytes over the leaf-spine links
-    (``coflowbed.placement``); None for a partial run, a run with link faults or one
-    without ``counters.json``."""
+    """[smallest, largest] switch / model bytes over the leaf-spine links (``spine_links``);
+    None for a partial run or one ``spine_links`` does not check."""
+    from coflowbed import placement
+
+    rows = None if partial else spine_links(run_dir, inputs, coflows)
+    found = None if rows is None else placement.ratio_range(rows)
+    return None if found is None else (round(found[0], 4), round(found[1], 4))
+
+
+def spine_links(
+    run_dir: Path, inputs: RunInputs, coflows: Sequence[Coflow]
+) -> list[LinkBytes] | None:
+    """Every leaf-spine link's switch / model bytes (``coflowbed.placement``); None for a
+    run with link faults, one leaf, or no ``counters.json``."""
     from coflowbed import placement
 
     path = run_dir / "counters.json"
-    if partial or inputs.faults or not path.exists() or inputs.plan.leaves < 2:
+    if inputs.faults or not path.exists() or inputs.plan.leaves < 2:
         return None
     ports = json.loads(path.read_text())["ports"]
-    found = placement.ratio_range(placement.compare_links(coflows, inputs.plan, ports))
-    return None if found is None else (round(found[0], 4), round(found[1], 4))
+    return placement.compare_links(coflows, inputs.plan, ports)
 
 
 def figure(

@@ -283,7 +283,7 @@ def _prepare_iteration(scen: Scenario, agents, backend: EmulationBackend) -> dic
 
     backend.preinstall()
     address = {h: agents.address(h) for h in scen.plan.host_names()}
-    report = agents.connect(pool_orders(scen.dag, address, scen.plan))
+    report = agents.connect(pool_orders(scen.dag, address, backend.slots, backend.n_slots))
     log.info(
         "connections up: %d in %d pools (per pair and ECMP slot) in %.2f s",
         report.connections,

@@ -104,10 +104,8 @@ class SimFabric:
             return BigSwitch(tuple(self.host_names()), self.host_gbps * GBPS)
         if self.kind == "rail":
             names = self.host_names()
-            rail = Rail.of(
-                names, self.nics, self.spines, self.host_gbps * GBPS, self.core_gbps * GBPS
-            )
-            return replace(rail, ecmp_seed=self.ecmp_seed)
+            rates = (self.host_gbps * GBPS, self.core_gbps * GBPS)
+            return Rail.of(names, self.nics, self.spines, *rates, ecmp_seed=self.ecmp_seed)
         return LeafSpine(
             tuple(self.host_names()),
             self.hosts_per_leaf,

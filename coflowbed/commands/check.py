@@ -49,18 +49,14 @@ def compare_run(run_dir: Path, fabric_kind: str = "leafspine") -> list[dict]:
 
 def _print_links(run_dir: Path) -> None:
     """Bytes per leaf-spine link: switch counters / the model's placement
-    (``coflowbed.placement``), when the run has counters and no link faults."""
-    import json
-
-    from coflowbed import fidelity, placement
+    (``fidelity.spine_links``), when the run has counters and no link faults."""
+    from coflowbed import fidelity
 
     inputs = fidelity.read_inputs(run_dir)
-    path = run_dir / "counters.json"
-    if inputs.faults or not path.exists() or inputs.plan.leaves < 2:
+    rows = fidelity.spine_links(run_dir, inputs, fidelity.read_dag(run_dir).coflows)
+    if rows is None:
         print("spine-link bytes: not checked (link faults, one leaf, or no counters.json)")
         return
-    ports = json.loads(path.read_text())["ports"]
-    rows = placement.compare_links(fidelity.read_dag(run_dir).coflows, inputs.plan, ports)
     cells = [f"{r.link} x{r.ratio:.3f}" for r in rows if r.ratio is not None]
     print(f"spine-link bytes, switch counters / model placement: {', '.join(cells) or '-'}")
 

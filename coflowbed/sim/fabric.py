@@ -257,13 +257,20 @@ class Rail(LeafSpine):
 
     @classmethod
     def of(
-        cls, servers: Sequence[str], nics: int, spines: int, nic_bps: float, core_bps: float
+        cls,
+        servers: Sequence[str],
+        nics: int,
+        spines: int,
+        nic_bps: float,
+        core_bps: float,
+        ecmp_seed: int = 0,
     ) -> Rail:
         """The rail fabric of ``servers`` (distinct names), ``nics`` rails, ``spines``."""
         if nics < 1 or not servers:
             raise ValueError(f"a rail fabric needs servers and >= 1 NIC, got {nics}")
         ends = rail_endpoints(servers, nics)
-        return cls(ends, len(servers), spines, nic_bps, core_bps, servers=tuple(servers), nics=nics)
+        args = (ends, len(servers), spines, nic_bps, core_bps, tuple(servers), nics)
+        return cls(*args, ecmp_seed=ecmp_seed)
 
 
 def rail_endpoints(servers: Sequence[str], nics: int) -> tuple[str, ...]:

@@ -206,7 +206,7 @@ class OpenFlowDriver(SwitchDriver):
         per_leaf, wrong = ofm.split_groups(
             self.plan, {g: sp for g, sp in spines.items() if sp is not None}
         )
-        foreign = foreign or (wrong if sw.role == "leaf" else "")
+        foreign = foreign or wrong
         return SwitchState(
             not foreign,
             foreign,

@@ -249,6 +249,8 @@ def test_small_moe_spine_links_carry_the_bytes_the_model_places_on_them(small_mo
     0.004-2.04x the model's bytes."""
     ranges = [s["fidelity"]["spine_link_ratio"] for s in small_moe[policy]]
     assert all(r is not None and 0.98 <= r[0] and r[1] <= 1.2 for r in ranges), ranges
+    conns = [s["connections"] for s in small_moe[policy]]
+    assert all(c["ecmp"].startswith("source-port slots") and c["steered_flows"] for c in conns)
 
 
 def _median(runs: list[dict], key: str) -> float:

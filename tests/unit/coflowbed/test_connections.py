@@ -34,7 +34,7 @@ def test_every_pair_gets_its_largest_coflows_flows_plus_spare():
         ("h12", "h11", None): 1,
         ("h21", "h11", k): 1,
     }
-    orders = pool_orders(dag_of(a, b), ADDRESS, PLAN)
+    orders = pool_orders(dag_of(a, b), ADDRESS, slots, ecmp.MIN_SLOTS)
     assert [(o.src, o.dst_ip, o.count, o.slot, o.slots) for o in orders] == [
         ("h11", "10.0.1.2", 2 + SPARE, None, None),
         ("h12", "10.0.1.1", 1 + SPARE, None, None),
@@ -52,7 +52,7 @@ def test_a_cross_leaf_pair_gets_a_pool_per_slot_of_its_flows():
     counts = pair_counts(dag_of(Coflow("a", flows)), slots)
     assert sum(counts.values()) == 40
     assert {k for (_s, _d, k) in counts} == set(want.values())
-    orders = pool_orders(dag_of(Coflow("a", flows)), ADDRESS, PLAN)
+    orders = pool_orders(dag_of(Coflow("a", flows)), ADDRESS, slots, ecmp.MIN_SLOTS)
     assert [o.slot for o in orders] == sorted(set(want.values()))
     assert all(o.count == counts["h11", "h21", o.slot] + SPARE for o in orders)
 
