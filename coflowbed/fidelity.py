@@ -400,7 +400,7 @@ def measure(run_dir: Path, partial: bool) -> Fidelity | FidelitySkipped:
         )
     rows = compare_coflows(rp.result, measured, used)
     write_table(rows, run_dir / TABLE)
-    its = _iteration_times(read_csv_rows(need(run_dir / "iterations.csv")))
+    its = iteration_times(read_csv_rows(need(run_dir / "iterations.csv")))
     links = spine_link_ratio(run_dir, inputs, dag.coflows, partial)
     return replace(figure(rp, inputs, rows, its, partial), spine_link_ratio=links)
 
@@ -487,7 +487,7 @@ def job_ratios(
     return out
 
 
-def _iteration_times(rows: Sequence[dict]) -> dict[tuple[str, int], float]:
+def iteration_times(rows: Sequence[dict]) -> dict[tuple[str, int], float]:
     """{(job, iteration): time_s} of the finished iterations of an ``iterations.csv``."""
     return {
         (str(r.get("job") or DEFAULT_JOB), int(r["iteration"])): float(r["time_s"])

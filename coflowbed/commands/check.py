@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
     rows = compare_run(args.run_dir, args.fabric)
     _print(rows)
     _print_links(args.run_dir)
+    from coflowbed import releasepath
+
+    print(releasepath.measure(args.run_dir).describe())
     if args.out:
         from coflowbed.fidelity import CoflowComparison, write_table
 

@@ -546,8 +546,8 @@ def test_spine_link_bytes_are_checked_against_the_models_placement(tmp_path, whe
     else:
         assert low == pytest.approx(5000 / 1e7, rel=1e-3) and high == pytest.approx(2.02)
     assert main(["check", str(run)]) == 0
-    line = capsys.readouterr().out.splitlines()[-1]
-    assert line.startswith("spine-link bytes, switch counters / model placement: l1-s")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].startswith("spine-link bytes, switch counters / model placement: l1-s")
 
 
 def test_spine_links_are_not_checked_without_counters(tmp_path):

@@ -10,21 +10,12 @@ import pytest
 from coflowbed.cli import main
 from coflowbed.commands.check import compare_run
 from coflowbed.results import CoflowRecord, read_coflows_csv, write_results
+from tests.data import HI_LO_SCENARIO
 from workload import dagjson
 from workload.dag import Coflow, Dag, Flow
 
-# 2 leaves x 2 hosts, 80 Mbit/s = 1e7 B/s.  hi (level 0) and lo (level 3) both leave h11:
-# hi alone 1e7 B -> 1 s; lo waits, ends at 2 s.
-SCENARIO = """\
-name: tiny
-fabric: {spines: 2, leaves: 2, hosts_per_leaf: 2, host_bw_mbps: 80}
-levels: 4
-policy: static
-workload:
-  coflows:
-    - {id: hi, level: 0, flows: [{src: h11, dst: h21, bytes: 10000000}]}
-    - {id: lo, level: 3, flows: [{src: h11, dst: h22, bytes: 10000000}]}
-"""
+# hi (level 0) and lo (level 3) both leave h11: hi alone 1e7 B -> 1 s; lo waits, ends at 2 s.
+SCENARIO = "name: tiny\n" + HI_LO_SCENARIO
 
 
 @pytest.fixture
