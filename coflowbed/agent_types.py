@@ -115,6 +115,7 @@ class AgentStats:
     pacing: dict[str, int | None] = field(default_factory=dict)
     # per destination "ip:port": {"total", "idle", "on_demand"} connections
     connections: dict[str, dict[str, int]] = field(default_factory=dict)
+    tos: dict[str, int] = field(default_factory=dict)  # IP_TOS byte of each live socket
 
 
 @dataclass(eq=False)

@@ -58,6 +58,7 @@ from workload.agent.proto import (
     HelloRequest,
     Request,
     SendRequest,
+    SetDscpRequest,
     SetLevelRequest,
     SetRateRequest,
     ShutdownRequest,
@@ -435,6 +436,11 @@ class AgentSet:
         """Move ``host``'s live sockets of ``tag`` to ``level``; returns how many moved."""
         return int(self._request(host, SetLevelRequest(tag, level))["sockets"])
 
+    def set_dscp(self, host: str, tag: int, dscp: int, unpace: bool = False) -> int:
+        """Mark ``host``'s flows of ``tag`` with ``dscp`` from now on (and lift their
+        pacing if ``unpace``); returns how many live sockets were re-marked."""
+        return int(self._request(host, SetDscpRequest(tag, dscp, unpace))["sockets"])
+
     def set_rate(self, host: str, tag: int, dst_ip: str, rate_mbps: float | None) -> int:
         """Cap the pacing of ``host``'s flows of ``tag`` to ``dst_ip`` at ``rate_mbps`` Mbit/s
         (None lifts the cap); returns how many live sockets changed.  Flows ordered but not
@@ -454,6 +460,7 @@ class AgentSet:
             r["priority"],
             r["pacing"],
             r["connections"],
+            r["tos"],
         )
 
     def next_event(self, timeout_s: float) -> AgentEvent:

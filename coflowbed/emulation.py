@@ -3,17 +3,20 @@ controller (its coflow scheduler, ``controller.scheduler_service``) and their fl
 through the host agents.
 
 Scheduling requests go to the controller in order on one pipelined connection of their
-own: a release waits for its ``register`` answer (its own entry is then in the switches
-and its level known), completions and polls do not wait, and nothing waits for the
-answer to an earlier request before sending.  Host socket priorities and paced
-rates the answers carry are applied on a second lane, so a release never waits behind
-agent round trips.  With an identity-ranked policy the controller answered the whole
+own: a release waits for its ``register`` answer (its level is then known, and its own
+entry in the switches or, without a meter, on its way while its packets carry the
+level's code), completions and polls do not wait, and nothing waits for the answer to
+an earlier request before sending.  Host socket priorities, marks and paced rates the
+answers carry are applied on a second lane, so a release never waits behind agent round
+trips; a mark for a coflow whose send orders are still on their way waits for them
+(``OrderGate``).  With an identity-ranked policy the controller answered the whole
 DAG's levels at ``open_job``, and releases make no round trip at all.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future
@@ -57,20 +60,50 @@ SENT_WAIT_S = 2.0  # after the run, the senders' last acknowledgements arrive wi
 
 
 def merge_host_updates(items: Sequence[HostUpdates]) -> HostUpdates:
-    """Host updates queued one after another as one: the last priority per (host, tag),
-    the last paced rate per (sender, tag, receiver)."""
+    """Host updates queued one after another as one: the last priority and the last
+    mark per (host, tag), the last paced rate per (sender, tag, receiver)."""
     levels = {(u.host, u.tag): u for h in items for u in h.levels}
     rates = {(u.src, u.tag, u.dst): u for h in items for u in h.rates}
-    return HostUpdates(tuple(levels.values()), tuple(rates.values()))
+    marks = {(u.host, u.tag): u for h in items for u in h.marks}
+    return HostUpdates(tuple(levels.values()), tuple(rates.values()), tuple(marks.values()))
+
+
+class OrderGate:
+    """The tags whose send orders are on their way to the agents (from the moment their
+    ``register`` answer arrives until the release has sent them): an agent re-marks only
+    the flows it has, so a mark for such a tag waits."""
+
+    def __init__(self) -> None:
+        """No tag on its way."""
+        self._cond = threading.Condition()
+        self._open: set[int] = set()
+
+    def begin(self, tag: int) -> None:
+        """``tag``'s orders are on their way."""
+        with self._cond:
+            self._open.add(tag)
+
+    def end(self, tag: int) -> None:
+        """``tag``'s orders reached the agents (or will not be sent)."""
+        with self._cond:
+            self._open.discard(tag)
+            self._cond.notify_all()
+
+    def wait(self, tag: int, timeout: float = REQUEST_TIMEOUT_S) -> None:
+        """Until ``tag``'s orders are sent; RuntimeError after ``timeout``."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: tag not in self._open, timeout):
+                raise RuntimeError(f"tag {tag}: its send orders were not sent in {timeout} s")
 
 
 class HostWriter:
-    """Applies host updates (socket priorities, paced rates) on the sending agents, on a
-    lane of its own; what queued up while it was busy is merged."""
+    """Applies host updates (socket priorities, paced rates, marks) on the sending
+    agents, on a lane of its own; what queued up while it was busy is merged."""
 
-    def __init__(self, agents, ip: dict[str, str]) -> None:
-        """Writer to ``agents``; ``ip`` maps host names to addresses (paced pairs)."""
-        self.agents, self.ip = agents, ip
+    def __init__(self, agents, ip: dict[str, str], gate: OrderGate | None = None) -> None:
+        """Writer to ``agents``; ``ip`` maps host names to addresses (paced pairs);
+        marks wait at ``gate`` for their tag's send orders."""
+        self.agents, self.ip, self.gate = agents, ip, gate or OrderGate()
         self.lane: Lane[HostUpdates] = Lane("host-writer", self._apply, merge_host_updates)
 
     def put(self, updates: HostUpdates) -> None:
@@ -84,6 +117,9 @@ class HostWriter:
             self.agents.set_level(u.host, u.tag, u.level)
         for r in updates.rates:
             self.agents.set_rate(r.src, r.tag, self.ip[r.dst], r.rate_mbps)
+        for m in updates.marks:  # after the priorities: a mark sets the priority again
+            self.gate.wait(m.tag)
+            self.agents.set_dscp(m.host, m.tag, m.dscp, m.unpace)
 
 
 class SchedulerLink:
@@ -132,6 +168,8 @@ class SchedulerLink:
             answer.set_exception(exc)
             return
         if isinstance(reply, Registered):
+            if not reply.written:  # before anyone can see the answer
+                self.hosts.gate.begin(reply.assignment.tag)
             self.hosts.put(reply.hosts)
         elif isinstance(reply, HostUpdates):
             self.hosts.put(reply)
@@ -151,8 +189,9 @@ class SchedulerLink:
 @dataclass
 class ReleaseTimes:
     """What releasing costs on the fabric: from a coflow's release to each of its flows'
-    first payload byte at the receiver, and the controller writes a release waited for
-    (dynamic policies write a new coflow's entry before its flows start)."""
+    first payload byte at the receiver, and the ``register`` round trips a release
+    waited for (dynamic policies), with how many went before their entry was written
+    (``level_marked``: marked with the level's code meanwhile)."""
 
     released: dict[str, float] = field(default_factory=dict)  # flow id -> monotonic s
     start_s: list[float] = field(default_factory=list)  # release -> sender's flow started
@@ -160,6 +199,7 @@ class ReleaseTimes:
     write_s: list[float] = field(default_factory=list)
     releases: int = 0
     new_connections: int = 0  # flows that found no idle pooled connection
+    level_marked: int = 0  # releases whose flows started before their entry was written
 
     def started(self, flow_id: str, t_ns: int) -> None:
         """The sender started ``flow_id`` at ``t_ns`` (took a connection, marked it)."""
@@ -180,7 +220,8 @@ class ReleaseTimes:
             "new_connections": self.new_connections,
             "start_ms": _ms_stats(self.start_s),
             "first_byte_ms": _ms_stats(self.first_byte_s),
-            "writes_waited": len(self.write_s),
+            "writes_waited": len(self.write_s) - self.level_marked,
+            "level_marked": self.level_marked,
             "write_ms": _ms_stats(self.write_s),
         }
 
@@ -238,18 +279,29 @@ class EmulationBackend:
         return None if self.opened is None else self.opened.fixed
 
     def release(self, coflow: Coflow, now: float) -> None:
-        """Have ``coflow`` scheduled (its own entry applied first), then start its flows."""
+        """Have ``coflow`` scheduled (its own entry applied or on its way first), then
+        start its flows."""
         t_release = time.monotonic()
-        cid = coflow.coflow_id
         fixed = self.fixed
         if fixed is not None:
-            assigned, reply = fixed[cid], None
+            assigned, reply = fixed[coflow.coflow_id], None
         else:
             reply = self.link.register(Register(coflow, now, self._drain()))
             assigned = reply.assignment
             self.times.write_s.append(time.monotonic() - t_release)
-        self.active[cid] = coflow
-        self.levels[cid] = assigned.level
+            self.times.level_marked += not reply.written
+        try:
+            self._send(coflow, assigned, reply, t_release)
+        finally:
+            if reply is not None and not reply.written:
+                self.link.hosts.gate.end(assigned.tag)
+
+    def _send(
+        self, coflow: Coflow, assigned: Assignment, reply: Registered | None, t_release: float
+    ) -> None:
+        """Note the release and send the coflow's flows at its assignment."""
+        self.active[coflow.coflow_id] = coflow
+        self.levels[coflow.coflow_id] = assigned.level
         self.times.releases += 1
         for f in coflow.flows:
             self.times.released[f.flow_id] = t_release

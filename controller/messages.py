@@ -13,7 +13,9 @@ reject unknown and missing keys).
                                            one decided that the requester did not get
 
 ``HostUpdates`` carry what the sending hosts must change for coflows already running:
-socket priorities (``HostLevel``) and, in pacing mode, paced rates (``HostRate``).
+socket priorities (``HostLevel``), the DSCP a coflow's packets carry (``HostMark``: a
+level's code while its tag's entry is on its way to the switches, then the tag's) and,
+in pacing mode, paced rates (``HostRate``).
 """
 
 from __future__ import annotations
@@ -237,26 +239,39 @@ class HostRate:
 
 
 @dataclass(frozen=True)
+class HostMark:
+    """Packets of ``tag`` from ``host`` are marked with ``dscp`` from now on; ``unpace``:
+    and no longer paced (the switches' per-pair meters took over from the host)."""
+
+    host: str
+    tag: int
+    dscp: int
+    unpace: bool = False
+
+
+@dataclass(frozen=True)
 class HostUpdates:
     """What sending hosts must change for coflows already running."""
 
     levels: tuple[HostLevel, ...] = ()
     rates: tuple[HostRate, ...] = ()
+    marks: tuple[HostMark, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.levels or self.rates)
+        return bool(self.levels or self.rates or self.marks)
 
     def to_wire(self) -> dict:
         """JSON form."""
         return {
             "levels": [[u.host, u.tag, u.level] for u in self.levels],
             "rates": [[u.src, u.tag, u.dst, u.rate_mbps] for u in self.rates],
+            "marks": [[u.host, u.tag, u.dscp, u.unpace] for u in self.marks],
         }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "hosts") -> HostUpdates:
         """Parse the JSON form."""
-        d = _fields(d, where, {"levels", "rates"})
+        d = _fields(d, where, {"levels", "rates", "marks"})
         try:
             levels = tuple(
                 HostLevel(str(h), _int(t, where), _int(lv, where)) for h, t, lv in d["levels"]
@@ -265,9 +280,13 @@ class HostUpdates:
                 HostRate(str(s), _int(t, where), str(dst), None if r is None else _number(r, where))
                 for s, t, dst, r in d["rates"]
             )
+            marks = tuple(
+                HostMark(str(h), _int(t, where), _int(c, where), bool(u))
+                for h, t, c, u in d["marks"]
+            )
         except (TypeError, ValueError) as e:
             raise ValueError(f"{where}: malformed host updates: {e}") from None
-        return cls(levels, rates)
+        return cls(levels, rates, marks)
 
 
 @dataclass(frozen=True)
@@ -301,13 +320,16 @@ class Register:
 
 @dataclass(frozen=True)
 class Registered:
-    """The answer to ``Register``, sent once the coflow's own entry is in the switches:
-    its assignment, the paced rate of each of its (src, dst) pairs (pacing mode), and
-    the host updates the decision made for the others."""
+    """The answer to ``Register``: the coflow's assignment, the paced rate of each of its
+    (src, dst) pairs (pacing mode), and the host updates the decision made for the
+    others.  ``written``: its own entry is in the switches.  Otherwise (an entry without
+    a meter) it is on its way: the assignment's ``dscps`` mark the coflow with its
+    level's code meanwhile, and a ``HostMark`` in a later answer moves it to the tag's."""
 
     assignment: Assignment
     pair_rates: tuple[FlowRate, ...] = ()
     hosts: HostUpdates = HostUpdates()
+    written: bool = True
 
     def to_wire(self) -> dict:
         """JSON form."""
@@ -317,12 +339,15 @@ class Registered:
             "dscps": dict(self.assignment.dscps),
             "pair_rates": [[p.src, p.dst, p.rate_mbps] for p in self.pair_rates],
             "hosts": self.hosts.to_wire(),
+            "written": self.written,
         }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "registered") -> Registered:
         """Parse the JSON form."""
-        d = _fields(d, where, {"tag", "level", "dscps", "pair_rates", "hosts"})
+        d = _fields(d, where, {"tag", "level", "dscps", "pair_rates", "hosts", "written"})
+        if not isinstance(d["written"], bool):
+            raise ValueError(f"{where}.written: must be true or false")
         try:
             pairs = tuple(
                 FlowRate(str(s), str(dst), _number(r, where)) for s, dst, r in d["pair_rates"]
@@ -340,6 +365,7 @@ class Registered:
             ),
             pairs,
             HostUpdates.from_wire(d["hosts"], f"{where}.hosts"),
+            d["written"],
         )
 
     def pair_rate(self, src: str, dst: str) -> float | None:

@@ -2,9 +2,13 @@
 ``controller.messages``) run the policy here, in the controller process, through a
 ``LiveScheduler``; its switch writes go through one ordered lane.
 
-A ``register`` is answered once its own coflow's entry (and any clear before it) is in
-the switches, so its packets find their level; re-ranking of the other coflows is
-written behind it, and the host updates it implies go back in the answer for the
+A ``register`` is answered once decided.  The coflow's own entry (and any clear before
+it) goes to the switches first, ahead of the re-ranking of the other coflows; an entry
+with a meter is waited for, so no packet passes unmetered.  One without is not: the
+answer marks the coflow's packets with its level's code (which every switch queues by,
+and the leaves pass on unchanged), and once the entry is written a later answer moves
+its senders to the tag's DSCP (``HostMark``), so the switches' entry, and the re-ranks
+written to it, take over.  The host updates go back in the answers for the
 orchestrator to forward to the agents.  Every request and what it changed is appended
 to an event log (JSON lines) that ``replay`` feeds back through a fresh scheduler.
 """
@@ -16,7 +20,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +33,7 @@ from controller.messages import (
     REQUESTS,
     Assignment,
     CloseJob,
+    HostMark,
     HostUpdates,
     JobOpened,
     JobReport,
@@ -43,7 +49,7 @@ from controller.policies.plugins import import_plugin
 from controller.policies.static import StaticPolicy
 from controller.scheduler import Changes, LiveScheduler
 from topo.plan import FabricPlan
-from workload.marking import TAG_ID_MAX, TAG_MIN
+from workload.marking import TAG_ID_MAX, TAG_MIN, level_dscp
 
 log = logging.getLogger("controller.scheduler")
 WRITE_TIMEOUT_S = 30.0
@@ -103,12 +109,30 @@ def split_own(changes: Changes, tag: int) -> tuple[Changes, Changes]:
 
 @dataclass
 class _Job:
-    """One open job: its scheduler, its write lane and what it polls."""
+    """One open job: its scheduler, its write lane and what it polls; the coflows whose
+    own entry is on its way (by tag: the entry and its senders) and the entries written
+    since the last answer (appended by the lane's thread, under ``lock``)."""
 
     scheduler: LiveScheduler
     lane: Lane
     poll: str | None
     write_s: list[float] = field(default_factory=list)
+    pending: dict[int, tuple[TagEntry, tuple[str, ...]]] = field(default_factory=dict)
+    landed: list[TagEntry] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def deferrable(entry: TagEntry) -> bool:
+    """Whether a coflow's packets may go before its entry is written: marked with its
+    level's code they queue at their level everywhere, and its senders can pace its
+    per-pair meters' rates (``flow_rates``) meanwhile; a meter over the whole coflow
+    (``rate_mbps``) needs the entry itself."""
+    return entry.rate_mbps is None
+
+
+def provisional(level: int, senders: Sequence[str]) -> tuple[tuple[str, int], ...]:
+    """Each sender marks with the level's code until the coflow's entry is written."""
+    return tuple((h, level_dscp(level)) for h in senders)
 
 
 class SchedulerService:
@@ -185,16 +209,18 @@ class SchedulerService:
             cid = msg.coflow.coflow_id
             tag = sched.tags[cid]
             own, rest = split_own(changes, tag)
-            own_done = None
-            if own and not job.lane.apply_if_idle(own)[0]:  # idle: written here, now
+            assigned = Assignment(tag, sched.level_of(cid), sched.dscps_of(cid))
+            pairs, own_done = self._pair_rates(sched, msg.coflow), None
+            if own.entries and deferrable(own.entries[0]):
+                senders = tuple(sorted({f.src for f in msg.coflow.flows}))
+                self._defer(job, own, senders)
+                assigned = replace(assigned, dscps=provisional(assigned.level, senders))
+                pairs = own.entries[0].flow_rates or pairs  # its pair meters' rates, paced
+            elif own and not job.lane.apply_if_idle(own)[0]:  # idle: written here, now
                 own_done = job.lane.put(own, last=True)  # not merged with the re-ranks after
             if rest.entries or rest.clear_tags:
                 job.lane.put(rest)
-            reply = Registered(
-                Assignment(tag, sched.level_of(cid), sched.dscps_of(cid)),
-                self._pair_rates(sched, msg.coflow),
-                rest.hosts(),
-            )
+            reply = Registered(assigned, pairs, self._hosts(job, rest), tag not in job.pending)
             self._log("register", msg, changes)
         if own_done is not None:
             own_done.result(WRITE_TIMEOUT_S)
@@ -205,7 +231,9 @@ class SchedulerService:
         with self._lock:
             job = self._open()
             self._done(job.scheduler, msg.done_flows)
+            tag = job.scheduler.tags.get(msg.coflow_id, -1)
             changes = job.scheduler.finish(msg.coflow_id, msg.now)
+            job.pending.pop(tag, None)  # its flows are done: nothing left to mark
             return self._queue(job, "unregister", msg, changes)
 
     def progress(self, msg: Progress) -> HostUpdates:
@@ -285,7 +313,42 @@ class SchedulerService:
         if changes.entries or changes.clear_tags:
             job.lane.put(changes)
         self._log(op, msg, changes, extra)
-        return changes.hosts()
+        return self._hosts(job, changes)
+
+    @staticmethod
+    def _defer(job: _Job, own: Changes, senders: tuple[str, ...]) -> None:
+        """Queue a coflow's own entry without waiting for it; once written it is noted
+        in ``landed`` for the next answer (unless it failed: the lane keeps the error)."""
+        entry = own.entries[0]
+        job.pending[entry.tag] = (entry, senders)
+
+        def written(done: Future) -> None:
+            if done.exception() is None:
+                with job.lock:
+                    job.landed.append(entry)
+
+        job.lane.put(own, last=True).add_done_callback(written)
+
+    @staticmethod
+    def _hosts(job: _Job, changes: Changes) -> HostUpdates:
+        """The host part of ``changes`` and the marks due for the coflows whose entry
+        was on its way: the level's code for those re-ranked meanwhile; for those written
+        since (if the tag still belongs to them) the tag's DSCP, unpaced where the
+        switches' per-pair meters took the pacing over.  Marks depend on when writes
+        end: the event log leaves them out (``changes_to_wire``)."""
+        marks = [
+            HostMark(u.host, u.tag, level_dscp(u.level))
+            for u in changes.host_levels
+            if u.tag in job.pending
+        ]
+        with job.lock:
+            landed, job.landed = job.landed, []
+        for entry in landed:
+            if job.pending.get(entry.tag, (None,))[0] is entry:
+                _, senders = job.pending.pop(entry.tag)
+                paced = bool(entry.flow_rates)
+                marks.extend(HostMark(h, entry.tag, entry.dscp_of(h), paced) for h in senders)
+        return replace(changes.hosts(), marks=tuple(marks))
 
     @staticmethod
     def _pair_rates(sched: LiveScheduler, coflow) -> tuple[FlowRate, ...]:
@@ -354,10 +417,12 @@ def read_events(path: Path) -> list[dict]:
 
 def changes_to_wire(changes: Changes) -> dict:
     """``changes`` as JSON (the event log's form; compared by ``replay``)."""
+    hosts = changes.hosts().to_wire()
+    del hosts["marks"]  # not a decision's: when an entry was written, which is no replay's
     return {
         "entries": [e.to_wire() for e in changes.entries],
         "clear_tags": list(changes.clear_tags),
-        **changes.hosts().to_wire(),
+        **hosts,
     }
 
 

@@ -85,7 +85,10 @@ def test_dclas_demotes_a_coflow_that_crossed_10_mib(tmp_path):
     'new' (5 MB) arrives, so it sits in queue 1 and 'new' (queue 0) runs nearly as if
     alone: 0.4 s at 100 Mbit/s, allowed 0.6 s (TCP start-up, and 'old' keeps level 0 for
     the few ms until its re-ranked entry lands; one CI run measured 0.51 s).  Sharing the link
-    would take 0.8 s, and FIFO would hold 'new' behind 'old' for about 2 s."""
+    would take 0.8 s, and FIFO would hold 'new' behind 'old' for about 2 s.  Both start
+    before their entries are written (marked with their level's code); the counters see
+    'old' only once its sender has moved to the tag's DSCP, so the demotion also shows
+    that move."""
     import yaml
 
     scen = {
@@ -117,3 +120,5 @@ def test_dclas_demotes_a_coflow_that_crossed_10_mib(tmp_path):
     assert cf["old"]["rank"].startswith("(1,")  # demoted to queue 1 by its byte count
     assert cf["new"]["cct_s"] <= 1.5 * 5e6 * 8 / 100e6, cf["new"]
     assert cf["new"]["finish_s"] < cf["old"]["finish_s"]
+    release = json.loads((tmp_path / "run" / "summary.json").read_text())["release"]
+    assert release["level_marked"] == 2 and release["writes_waited"] == 0, release

@@ -50,6 +50,7 @@ from workload.agent.proto import (
     RecvRecord,
     Request,
     SendRequest,
+    SetDscpRequest,
     SetLevelRequest,
     SetRateRequest,
     ShutdownRequest,
@@ -259,6 +260,8 @@ class Agent(FlowSender):
             return {"cancelled": self._cancel(req.flow_id)}
         if isinstance(req, SetLevelRequest):
             return {"sockets": self._set_level(req.tag, req.level), "priority": self.priority_ok}
+        if isinstance(req, SetDscpRequest):
+            return {"sockets": self._set_dscp(req.tag, req.dscp, req.unpace)}
         if isinstance(req, SetRateRequest):
             return {"sockets": self._set_rate(req.tag, req.dst_ip, req.rate_mbps)}
         if isinstance(req, StatsRequest):
@@ -277,7 +280,8 @@ class Agent(FlowSender):
 
     def _stats(self) -> dict[str, Any]:
         """Acknowledged bytes per outgoing flow and per tag, received bytes per incoming flow,
-        SO_PRIORITY and pacing cap (bytes/s, None = uncapped) of the live outgoing sockets."""
+        SO_PRIORITY, pacing cap (bytes/s, None = uncapped) and IP_TOS of the live outgoing
+        sockets."""
         sent = {fid: flow.acked() for fid, flow in self.send_flows.items()}
         pools = {
             f"{ip}:{port}": {"total": p.total, "idle": len(p.idle), "on_demand": p.on_demand}
@@ -301,6 +305,9 @@ class Agent(FlowSender):
             "received": received,
             "priority": priority,
             "pacing": {fid: pacing_rate(sock) for fid, sock in live.items()},
+            "tos": {
+                fid: sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) for fid, sock in live.items()
+            },
         }
 
     async def _watchdog(self) -> None:

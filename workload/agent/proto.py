@@ -31,19 +31,24 @@ Requests (reply fields after ``id``/``ok``; a refused request gets ``ok: false, 
   ``p % slots == slot``, which the leaves forward to the slot's spine,
   ``workload.ecmp``; replies may overtake earlier ones: match them by ``id``).
 - ``send`` flow_id, dst_ip, dst_port, bytes, tag, level, optional dscp (1..55: the
-  DSCP to mark with when the controller remapped this sender, else ``tag_dscp(tag)``),
+  DSCP to mark with when the controller remapped this sender, 56..63: a level's code
+  while the tag's entry is not yet in the switches; else ``tag_dscp(tag)``),
   optional rate_mbps (number > 0
   or null = unpaced), optional slot and slots -> {} at once; the flow runs on, on an idle
   pooled connection (of its ECMP slot, if given), or a new one when none is idle.
 - ``cancel`` flow_id -> cancelled (bool: it was under way); its connection is closed (the
   receiver reports the flow failed) and the sender reports ``flow_failed`` "cancelled".
 - ``set_level`` tag, level -> sockets (how many live sockets moved), priority (bool).
+- ``set_dscp`` tag, dscp (as ``send``'s), optional unpace (bool: lift the tag's pacing
+  too) -> sockets (how many live sockets were re-marked); flows of the tag not started
+  yet are marked (and paced) so when they start.
 - ``set_rate`` tag, dst_ip, rate_mbps (number > 0, or null to lift the cap) -> sockets (how
   many live sockets of that tag to that address changed); flows not connected yet take it too.
 - ``stats`` -> t_ns, connections {"ip:port": {total, idle, on_demand}},
   sent {flow: acked bytes}, sent_by_tag {"tag": bytes},
   received {flow: bytes}, priority {flow: SO_PRIORITY of live sockets},
-  pacing {flow: SO_MAX_PACING_RATE bytes/s of live sockets, null when uncapped}.
+  pacing {flow: SO_MAX_PACING_RATE bytes/s of live sockets, null when uncapped},
+  tos {flow: IP_TOS byte of live sockets}.
 - ``hello`` -> host, pid, data_port, priority (may set SO_PRIORITY), t_ns.
 - ``shutdown`` -> {}; then the agent closes everything and exits 0.
 
@@ -163,6 +168,18 @@ def _check_level(level: Any) -> int:
     return level
 
 
+def _check_dscp(dscp: Any) -> int:
+    """A DSCP a sender may mark with: a tag's (1..55) or a level's code (56..63), or
+    ProtocolError."""
+    top = marking.LEVEL_CODE_BASE + marking.MAX_LEVELS - 1
+    if type(dscp) is not int or not marking.TAG_MIN <= dscp <= top:
+        raise ProtocolError(
+            f"dscp: must be an int {marking.TAG_MIN}..{marking.TAG_MAX} (a tag's) or "
+            f"{marking.LEVEL_CODE_BASE}..{top} (a level's code), got {dscp!r}"
+        )
+    return dscp
+
+
 def _check_ip(dst_ip: Any) -> str:
     """An IPv4 address in dotted form or ProtocolError."""
     try:
@@ -236,13 +253,8 @@ class SendRequest:
         if not isinstance(self.flow_id, str):
             raise ProtocolError(f"flow_id: must be a string, got {self.flow_id!r}")
         encode_header(self.flow_id, 0)  # checks the length
-        if self.dscp is not None and (
-            type(self.dscp) is not int or not marking.TAG_MIN <= self.dscp <= marking.TAG_MAX
-        ):
-            raise ProtocolError(
-                f"dscp: must be an int {marking.TAG_MIN}..{marking.TAG_MAX} or null, "
-                f"got {self.dscp!r}"
-            )
+        if self.dscp is not None:
+            _check_dscp(self.dscp)
         _check_ip(self.dst_ip)
         _check_port(self.dst_port)
         if type(self.bytes) is not int or not 1 <= self.bytes < 1 << 63:
@@ -276,6 +288,24 @@ class SetLevelRequest:
         """Reject bad values with the key's name (ProtocolError)."""
         _check_tag(self.tag)
         _check_level(self.level)
+
+
+@dataclass(frozen=True)
+class SetDscpRequest:
+    """Mark the flows of ``tag`` with ``dscp`` from now on: its live sockets and the
+    flows not started yet (the tag's entry reached the switches, or its level moved
+    while it had not)."""
+
+    tag: int
+    dscp: int
+    unpace: bool = False  # and lift the tag's pacing (a switch meter took it over)
+
+    def __post_init__(self) -> None:
+        """Reject bad values with the key's name (ProtocolError)."""
+        _check_tag(self.tag)
+        _check_dscp(self.dscp)
+        if not isinstance(self.unpace, bool):
+            raise ProtocolError(f"unpace: must be true or false, got {self.unpace!r}")
 
 
 @dataclass(frozen=True)
@@ -314,6 +344,7 @@ Request = (
     | SendRequest
     | CancelRequest
     | SetLevelRequest
+    | SetDscpRequest
     | SetRateRequest
     | StatsRequest
     | HelloRequest
@@ -324,6 +355,7 @@ OPS: dict[str, type] = {
     "send": SendRequest,
     "cancel": CancelRequest,
     "set_level": SetLevelRequest,
+    "set_dscp": SetDscpRequest,
     "set_rate": SetRateRequest,
     "stats": StatsRequest,
     "hello": HelloRequest,

@@ -11,7 +11,8 @@ rate (or unpaced); handshakes always travel unmarked at level 0.
 
 One task per flow writes header and payload from one shared buffer, waits for the
 receiver's acknowledgement and reports ``flow_started``/``flow_sent``/``flow_failed``;
-``set_level`` and ``set_rate`` re-mark and re-pace live flows and the ones not started yet.
+``set_level``, ``set_dscp`` and ``set_rate`` re-mark and re-pace live flows and the ones
+not started yet.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ class SendFlow:
     req: SendRequest
     level: int
     rate_mbps: float | None = None  # pacing cap; set_rate may change it before it starts
+    dscp: int | None = None  # the DSCP to mark with (None: the tag's); set_dscp changes it
     sock: socket.socket | None = None  # its connection's socket while it runs
     done: asyncio.Future | None = None  # pending while writing, then until acknowledged
     handed: int = 0  # payload bytes accepted by the kernel
@@ -239,7 +241,7 @@ class FlowSender:
         """Register the flow and start its task; the reply does not wait for the flow."""
         if req.flow_id in self.send_flows:
             raise ProtocolError(f"send: flow_id {req.flow_id!r} was already sent by this agent")
-        flow = SendFlow(req, req.level, req.rate_mbps)
+        flow = SendFlow(req, req.level, req.rate_mbps, req.dscp)
         self.send_flows[req.flow_id] = flow
         task = flow.task = asyncio.get_running_loop().create_task(self._send(flow))
         self.tasks.add(task)
@@ -306,7 +308,7 @@ class FlowSender:
 
     def _mark(self, flow: SendFlow, sock: socket.socket) -> None:
         """The flow's tag, level and pacing on its connection, before its first byte."""
-        mark_flow_socket(sock, flow.req.tag, flow.level, self.priority_ok, flow.req.dscp)
+        mark_flow_socket(sock, flow.req.tag, flow.level, self.priority_ok, flow.dscp)
         set_pacing(sock, flow.rate_mbps)
 
     def _started(self, flow: SendFlow, sock: socket.socket, start_ns: int, fresh: bool) -> None:
@@ -407,6 +409,24 @@ class FlowSender:
                 flow.sock.setsockopt(
                     socket.SOL_SOCKET, socket.SO_PRIORITY, marking.skb_priority(level)
                 )
+                changed += 1
+        return changed
+
+    def _set_dscp(self, tag: int, dscp: int, unpace: bool) -> int:
+        """Mark the flows of ``tag`` with ``dscp`` (and lift their pacing if ``unpace``);
+        returns how many live sockets were re-marked (their priority set again after:
+        IP_TOS resets it).  Flows not started yet are marked so when they start."""
+        changed = 0
+        for flow in self.send_flows.values():
+            if flow.req.tag != tag:
+                continue
+            flow.dscp = dscp
+            if unpace:
+                flow.rate_mbps = None
+            if flow.sock is not None:
+                mark_flow_socket(flow.sock, tag, flow.level, self.priority_ok, dscp)
+                if unpace:
+                    set_pacing(flow.sock, None)
                 changed += 1
         return changed
 

@@ -137,6 +137,36 @@ def test_set_level_moves_live_sockets_of_the_tag_only(agents):
 
 @pytest.mark.processes
 @pytest.mark.sockets
+def test_set_dscp_re_marks_live_sockets_of_the_tag_keeping_their_priority(agents):
+    """Tag 4 starts marked with level 2's code (its entry not yet in the switches) and
+    paced; set_dscp moves it to its own DSCP (4) and lifts the pacing, tag 9 stays."""
+    code = marking.level_dscp(2)
+    with socket.socket() as sink:  # accepts, reads nothing until told: flows stay live
+        sink.bind(("127.0.0.1", 0))
+        sink.listen()
+        port = sink.getsockname()[1]
+        agents.send_many(
+            [
+                SendOrder("h11", "marked", "127.0.0.1", port, 50_000_000, 4, 2, 8.0, code),
+                SendOrder("h11", "other", "127.0.0.1", port, 50_000_000, 9, 2, None, code),
+            ]
+        )
+        conns = [sink.accept()[0] for _ in range(2)]
+        collect_started(agents, {"marked", "other"})
+        assert agents.stats("h11").tos == {"marked": code << 2, "other": code << 2}
+        assert agents.set_dscp("h11", 4, marking.tag_dscp(4), unpace=True) == 1
+        stats = agents.stats("h11")
+        assert stats.tos == {"marked": 4 << 2, "other": code << 2}
+        assert stats.pacing["marked"] is None  # ~0UL, the kernel default
+        if can_set_priority():  # IP_TOS resets SO_PRIORITY: set again after it
+            assert stats.priority["marked"] == marking.skb_priority(2)
+        assert agents.set_dscp("h12", 4, 4) == 0
+        for c in conns:
+            c.close()
+
+
+@pytest.mark.processes
+@pytest.mark.sockets
 def test_a_remapped_sender_marks_the_dscp_it_was_given(agents):
     """Tag 58 with dscp 31 (the controller remapped h11) goes out as DSCP 31; tag 60
     without one as its own DSCP, 60 - 55 = 5 (the agent reports the socket's TOS)."""

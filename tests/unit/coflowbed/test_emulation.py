@@ -13,9 +13,11 @@ import pytest
 from coflowbed import emulation
 from coflowbed.emulation import HostWriter, ReleaseTimes, merge_host_updates
 from coflowbed.results import FlowRecord
-from controller.messages import HostLevel, HostRate, HostUpdates, OpenJob, PolicySpec
+from controller.messages import HostLevel, HostMark, HostRate, HostUpdates, OpenJob, PolicySpec
+from controller.scheduler import Changes
 from tests.fakes import PLAN, LoopbackClient, ready_plane
 from workload.dag import Coflow, Flow
+from workload.marking import level_dscp, tag_dscp
 
 X = Coflow("x", (Flow("x.0", "h11", "h21", 1_000_000), Flow("x.1", "h12", "h21", 1_000_000)))
 Y = Coflow("y", (Flow("y.0", "h11", "h22", 1000),))
@@ -24,6 +26,7 @@ Y = Coflow("y", (Flow("y.0", "h11", "h22", 1000),))
 class FakeAgents:
     def __init__(self, gate: threading.Event | None = None):
         self.levels, self.rates, self.orders, self.asked = [], [], [], []
+        self.marks: list[tuple] = []
         self.gate = gate
         self.waiting = threading.Event()  # set once a set_level waits at the gate
 
@@ -35,6 +38,9 @@ class FakeAgents:
 
     def set_rate(self, host, tag, dst_ip, rate):
         self.rates.append((host, tag, dst_ip, rate))
+
+    def set_dscp(self, host, tag, dscp, unpace):
+        self.marks.append((host, tag, dscp, unpace))
 
     def send_many(self, orders):
         self.orders.extend(orders)
@@ -87,18 +93,65 @@ def test_host_updates_queued_behind_a_slow_one_are_coalesced():
     assert agents.levels == [("h1", 2, 1), ("h1", 3, 4)]  # the three behind became one
 
 
+def drain(plane) -> None:
+    """Until the controller's switch writes queued so far are done."""
+    plane.scheduler.job.lane.put(Changes()).result(5)
+
+
 def test_a_dynamic_release_registers_and_starts_its_flows_at_the_answered_level():
+    """FIFO meters nothing: the flows start marked with level 0's code, and once the
+    entry is written the next answer moves both senders to the tag's DSCP."""
     be, plane, drv, client = backend_for("fifo", [X, Y])
     be.preinstall()
     assert be.fixed is None and writes(drv) == []  # nothing written before a release
     be.release(X, 0.0)
-    assert client.ops == ["open_job", "register"] and len(writes(drv)) == 1
-    assert {(o.flow_id, o.tag, o.level) for o in be.agents.orders} == {("x.0", 1, 0), ("x.1", 1, 0)}
+    assert client.ops == ["open_job", "register"]
+    got = {(o.flow_id, o.tag, o.level, o.dscp) for o in be.agents.orders}
+    assert got == {("x.0", 1, 0, level_dscp(0)), ("x.1", 1, 0, level_dscp(0))}
+    drain(plane)
+    assert len(writes(drv)) == 1
+    be.release(Y, 0.5)  # its answer carries X's marks
     be.finished(X, 1.0)
     be.close()
     assert client.ops[-2:] == ["unregister", "close_job"]
-    assert be.report.levels == {"x": 0} and be.report.static is False
-    assert be.times.summary()["writes_waited"] == 1
+    own = tag_dscp(1)
+    assert {("h11", 1, own, False), ("h12", 1, own, False)} <= set(be.agents.marks)
+    assert be.report.levels["x"] == 0 and be.report.static is False
+    summary = be.times.summary()
+    assert summary["writes_waited"] == 0 and summary["level_marked"] == 2
+
+
+class SeenGate(emulation.OrderGate):
+    """An order gate that says when someone waits at it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+
+    def wait(self, tag, timeout=5.0):
+        self.entered.set()
+        super().wait(tag, timeout)
+
+
+def test_a_mark_waits_until_its_tags_send_orders_are_out():
+    """The agent re-marks only flows it has: a mark for a tag whose orders are still on
+    their way (its answer arrived, the release has not sent them) waits for them."""
+    agents, gate = FakeAgents(), SeenGate()
+    w = HostWriter(agents, {}, gate)
+    gate.begin(7)
+    w.put(HostUpdates(marks=(HostMark("h11", 7, 7),)))
+    assert gate.entered.wait(5) and agents.marks == []  # held at the gate
+    gate.end(7)
+    w.lane.close()
+    assert agents.marks == [("h11", 7, 7, False)]
+
+
+def test_a_gate_that_never_opens_is_an_error_not_a_hang():
+    gate = emulation.OrderGate()
+    gate.begin(3)
+    with pytest.raises(RuntimeError, match="tag 3: its send orders were not sent"):
+        gate.wait(3, timeout=0.01)
+    gate.wait(4, timeout=0.01)  # another tag passes
 
 
 def test_a_release_does_not_wait_behind_host_updates():
@@ -115,16 +168,20 @@ def test_a_release_does_not_wait_behind_host_updates():
 
 
 def test_a_failed_request_is_reported_to_the_executor_and_later_releases():
+    """X's entry fails to write after X was answered (FIFO does not wait for it): the
+    next request fails, the executor hears of it, and later releases are refused."""
     be, plane, drv, client = backend_for("fifo", [X, Y])
     be.preinstall()
     drv.fail = "switch gone"
     plane.spawn = lambda fn, *a: None  # the re-install after a failed write: not run here
+    be.release(X, 0.0)
+    drain(plane)
     with pytest.raises(Exception, match="switch gone"):
-        be.release(X, 0.0)
+        be.release(Y, 0.1)
     failed = be.wait_events(0)
     assert len(failed) == 1 and "switch gone" in failed[0].reason
     with pytest.raises(RuntimeError, match="controller request failed"):
-        be.release(Y, 0.1)
+        be.release(Y, 0.2)
     be.close()
 
 
@@ -207,7 +264,7 @@ def test_name_losses_names_each_lost_host_and_its_flows():
     assert calm.waited == 0.0
 
 
-def test_a_remapped_sender_gets_its_dscp_in_the_send_order():
+def test_a_remapped_sender_is_marked_with_its_dscp_once_the_entry_is_written():
     """h11 sends c0..c29 (tags 1..30, DSCPs 1..30), h12 c30..c54 (31..55).  The wide
     coflow gets tag 56, whose own DSCP 1 h11 holds: h11's order carries DSCP 31 (its
     smallest free), h12's none (it marks the tag's own, 1)."""
@@ -216,15 +273,18 @@ def test_a_remapped_sender_gets_its_dscp_in_the_send_order():
         for i in range(55)
     ]
     wide = Coflow("w", (Flow("w.0", "h11", "h22", 1000), Flow("w.1", "h12", "h22", 1000)))
-    be, _plane, _drv, _client = backend_for("fifo", [*narrow, wide])
+    be, plane, _drv, _client = backend_for("fifo", [*narrow, wide])
     be.preinstall()
     for cf in [*narrow, wide]:
         be.release(cf, 0.0)
     orders = {o.flow_id: o for o in be.agents.orders}
-    assert (orders["w.0"].tag, orders["w.0"].dscp) == (56, 31)
-    assert (orders["w.1"].tag, orders["w.1"].dscp) == (56, None)
-    assert orders["c0.0"].dscp is None
+    w0 = orders["w.0"]  # until its entry is written: its level's code
+    assert (w0.tag, w0.dscp) == (56, level_dscp(w0.level))
+    drain(plane)
+    be.finished(narrow[0], 1.0)  # its answer carries the marks of the entries written
     be.close()
+    marks = {(h, tag): dscp for h, tag, dscp, _ in be.agents.marks}
+    assert marks[("h11", 56)] == 31 and marks[("h12", 56)] == 1 and marks[("h11", 1)] == 1
 
 
 class LateSenders(FakeAgents):

@@ -23,6 +23,7 @@ CF = Coflow(
 HOSTS = m.HostUpdates(
     (m.HostLevel("h11", 3, 2),),
     (m.HostRate("h11", 3, "h21", 12.5), m.HostRate("h12", 3, "h22", None)),
+    (m.HostMark("h11", 3, 58), m.HostMark("h12", 3, 3, unpace=True)),
 )
 SAMPLES = [
     m.PolicySpec("sebf", {"x": 1}, {"a": 2}, {"a": 10.0}, ("/p/plugin.py",)),
@@ -38,6 +39,7 @@ SAMPLES = [
     m.Register(CF, 1.25, ("f1", "f2")),
     m.Registered(m.Assignment(7, 1), (FlowRate("h11", "h21", 40.0),), HOSTS),
     m.Registered(m.Assignment(58, 2, (("h11", 31), ("h12", 4)))),
+    m.Registered(m.Assignment(9, 1, (("h11", 57),)), (), HOSTS, written=False),
     m.Unregister("i0.ep.L1", 2.5, ("f3",)),
     m.Progress(3.0, {"i0.ep.L1.0": 100}, ()),
     m.HostUpdates(),

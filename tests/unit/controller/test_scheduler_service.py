@@ -13,12 +13,21 @@ from pathlib import Path
 import pytest
 
 from controller.coflow_table import TagEntry
-from controller.messages import HostLevel, OpenJob, PolicySpec, Register, Registered, Unregister
+from controller.messages import (
+    HostLevel,
+    HostMark,
+    OpenJob,
+    PolicySpec,
+    Register,
+    Registered,
+    Unregister,
+)
 from controller.scheduler import Changes
 from controller.scheduler_service import merge_changes, replay, split_own
 from tests.fakes import PLAN, ready_plane
 from topo.plan import FabricPlan
 from workload.dag import Coflow, Flow
+from workload.marking import level_dscp, tag_dscp
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings" / "scheduler"
 A = Coflow("a", (Flow("a.0", "h11", "h21", 5000),))
@@ -54,18 +63,79 @@ def test_a_new_coflow_needs_only_its_own_entry_and_the_clears_before_it():
     assert [e.tag for e in rest.entries] == [1] and rest.host_levels == [HostLevel("h", 1, 0)]
 
 
-def test_register_answers_with_the_coflows_level_after_its_entry_is_written():
+def registered(reply: dict) -> Registered:
+    """A ``register`` reply decoded (it must have succeeded)."""
+    assert reply.pop("ok"), reply
+    return Registered.from_wire(reply)
+
+
+def drain(plane) -> None:
+    """Until the job's switch writes queued so far are done."""
+    plane.scheduler.job.lane.put(Changes()).result(5)
+
+
+def test_register_answers_before_an_entry_without_a_coflow_meter_is_written():
+    """SEBF meters each pair (MADD) but not the coflow: the answer comes while the
+    coflow's own write is still blocked in the switch, marking its packets with its
+    level's code and pacing its pair at the meter's rate; once the write is done, the
+    next answer moves its sender to the tag's DSCP and lifts the pacing."""
     plane, drv = ready_plane(PLAN, levels=4)
     assert call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (A, B)))["ok"]
-    first = Registered.from_wire(
-        {k: v for k, v in call(plane, "register", Register(B, 0.0)).items() if k != "ok"}
-    )
-    assert first.assignment.level == 0 and len(writes(drv)) == 1
-    second = call(plane, "register", Register(A, 0.1))  # bigger: below B
-    assert second["ok"] and second["level"] > first.assignment.level
+    drv.gate, drv.entered = threading.Event(), threading.Event()
+    first = registered(call(plane, "register", Register(B, 0.0)))
+    tag = first.assignment.tag
+    assert drv.entered.wait(5) and writes(drv) == []  # the write is in the switch, blocked
+    assert not first.written and first.assignment.level == 0
+    assert first.assignment.dscps == (("h12", level_dscp(0)),)
+    assert [(r.src, r.dst) for r in first.pair_rates] == [("h12", "h22")]
+    assert first.pair_rates[0].rate_mbps > 0
+    drv.gate.set()
+    drain(plane)
+    second = registered(call(plane, "register", Register(A, 0.1)))  # bigger: below B
+    assert HostMark("h12", tag, tag_dscp(tag), unpace=True) in second.hosts.marks
+    assert second.assignment.level > first.assignment.level
     report = call(plane, "close_job")
-    assert report["levels"] == {"a": second["level"], "b": 0} and report["static"] is False
-    assert len(report["write_s"]) == len(writes(drv)) == 2
+    assert report["levels"] == {"a": second.assignment.level, "b": 0}
+    assert report["static"] is False and len(report["write_s"]) == len(writes(drv)) == 2
+
+
+def test_an_entry_with_a_coflow_meter_is_written_before_the_answer():
+    plane, drv = ready_plane(PLAN, levels=4)
+    spec = PolicySpec("static", static_levels={"a": 1}, static_rates_mbps={"a": 40.0})
+    assert call(plane, "open_job", OpenJob(spec, False, (A,)))["ok"]
+    got = registered(call(plane, "register", Register(A, 0.0)))
+    assert got.written and got.assignment.dscps == () and len(writes(drv)) == 1
+
+
+def test_a_coflow_re_ranked_before_its_entry_is_written_gets_its_new_levels_code():
+    """c0 (big, h11) is pending when c1 (small, h11) arrives: SEBF moves c0 down, and
+    with its entry not yet written its sender re-marks with the new level's code."""
+    plane, drv = ready_plane(PLAN, levels=4)
+    c0 = Coflow("c0", (Flow("c0.0", "h11", "h21", 4000),))
+    c1 = Coflow("c1", (Flow("c1.0", "h11", "h22", 1000),))
+    call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (c0, c1)))
+    drv.gate, drv.entered = threading.Event(), threading.Event()
+    first = registered(call(plane, "register", Register(c0, 0.0)))
+    second = registered(call(plane, "register", Register(c1, 0.1)))
+    moved = [u for u in second.hosts.levels if u.tag == first.assignment.tag]
+    assert moved and moved[0].level > first.assignment.level
+    assert HostMark("h11", first.assignment.tag, level_dscp(moved[0].level)) in second.hosts.marks
+    drv.gate.set()
+    drain(plane)
+    call(plane, "close_job")
+
+
+def test_a_coflow_done_before_its_entry_is_written_is_not_marked_after():
+    plane, drv = ready_plane(PLAN, levels=4)
+    call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A, B)))
+    drv.gate, drv.entered = threading.Event(), threading.Event()
+    tag = registered(call(plane, "register", Register(A, 0.0))).assignment.tag
+    call(plane, "unregister", Unregister("a", 0.5))
+    drv.gate.set()
+    drain(plane)
+    later = registered(call(plane, "register", Register(B, 1.0)))
+    assert [m for m in later.hosts.marks if m.host == "h11"] == [], tag
+    call(plane, "close_job")
 
 
 def test_writes_queued_behind_a_slow_one_are_merged_and_the_last_decision_wins():
@@ -90,11 +160,22 @@ def test_writes_queued_behind_a_slow_one_are_merged_and_the_last_decision_wins()
     assert c0_rules and {r.level for r in c0_rules} == {0}  # what the switch holds
 
 
-def test_a_failed_write_fails_its_register_and_every_later_request():
+def test_a_failed_write_fails_its_metered_register_and_every_later_request():
+    plane, drv = ready_plane(PLAN, levels=4)
+    spec = PolicySpec("static", static_levels={"a": 1}, static_rates_mbps={"a": 40.0})
+    call(plane, "open_job", OpenJob(spec, False, (A, B)))
+    drv.fail, plane.spawn = "switch gone", (lambda fn, *a: None)
+    assert call(plane, "register", Register(A, 0.0)) == {"ok": False, "error": "switch gone"}
+    later = call(plane, "unregister", Unregister("a", 1.0))
+    assert not later["ok"] and "earlier scheduled switch write failed" in later["error"]
+
+
+def test_a_failed_write_of_an_unmetered_entry_fails_every_request_after_it():
     plane, drv = ready_plane(PLAN, levels=4)
     call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A, B)))
     drv.fail, plane.spawn = "switch gone", (lambda fn, *a: None)
-    assert call(plane, "register", Register(A, 0.0)) == {"ok": False, "error": "switch gone"}
+    assert not registered(call(plane, "register", Register(A, 0.0))).written
+    drain(plane)  # the failed write is behind us
     later = call(plane, "unregister", Unregister("a", 1.0))
     assert not later["ok"] and "earlier scheduled switch write failed" in later["error"]
 

@@ -144,11 +144,30 @@ def test_a_remapped_flow_is_marked_with_its_dscp_not_its_tags():
         assert sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 31 << 2
 
 
-@pytest.mark.parametrize("dscp", [0, 56, True, "3"])
+@pytest.mark.parametrize("dscp", [0, 64, True, "3"])
 def test_a_bad_dscp_is_refused(dscp):
-    """DSCP 0 (untagged), 56 (a level code), a bool or a string: refused by name."""
-    with pytest.raises(RequestError, match="dscp: must be an int 1..55 or null"):
+    """DSCP 0 (untagged), 64 (no DSCP), a bool or a string: refused by name."""
+    with pytest.raises(RequestError, match="dscp: must be an int 1..55 .a tag's. or 56..63"):
         parse_request(json.dumps({**SEND, "dscp": dscp}).encode())
+
+
+@pytest.mark.parametrize("dscp", [1, 55, 56, 63])
+def test_a_tags_dscp_or_a_levels_code_is_taken(dscp):
+    """A level's code: the coflow's entry is not yet in the switches."""
+    assert parse_request(json.dumps({**SEND, "dscp": dscp}).encode())[1].dscp == dscp
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"tag": 4, "dscp": 4, "unpace": 1}, "unpace: must be true or false"),
+        ({"tag": 4, "dscp": 0}, "dscp: must be an int"),
+        ({"tag": -1, "dscp": 4}, "tag: must be an int"),
+    ],
+)
+def test_a_bad_set_dscp_is_refused_by_name(fields, error):
+    with pytest.raises(RequestError, match=error):
+        parse_request(json.dumps({"id": 1, "op": "set_dscp", **fields}).encode())
 
 
 @pytest.mark.sockets
