@@ -2,15 +2,17 @@
 ``controller.messages``) run the policy here, in the controller process, through a
 ``LiveScheduler``; its switch writes go through one ordered lane.
 
-A ``register`` is answered once decided.  The coflow's own entry (and any clear before
-it) goes to the switches first, ahead of the re-ranking of the other coflows; an entry
-with a meter is waited for, so no packet passes unmetered.  One without is not: the
-answer marks the coflow's packets with its level's code (which every switch queues by,
-and the leaves pass on unchanged), and once the entry is written a later answer moves
-its senders to the tag's DSCP (``HostMark``), so the switches' entry, and the re-ranks
-written to it, take over.  The host updates go back in the answers for the
-orchestrator to forward to the agents.  Every request and what it changed is appended
-to an event log (JSON lines) that ``replay`` feeds back through a fresh scheduler.
+A ``register`` is answered once its coflow's own entry (and any clear before it) is in
+the switches, so its packets find their level, except when that entry has per-pair
+meters (SEBF's MADD) and no coflow-wide one: that write is not waited for.  The answer
+then marks the coflow's packets with its level's code (which every switch queues by,
+and the leaves pass on unchanged) and paces its pairs at their meters' rates, and once
+the entry is written a later answer moves its senders to the tag's DSCP, unpaced
+(``HostMark``), so the switches' entry, and the re-ranks written to it, take over.
+Re-ranking of the other coflows is written behind the coflow's own entry; the host
+updates go back in the answers for the orchestrator to forward to the agents.  Every
+request and what it changed is appended to an event log (JSON lines) that ``replay``
+feeds back through a fresh scheduler.
 """
 
 from __future__ import annotations
@@ -123,11 +125,14 @@ class _Job:
 
 
 def deferrable(entry: TagEntry) -> bool:
-    """Whether a coflow's packets may go before its entry is written: marked with its
-    level's code they queue at their level everywhere, and its senders can pace its
-    per-pair meters' rates (``flow_rates``) meanwhile; a meter over the whole coflow
-    (``rate_mbps``) needs the entry itself."""
-    return entry.rate_mbps is None
+    """Whether a coflow's packets go before its entry is written: when the entry has
+    per-pair meters (``flow_rates``: SEBF's MADD) and no meter over the whole coflow
+    (``rate_mbps``, which its senders could not keep).  Marked with its level's code the
+    packets queue at their level everywhere, and the senders pace the pairs' rates
+    meanwhile.  A write with meters takes twice as long as one of rules alone, and only
+    there did not waiting measure better (docs/emulation.md, "What the release path
+    costs"); an entry of rules alone is waited for."""
+    return entry.rate_mbps is None and bool(entry.flow_rates)
 
 
 def provisional(level: int, senders: Sequence[str]) -> tuple[tuple[str, int], ...]:
@@ -215,7 +220,7 @@ class SchedulerService:
                 senders = tuple(sorted({f.src for f in msg.coflow.flows}))
                 self._defer(job, own, senders)
                 assigned = replace(assigned, dscps=provisional(assigned.level, senders))
-                pairs = own.entries[0].flow_rates or pairs  # its pair meters' rates, paced
+                pairs = own.entries[0].flow_rates  # paced at its pair meters' rates
             elif own and not job.lane.apply_if_idle(own)[0]:  # idle: written here, now
                 own_done = job.lane.put(own, last=True)  # not merged with the re-ranks after
             if rest.entries or rest.clear_tags:

@@ -72,6 +72,18 @@ def ready_plane(plan: FabricPlan = PLAN, levels: int = 4, **config):
     return plane, drv
 
 
+def hold_lane(plane, drv: FakeDriver, tag: int = 50) -> None:
+    """Keep the open job's switch-writer lane busy: a write of ``tag`` (no coflow's)
+    blocks in the fake switch until ``drv.gate`` is set, so a ``register`` meanwhile
+    finds the lane busy and its own write queued behind."""
+    from controller.coflow_table import TagEntry
+    from controller.scheduler import Changes
+
+    drv.gate, drv.entered = threading.Event(), threading.Event()
+    plane.scheduler.job.lane.put(Changes([TagEntry(tag, 3)]))
+    assert drv.entered.wait(5)
+
+
 class LoopbackClient(ControllerClient):
     """A ControllerClient whose requests go through JSON to ``plane.handle`` in this
     process instead of a socket (every message still crosses its wire form)."""

@@ -15,7 +15,7 @@ from coflowbed.emulation import HostWriter, ReleaseTimes, merge_host_updates
 from coflowbed.results import FlowRecord
 from controller.messages import HostLevel, HostMark, HostRate, HostUpdates, OpenJob, PolicySpec
 from controller.scheduler import Changes
-from tests.fakes import PLAN, LoopbackClient, ready_plane
+from tests.fakes import PLAN, LoopbackClient, hold_lane, ready_plane
 from workload.dag import Coflow, Flow
 from workload.marking import level_dscp, tag_dscp
 
@@ -99,26 +99,30 @@ def drain(plane) -> None:
 
 
 def test_a_dynamic_release_registers_and_starts_its_flows_at_the_answered_level():
-    """FIFO meters nothing: the flows start marked with level 0's code, and once the
-    entry is written the next answer moves both senders to the tag's DSCP."""
-    be, plane, drv, client = backend_for("fifo", [X, Y])
+    """SEBF meters X's pairs: X's flows start before its entry is written (behind a
+    blocked write here), marked with level 0's code and paced at the meters' rates, and
+    once it is written the next answer moves both senders to the tag's DSCP, unpaced."""
+    be, plane, drv, client = backend_for("sebf", [X, Y])
     be.preinstall()
     assert be.fixed is None and writes(drv) == []  # nothing written before a release
+    hold_lane(plane, drv)
     be.release(X, 0.0)
     assert client.ops == ["open_job", "register"]
     got = {(o.flow_id, o.tag, o.level, o.dscp) for o in be.agents.orders}
     assert got == {("x.0", 1, 0, level_dscp(0)), ("x.1", 1, 0, level_dscp(0))}
+    assert all(o.rate_mbps for o in be.agents.orders)  # the pair meters' rates
+    drv.gate.set()
     drain(plane)
-    assert len(writes(drv)) == 1
+    assert len(writes(drv)) == 2
     be.release(Y, 0.5)  # its answer carries X's marks
     be.finished(X, 1.0)
     be.close()
     assert client.ops[-2:] == ["unregister", "close_job"]
     own = tag_dscp(1)
-    assert {("h11", 1, own, False), ("h12", 1, own, False)} <= set(be.agents.marks)
-    assert be.report.levels["x"] == 0 and be.report.static is False
+    assert {("h11", 1, own, True), ("h12", 1, own, True)} <= set(be.agents.marks)
+    assert set(be.report.levels) == {"x", "y"} and be.report.static is False
     summary = be.times.summary()
-    assert summary["writes_waited"] == 0 and summary["level_marked"] == 2
+    assert summary["level_marked"] == 2 and summary["writes_waited"] == 0
 
 
 class SeenGate(emulation.OrderGate):
@@ -168,13 +172,16 @@ def test_a_release_does_not_wait_behind_host_updates():
 
 
 def test_a_failed_request_is_reported_to_the_executor_and_later_releases():
-    """X's entry fails to write after X was answered (FIFO does not wait for it): the
-    next request fails, the executor hears of it, and later releases are refused."""
-    be, plane, drv, client = backend_for("fifo", [X, Y])
+    """X's entry fails to write after X was answered (SEBF's pair meters: not waited
+    for): the next request fails, the executor hears of it, and later releases are
+    refused."""
+    be, plane, drv, client = backend_for("sebf", [X, Y])
     be.preinstall()
+    hold_lane(plane, drv)
+    be.release(X, 0.0)
     drv.fail = "switch gone"
     plane.spawn = lambda fn, *a: None  # the re-install after a failed write: not run here
-    be.release(X, 0.0)
+    drv.gate.set()
     drain(plane)
     with pytest.raises(Exception, match="switch gone"):
         be.release(Y, 0.1)
@@ -262,29 +269,6 @@ def test_name_losses_names_each_lost_host_and_its_flows():
         None,
     )
     assert calm.waited == 0.0
-
-
-def test_a_remapped_sender_is_marked_with_its_dscp_once_the_entry_is_written():
-    """h11 sends c0..c29 (tags 1..30, DSCPs 1..30), h12 c30..c54 (31..55).  The wide
-    coflow gets tag 56, whose own DSCP 1 h11 holds: h11's order carries DSCP 31 (its
-    smallest free), h12's none (it marks the tag's own, 1)."""
-    narrow = [
-        Coflow(f"c{i}", (Flow(f"c{i}.0", "h11" if i < 30 else "h12", "h21", 1000),))
-        for i in range(55)
-    ]
-    wide = Coflow("w", (Flow("w.0", "h11", "h22", 1000), Flow("w.1", "h12", "h22", 1000)))
-    be, plane, _drv, _client = backend_for("fifo", [*narrow, wide])
-    be.preinstall()
-    for cf in [*narrow, wide]:
-        be.release(cf, 0.0)
-    orders = {o.flow_id: o for o in be.agents.orders}
-    w0 = orders["w.0"]  # until its entry is written: its level's code
-    assert (w0.tag, w0.dscp) == (56, level_dscp(w0.level))
-    drain(plane)
-    be.finished(narrow[0], 1.0)  # its answer carries the marks of the entries written
-    be.close()
-    marks = {(h, tag): dscp for h, tag, dscp, _ in be.agents.marks}
-    assert marks[("h11", 56)] == 31 and marks[("h12", 56)] == 1 and marks[("h11", 1)] == 1
 
 
 class LateSenders(FakeAgents):

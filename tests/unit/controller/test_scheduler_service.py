@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.coflow_table import TagEntry
+from controller.coflow_table import FlowRate, TagEntry
 from controller.messages import (
     HostLevel,
     HostMark,
@@ -23,8 +23,14 @@ from controller.messages import (
     Unregister,
 )
 from controller.scheduler import Changes
-from controller.scheduler_service import merge_changes, replay, split_own
-from tests.fakes import PLAN, ready_plane
+from controller.scheduler_service import (
+    SchedulerService,
+    _Job,
+    merge_changes,
+    replay,
+    split_own,
+)
+from tests.fakes import PLAN, hold_lane, ready_plane
 from topo.plan import FabricPlan
 from workload.dag import Coflow, Flow
 from workload.marking import level_dscp, tag_dscp
@@ -74,17 +80,24 @@ def drain(plane) -> None:
     plane.scheduler.job.lane.put(Changes()).result(5)
 
 
-def test_register_answers_before_an_entry_without_a_coflow_meter_is_written():
+def test_register_on_an_idle_lane_answers_after_its_entry_is_written():
+    plane, drv = ready_plane(PLAN, levels=4)
+    assert call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A, B)))["ok"]
+    got = registered(call(plane, "register", Register(B, 0.0)))
+    assert got.written and got.assignment.dscps == () and len(writes(drv)) == 1
+
+
+def test_register_answers_before_an_entry_with_pair_meters_is_written():
     """SEBF meters each pair (MADD) but not the coflow: the answer comes while the
-    coflow's own write is still blocked in the switch, marking its packets with its
-    level's code and pacing its pair at the meter's rate; once the write is done, the
-    next answer moves its sender to the tag's DSCP and lifts the pacing."""
+    coflow's own write is still queued (behind a blocked one here), marking its packets
+    with its level's code and pacing its pair at the meter's rate; once the write is
+    done, the next answer moves its sender to the tag's DSCP and lifts the pacing."""
     plane, drv = ready_plane(PLAN, levels=4)
     assert call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (A, B)))["ok"]
-    drv.gate, drv.entered = threading.Event(), threading.Event()
+    hold_lane(plane, drv)
     first = registered(call(plane, "register", Register(B, 0.0)))
     tag = first.assignment.tag
-    assert drv.entered.wait(5) and writes(drv) == []  # the write is in the switch, blocked
+    assert writes(drv) == []  # the write ahead is blocked in the switch, B's behind it
     assert not first.written and first.assignment.level == 0
     assert first.assignment.dscps == (("h12", level_dscp(0)),)
     assert [(r.src, r.dst) for r in first.pair_rates] == [("h12", "h22")]
@@ -96,15 +109,34 @@ def test_register_answers_before_an_entry_without_a_coflow_meter_is_written():
     assert second.assignment.level > first.assignment.level
     report = call(plane, "close_job")
     assert report["levels"] == {"a": second.assignment.level, "b": 0}
-    assert report["static"] is False and len(report["write_s"]) == len(writes(drv)) == 2
+    assert report["static"] is False and len(report["write_s"]) == len(writes(drv)) == 3
 
 
-def test_an_entry_with_a_coflow_meter_is_written_before_the_answer():
+@pytest.mark.parametrize(
+    "spec",
+    [
+        PolicySpec("static", static_levels={"a": 1}, static_rates_mbps={"a": 40.0}),
+        PolicySpec("fifo"),
+    ],
+    ids=["coflow-meter", "no-meter"],
+)
+def test_an_entry_without_pair_meters_only_is_written_before_the_answer(spec):
+    """A coflow-wide meter (its senders could not keep it) or rules alone: the answer
+    waits for the write, also behind a blocked one."""
     plane, drv = ready_plane(PLAN, levels=4)
-    spec = PolicySpec("static", static_levels={"a": 1}, static_rates_mbps={"a": 40.0})
     assert call(plane, "open_job", OpenJob(spec, False, (A,)))["ok"]
-    got = registered(call(plane, "register", Register(A, 0.0)))
-    assert got.written and got.assignment.dscps == () and len(writes(drv)) == 1
+    hold_lane(plane, drv)
+    answer: list[dict] = []
+    asking = threading.Thread(
+        target=lambda: answer.append(call(plane, "register", Register(A, 0.0)))
+    )
+    asking.start()
+    asking.join(0.3)
+    assert asking.is_alive() and answer == []  # waits behind the blocked write
+    drv.gate.set()
+    asking.join(5)
+    got = registered(answer[0])
+    assert got.written and got.assignment.dscps == () and len(writes(drv)) == 2
 
 
 def test_a_coflow_re_ranked_before_its_entry_is_written_gets_its_new_levels_code():
@@ -114,7 +146,7 @@ def test_a_coflow_re_ranked_before_its_entry_is_written_gets_its_new_levels_code
     c0 = Coflow("c0", (Flow("c0.0", "h11", "h21", 4000),))
     c1 = Coflow("c1", (Flow("c1.0", "h11", "h22", 1000),))
     call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (c0, c1)))
-    drv.gate, drv.entered = threading.Event(), threading.Event()
+    hold_lane(plane, drv)
     first = registered(call(plane, "register", Register(c0, 0.0)))
     second = registered(call(plane, "register", Register(c1, 0.1)))
     moved = [u for u in second.hosts.levels if u.tag == first.assignment.tag]
@@ -125,10 +157,28 @@ def test_a_coflow_re_ranked_before_its_entry_is_written_gets_its_new_levels_code
     call(plane, "close_job")
 
 
+def test_a_written_entry_moves_each_sender_to_its_own_dscp_unpaced():
+    """Once tag 56's entry is written, h11 (remapped to DSCP 31: ``controller.tags``)
+    and h12 (the tag's own, 1) get their DSCPs, unpaced (its pair meters took over); a
+    re-rank of a tag still on its way gets the new level's code instead."""
+    flow_rates = (FlowRate("h11", "h22", 10.0), FlowRate("h12", "h22", 10.0))
+    entry = TagEntry(56, 2, flow_rates=flow_rates, dscps=(("h11", 31),))
+    job = _Job(None, None, None)  # type: ignore[arg-type]  # only its marks are used
+    job.pending = {56: (entry, ("h11", "h12")), 7: (TagEntry(7, 1), ("h13",))}
+    job.landed = [entry]
+    got = SchedulerService._hosts(job, Changes(host_levels=[HostLevel("h13", 7, 3)]))
+    assert set(got.marks) == {
+        HostMark("h13", 7, level_dscp(3)),
+        HostMark("h11", 56, 31, unpace=True),
+        HostMark("h12", 56, 1, unpace=True),
+    }
+    assert set(job.pending) == {7} and job.landed == []
+
+
 def test_a_coflow_done_before_its_entry_is_written_is_not_marked_after():
     plane, drv = ready_plane(PLAN, levels=4)
-    call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A, B)))
-    drv.gate, drv.entered = threading.Event(), threading.Event()
+    call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (A, B)))
+    hold_lane(plane, drv)
     tag = registered(call(plane, "register", Register(A, 0.0))).assignment.tag
     call(plane, "unregister", Unregister("a", 0.5))
     drv.gate.set()
@@ -170,12 +220,14 @@ def test_a_failed_write_fails_its_metered_register_and_every_later_request():
     assert not later["ok"] and "earlier scheduled switch write failed" in later["error"]
 
 
-def test_a_failed_write_of_an_unmetered_entry_fails_every_request_after_it():
+def test_a_failed_write_not_waited_for_fails_every_request_after_it():
     plane, drv = ready_plane(PLAN, levels=4)
-    call(plane, "open_job", OpenJob(PolicySpec("fifo"), False, (A, B)))
-    drv.fail, plane.spawn = "switch gone", (lambda fn, *a: None)
+    call(plane, "open_job", OpenJob(PolicySpec("sebf"), False, (A, B)))
+    hold_lane(plane, drv)
     assert not registered(call(plane, "register", Register(A, 0.0))).written
-    drain(plane)  # the failed write is behind us
+    drv.fail, plane.spawn = "switch gone", (lambda fn, *a: None)
+    drv.gate.set()
+    drain(plane)  # the failed writes are behind us
     later = call(plane, "unregister", Unregister("a", 1.0))
     assert not later["ok"] and "earlier scheduled switch write failed" in later["error"]
 
