@@ -338,8 +338,8 @@ class SchedulerService:
     def _hosts(job: _Job, changes: Changes) -> HostUpdates:
         """The host part of ``changes`` and the marks due for the coflows whose entry
         was on its way: the level's code for those re-ranked meanwhile; for those written
-        since (if the tag still belongs to them) the tag's DSCP, unpaced where the
-        switches' per-pair meters took the pacing over.  Marks depend on when writes
+        since (if the tag still belongs to them) the tag's DSCP, unpaced (the switches'
+        per-pair meters took the pacing over).  Marks depend on when writes
         end: the event log leaves them out (``changes_to_wire``)."""
         marks = [
             HostMark(u.host, u.tag, level_dscp(u.level))
@@ -351,8 +351,7 @@ class SchedulerService:
         for entry in landed:
             if job.pending.get(entry.tag, (None,))[0] is entry:
                 _, senders = job.pending.pop(entry.tag)
-                paced = bool(entry.flow_rates)
-                marks.extend(HostMark(h, entry.tag, entry.dscp_of(h), paced) for h in senders)
+                marks.extend(HostMark(h, entry.tag, entry.dscp_of(h), True) for h in senders)
         return replace(changes.hosts(), marks=tuple(marks))
 
     @staticmethod

@@ -10,7 +10,9 @@ from concurrent.futures import Future
 
 from coflowbed.executor import FlowDone, FlowFailed, FlowStarted
 from controller.client import ControllerClient, ControllerError
+from controller.coflow_table import TagEntry
 from controller.control_plane import ControlConfig, ControlPlane
+from controller.scheduler import Changes
 from controller.southbound.base import MeterCounter, RuleCounter, SouthboundError, SwitchDriver
 from topo.plan import FabricPlan
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Flow
@@ -76,9 +78,6 @@ def hold_lane(plane, drv: FakeDriver, tag: int = 50) -> None:
     """Keep the open job's switch-writer lane busy: a write of ``tag`` (no coflow's)
     blocks in the fake switch until ``drv.gate`` is set, so a ``register`` meanwhile
     finds the lane busy and its own write queued behind."""
-    from controller.coflow_table import TagEntry
-    from controller.scheduler import Changes
-
     drv.gate, drv.entered = threading.Event(), threading.Event()
     plane.scheduler.job.lane.put(Changes([TagEntry(tag, 3)]))
     assert drv.entered.wait(5)
