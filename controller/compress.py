@@ -51,6 +51,32 @@ def compress(ranks: Mapping[str, Rank], levels: int, how: str = "top") -> dict[s
     return {cid: lookup[r] for cid, r in keyed.items()}
 
 
+def keep_levels(
+    levels: Mapping[str, int], previous: Mapping[str, int], k: int, room: bool = False
+) -> dict[str, int]:
+    """``levels`` relabelled so that as few coflows as possible move to a more urgent
+    level than ``previous`` gave them: the same groups in the same order (so the same
+    strict-priority shares), each group at the most urgent level that promotes none of
+    its members and is below the group before it, and only where the ``k`` levels run
+    out below, promoted as little as that needs.  A coflow moved up mid-flow has its
+    new packets overtake its own queued ones (TCP takes that reordering for loss);
+    moved down, its old packets still leave first.  ``room`` (after a completion): if
+    the lowest level ends up used, ``levels`` as they are, every group as urgent as it
+    can be, so the next arrivals find levels free below without moving anyone."""
+    order = sorted(set(levels.values()))
+    floor: dict[int, int] = {}
+    for cid, lv in levels.items():
+        if cid in previous:
+            floor[lv] = max(floor.get(lv, 0), previous[cid])
+    out, last = {}, -1
+    for i, lv in enumerate(order):
+        last = min(max(floor.get(lv, 0), last + 1), k - len(order) + i)
+        out[lv] = last
+    if room and last == k - 1:
+        return dict(levels)
+    return {cid: out[lv] for cid, lv in levels.items()}
+
+
 def compress_decisions(
     decisions: Mapping[str, Decision], levels: int, how: str = "top"
 ) -> dict[str, int]:

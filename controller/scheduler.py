@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from controller.coflow_table import FlowRate, TagEntry
-from controller.compress import compress
+from controller.compress import compress, keep_levels
 from controller.messages import HostLevel, HostRate, HostUpdates
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
@@ -172,7 +172,7 @@ class LiveScheduler:
         if self.fixed is not None:
             return Changes()  # the level's tag stays installed for the next coflow
         self._pool.give(tag)
-        return self._decide(now) if self.states else Changes()
+        return self._decide(now, room=True) if self.states else Changes()
 
     def bytes_sent(self, sent_by_tag: dict[int, int], now: float) -> Changes:
         """Counter update; re-decide only if a coflow crossed a policy threshold."""
@@ -217,10 +217,11 @@ class LiveScheduler:
         """The level currently installed for an active coflow."""
         return self.installed[coflow_id].level
 
-    def _decide(self, now: float) -> Changes:
-        """Ask the policy, compress, diff against what is installed."""
+    def _decide(self, now: float, room: bool = False) -> Changes:
+        """Ask the policy, compress, diff against what is installed (``room``: a
+        completion, where levels are packed if the lowest is used: ``keep_levels``)."""
         changes = Changes()
-        for cid, inst in self._wanted(now).items():
+        for cid, inst in self._wanted(now, room).items():
             old = self.installed.get(cid)
             if old is not None:
                 inst = _keep_close_rates(old, inst)
@@ -255,7 +256,7 @@ class LiveScheduler:
         rates = {(s, d): r for s, d, r in self.installed[coflow_id].flow_rates}
         return rates.get((src, dst))
 
-    def _wanted(self, now: float) -> dict[str, Installed]:
+    def _wanted(self, now: float, room: bool = False) -> dict[str, Installed]:
         """Installed state every active coflow should have now."""
         states = list(self.states.values())
         if isinstance(self.policy, StaticPolicy):  # levels and per-host meters as given
@@ -269,6 +270,8 @@ class LiveScheduler:
             }
         decisions = self._call_policy(states, now)
         levels = self._compress({cid: d.rank for cid, d in decisions.items()})
+        held = {cid: inst.level for cid, inst in self.installed.items()}
+        levels = keep_levels(levels, held, self.levels, room)
         return {
             cid: Installed(levels[cid], None, _flow_rates(self.states[cid], decisions[cid]))
             for cid in decisions

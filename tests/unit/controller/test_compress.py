@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from controller.compress import compress, compress_decisions, describe_mapping
+from controller.compress import compress, compress_decisions, describe_mapping, keep_levels
 from controller.policies import Decision
 
 SCHEMES = ["top", "quantile", "lexicographic", "mid-first"]
@@ -140,3 +140,62 @@ def test_bad_scheme_and_ranks_are_rejected_with_one_line():
 
 def test_empty_input_gives_empty_mapping():
     assert compress({}, 8) == {}
+
+
+def _groups(levels: dict[str, int]) -> list[set[str]]:
+    """The coflows of each level, most urgent first (what strict priority sees)."""
+    return [{c for c, lv in levels.items() if lv == v} for v in sorted(set(levels.values()))]
+
+
+def test_keep_levels_keeps_groups_and_order_and_promotes_no_more_than_needed():
+    """Random rank sets, each a random change of the last (arrivals, completions,
+    re-ranks): the relabelled levels have the compressed levels' groups in their order,
+    stay within K, and a coflow moves up only when the levels below its group ran out
+    (its group's most urgent allowed level is then below what it had)."""
+    rng = random.Random(7)
+    for k in (1, 2, 3, 8):
+        held: dict[str, int] = {}
+        for step in range(300):
+            ranks = {c: (rng.randint(0, 12),) for c in held if rng.random() < 0.85}
+            ranks.update({f"n{step}.{i}": (rng.randint(0, 12),) for i in range(rng.randint(0, 3))})
+            levels = compress(ranks, k)
+            kept = keep_levels(levels, held, k)
+            assert _groups(kept) == _groups(levels)
+            assert all(0 <= lv < k for lv in kept.values())
+            order = sorted(set(levels.values()))
+            for c, lv in kept.items():
+                if c in held and lv < held[c]:
+                    below = len(order) - 1 - order.index(levels[c])
+                    assert lv == k - 1 - below, (c, held[c], lv)  # pushed up by the bottom
+            held = kept
+
+
+def test_keep_levels_leaves_a_fifo_queue_where_it_is_when_its_head_leaves():
+    """FIFO over 3 coflows at levels 0, 1, 2: the head completes, so compression alone
+    would move both others up one level (new packets overtaking their own queued ones);
+    kept, they stay at 1 and 2, and a new last one goes to 3.  With K = 4 full, the next
+    arrival has nowhere below: then everyone moves up one level, once."""
+    held = {"b": 1, "c": 2}
+    assert keep_levels({"b": 0, "c": 1}, held, 8) == held
+    held = keep_levels({"b": 0, "c": 1, "d": 2}, held, 4)
+    assert held == {"b": 1, "c": 2, "d": 3}
+    assert keep_levels({"b": 0, "c": 1, "d": 2, "e": 3}, held, 4) == {
+        "b": 0, "c": 1, "d": 2, "e": 3
+    }
+
+
+def test_keep_levels_with_room_packs_only_when_the_lowest_level_is_used():
+    """After a completion (``room``): with the lowest level in use the next arrival
+    would have to move everyone up on its own release path, so everyone moves up now,
+    as far as they can; with a level free below, nobody moves."""
+    assert keep_levels({"c": 0, "d": 1}, {"c": 2, "d": 3}, 4, room=True) == {"c": 0, "d": 1}
+    assert keep_levels({"c": 0, "d": 1}, {"c": 1, "d": 2}, 4, room=True) == {"c": 1, "d": 2}
+    assert keep_levels({"c": 0, "d": 1}, {"c": 2, "d": 3}, 4) == {"c": 2, "d": 3}
+
+
+def test_keep_levels_moves_others_down_for_a_more_urgent_newcomer():
+    """A newcomer ranked first takes level 0; those it overtakes move down (their old
+    packets, queued at the more urgent level, still leave first)."""
+    assert keep_levels({"x": 0, "b": 1, "c": 2}, {"b": 0, "c": 1}, 8) == {"x": 0, "b": 1, "c": 2}
+    # a group whose members held different levels sits at the lowest of them
+    assert keep_levels({"b": 0, "c": 0}, {"b": 2, "c": 5}, 8) == {"b": 5, "c": 5}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller.coflow_table import wire_clash
+from controller import policies
 from controller.messages import HostLevel, HostRate
 from controller.policies.base import Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
@@ -79,7 +80,24 @@ def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
     assert ch2.host_levels == [HostLevel("a", s.tags["big"], s.level_of("big"))]
     ch3 = s.finish("small", 0.2)
     assert ch3.clear_tags == []  # cleared lazily, when the tag is needed again
-    assert s.level_of("big") == 0 and len(ch3.entries) == 1
+    # big keeps level 1: moved up mid-flow, its new packets would overtake its queued
+    # ones (compress.keep_levels); alone, it has the fabric either way
+    assert s.level_of("big") == 1 and not ch3
+
+
+def test_fifo_moves_nobody_up_while_a_level_is_free_below():
+    """FIFO on K = 4: the head's completion leaves the others where they are (no
+    write) while the lowest level is free; once it is used, a completion moves everyone
+    up as far as they go, so the next arrival's release writes its own entry only."""
+    s = LiveScheduler(policies.get("fifo"), VIEW, levels=4)
+    for i, name in enumerate("abc"):
+        s.arrive(cf(name), 0.1 * i)
+    assert [s.level_of(c) for c in "abc"] == [0, 1, 2]
+    assert not s.finish("a", 1.0)  # b, c keep 1, 2
+    assert len(s.arrive(cf("d"), 1.1).entries) == 1 and s.level_of("d") == 3
+    ch = s.finish("b", 1.2)  # level 3 in use: c, d move up to 0, 1 now
+    assert [s.level_of(c) for c in "cd"] == [0, 1] and len(ch.entries) == 2
+    assert len(s.arrive(cf("e"), 1.3).entries) == 1 and s.level_of("e") == 2
 
 
 def test_finish_writes_nothing_when_nothing_else_changes():

@@ -205,9 +205,13 @@ def test_writes_queued_behind_a_slow_one_are_merged_and_the_last_decision_wins()
     drv.gate.set()
     report = call(plane, "close_job")
     assert len(writes(drv)) == before + 2  # the blocked write, then the two queued as one
-    assert report["levels"]["c0"] == 0  # the last decision: c0 alone, at the top
+    # c0 moved up once, when c3 left with the lowest level in use (keep_levels), and
+    # only the last decision (c0 alone) gives it a rate: the whole link, metered
+    assert report["levels"]["c0"] == 2
     c0_rules = [r for r in plane.tables["l1"].rules.values() if r.tag == 1]  # c0 took tag 1
-    assert c0_rules and {r.level for r in c0_rules} == {0}  # what the switch holds
+    assert c0_rules and {r.level for r in c0_rules} == {2}  # what the switch holds
+    meters = plane.tables["l1"].meters
+    assert [m.rate_kbps for k, m in meters.items() if k[1] == 1] == [100_000]
 
 
 def test_a_failed_write_fails_its_metered_register_and_every_later_request():
