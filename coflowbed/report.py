@@ -158,6 +158,7 @@ def environment(run_dir: Path, s: dict) -> list[tuple[str, object]]:
         ),
         ("calibration warning", cal.get("warning")),
         ("sent again by TCP", _retransmitted(s.get("retransmitted"))),
+        ("levels moved while running (up / down)", _moves(s.get("level_moves"))),
         ("machine", s.get("machine", "not recorded")),
         ("sampling", s.get("sampling", "off")),
     ]
@@ -175,6 +176,12 @@ def _retransmitted(block: dict | None) -> str | None:
         f"{block['bytes']} B ({block['share'] * 100:.2f} % of the bytes) by "
         f"{block['flows']} of {block['flows_measured']} flows"
     )
+
+
+def _moves(block: dict | None) -> str | None:
+    """summary.json's ``level_moves`` as "up / down" (None: static levels, or a
+    simulation)."""
+    return None if not block else f"{block['up']} / {block['down']}"
 
 
 def run_sections(run_dir: Path) -> list[str]:

@@ -193,6 +193,7 @@ class RunSummary:
     release: Block | None = None  # coflowbed.emulation.ReleaseTimes.summary
     retransmitted: Block | None = None  # coflowbed.emulation.retransmitted: TCP's repairs
     level_change_s: Block | None = None  # the controller's write times (JobReport)
+    level_moves: Block | None = None  # active coflows moved up / down a level (JobReport)
     fidelity: Block | None = None  # coflowbed.fidelity: a Fidelity/-Skipped/-Error block
     faults: Sequence[Block] | None = None  # coflowbed.faults.FaultRecord per scenario fault
     lost: Block | None = None  # agents lost mid-run and their flows (emulation.name_losses)

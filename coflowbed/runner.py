@@ -416,6 +416,8 @@ def _write(
             "max": max(lat),
             "static_levels": report.static,
         }
+    if report is not None and not report.static:
+        extra["level_moves"] = {"up": report.moved_up, "down": report.moved_down}
     if backend is not None:
         extra["release"] = backend.times.summary()
         for f in flows:

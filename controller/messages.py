@@ -444,13 +444,15 @@ class CloseJob:
 @dataclass(frozen=True)
 class JobReport:
     """What the job ran at: whether levels were fixed for the whole DAG, the last level
-    and rank of every coflow, and the seconds each switch write took (request to last
-    barrier)."""
+    and rank of every coflow, the seconds each switch write took (request to last
+    barrier), and how often an active coflow's level was moved up and down."""
 
     static: bool
     levels: Mapping[str, int]
     ranks: Mapping[str, str]
     write_s: tuple[float, ...] = ()
+    moved_up: int = 0
+    moved_down: int = 0
 
     def to_wire(self) -> dict:
         """JSON form."""
@@ -459,12 +461,14 @@ class JobReport:
             "levels": dict(self.levels),
             "ranks": dict(self.ranks),
             "write_s": list(self.write_s),
+            "moved_up": self.moved_up,
+            "moved_down": self.moved_down,
         }
 
     @classmethod
     def from_wire(cls, d: Any, where: str = "job_report") -> JobReport:
         """Parse the JSON form."""
-        d = _fields(d, where, {"static", "levels", "ranks", "write_s"})
+        d = _fields(d, where, {"static", "levels", "ranks", "write_s", "moved_up", "moved_down"})
         levels = {
             str(k): _int(v, f"{where}.levels.{k}")
             for k, v in _mapping(d["levels"], f"{where}.levels").items()
@@ -477,6 +481,8 @@ class JobReport:
             levels,
             ranks,
             tuple(_number(x, f"{where}.write_s") for x in d["write_s"]),
+            _int(d["moved_up"], f"{where}.moved_up"),
+            _int(d["moved_down"], f"{where}.moved_down"),
         )
 
 

@@ -92,6 +92,7 @@ class LiveScheduler:
         self._flow_coflow: dict[str, str] = {}  # flow id -> its active coflow
         self._pool = TagPool(tag_max)
         self._seq = 0
+        self.moved_up = self.moved_down = 0  # level changes of active coflows
         self.fixed: dict[str, int] | None = None  # static mode: coflow -> level
         self._fixed_written: set[int] = set()
         if policy.ranks_by_identity and all_coflows:
@@ -243,6 +244,8 @@ class LiveScheduler:
             if old is None:
                 continue
             if old.level != inst.level:
+                self.moved_up += inst.level < old.level
+                self.moved_down += inst.level > old.level
                 hosts = sorted({f.src for f in self.states[cid].coflow.flows})
                 changes.host_levels.extend(HostLevel(h, tag, inst.level) for h in hosts)
             if self.pacing and old.flow_rates != inst.flow_rates:

@@ -268,6 +268,8 @@ class SchedulerService:
             dict(sched.last_level),
             {cid: str(r) for cid, r in sched.last_rank.items()},
             tuple(job.write_s),
+            sched.moved_up,
+            sched.moved_down,
         )
 
     def restore(self, events: Sequence[dict]) -> dict[int, TagEntry]:

@@ -123,8 +123,12 @@ def test_dclas_demotes_a_coflow_that_crossed_10_mib(tmp_path):
     assert cf["old"]["rank"].startswith("(1,")  # demoted to queue 1 by its byte count
     assert cf["new"]["cct_s"] <= 1.5 * 5e6 * 8 / 100e6, cf["new"]
     assert cf["new"]["finish_s"] < cf["old"]["finish_s"]
-    release = json.loads((run / "summary.json").read_text())["release"]
+    summary = json.loads((run / "summary.json").read_text())
+    release = summary["release"]
     assert release["level_marked"] + release["writes_waited"] == 2, release  # both registered
+    # 'old' moved down once, for 'new', and not up again when 'new' ended: moved up
+    # mid-flow, its packets would overtake its own queued ones (compress.keep_levels)
+    assert summary["level_moves"] == {"up": 0, "down": 1}, summary["level_moves"]
 
 
 def test_sebf_flows_start_before_their_metered_entry_and_move_to_its_tag(tmp_path):

@@ -45,7 +45,7 @@ SAMPLES = [
     m.HostUpdates(),
     HOSTS,
     m.CloseJob(),
-    m.JobReport(False, {"a": 1}, {"a": "(0, 1)"}, (0.001, 0.002)),
+    m.JobReport(False, {"a": 1}, {"a": "(0, 1)"}, (0.001, 0.002), 3, 1),
 ]
 
 

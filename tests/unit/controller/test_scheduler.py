@@ -83,6 +83,7 @@ def test_arrival_installs_levels_in_policy_order_and_only_changes_are_written():
     # big keeps level 1: moved up mid-flow, its new packets would overtake its queued
     # ones (compress.keep_levels); alone, it has the fabric either way
     assert s.level_of("big") == 1 and not ch3
+    assert (s.moved_up, s.moved_down) == (0, 1)
 
 
 def test_fifo_moves_nobody_up_while_a_level_is_free_below():
@@ -98,6 +99,7 @@ def test_fifo_moves_nobody_up_while_a_level_is_free_below():
     ch = s.finish("b", 1.2)  # level 3 in use: c, d move up to 0, 1 now
     assert [s.level_of(c) for c in "cd"] == [0, 1] and len(ch.entries) == 2
     assert len(s.arrive(cf("e"), 1.3).entries) == 1 and s.level_of("e") == 2
+    assert (s.moved_up, s.moved_down) == (2, 0)  # c and d, once each
 
 
 def test_finish_writes_nothing_when_nothing_else_changes():
