@@ -180,7 +180,10 @@ def test_keep_levels_leaves_a_fifo_queue_where_it_is_when_its_head_leaves():
     held = keep_levels({"b": 0, "c": 1, "d": 2}, held, 4)
     assert held == {"b": 1, "c": 2, "d": 3}
     assert keep_levels({"b": 0, "c": 1, "d": 2, "e": 3}, held, 4) == {
-        "b": 0, "c": 1, "d": 2, "e": 3
+        "b": 0,
+        "c": 1,
+        "d": 2,
+        "e": 3,
     }
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.coflow_table import wire_clash
 from controller import policies
+from controller.coflow_table import wire_clash
 from controller.messages import HostLevel, HostRate
 from controller.policies.base import Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
