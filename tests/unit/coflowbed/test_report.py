@@ -92,3 +92,14 @@ def test_the_environment_says_what_tcp_sent_again():
     rows = dict(environment(Path("/nonexistent"), {"retransmitted": block}))
     assert rows["sent again by TCP"] == "30000 B (3.00 % of the bytes) by 1 of 2 flows"
     assert dict(environment(Path("/nonexistent"), {}))["sent again by TCP"] == fmt(None)
+
+
+def test_the_environment_says_how_often_levels_moved():
+    """A dynamic policy's run: moves up / down as the controller counted them; static
+    levels and simulations have none."""
+    from coflowbed.report import environment
+
+    key = "levels moved while running (up / down)"
+    rows = dict(environment(Path("/nonexistent"), {"level_moves": {"up": 132, "down": 7}}))
+    assert rows[key] == "132 / 7"
+    assert dict(environment(Path("/nonexistent"), {}))[key] == fmt(None)
