@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from coflowbed.sim.kernel import ix
+
 
 @njit(cache=True)
 def state(n_levels, n_groups, n_links) -> tuple:
@@ -71,7 +73,7 @@ def full_link(g, g_paths, mark, residual, eps) -> int:
     first = -1
     for k in range(g_paths.shape[1]):
         link = g_paths[g, k]
-        if mark[link]:
+        if mark[ix(link)]:
             return -2
         if first == -1 and residual[link] <= eps[link]:
             first = link

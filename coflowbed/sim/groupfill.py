@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from coflowbed.sim import kernel
+from coflowbed.sim.kernel import ix
 
 
 @njit(cache=True)
@@ -141,13 +142,15 @@ def fill_level(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, scr
             residual[k] = 0.0
             if count[k] == 0:
                 continue
-            for q in range(start[base + k], start[base + k + 1]):
-                g = groups[q]
-                if live[g - lo]:
-                    live[g - lo] = False
+            for q in range(ix(start[base + k]), ix(start[base + k + 1])):
+                g, i = ix(groups[q]), ix(groups[q] - lo)
+                if live[i]:
+                    live[i] = False
                     g_rate[g] = level
                     n_live -= 1
                     for kk in range(g_paths.shape[1]):
-                        count[g_paths[g, kk]] -= weight[g]
+                        if g_paths[g, kk] != k:  # k's own count is 0 once all froze
+                            count[ix(g_paths[g, kk])] -= weight[g]
+            count[k] = 0
         n_act = still_growing(count, act, n_act)
     return False

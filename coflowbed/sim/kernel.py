@@ -23,6 +23,14 @@ GROUP_MIN = 64  # levels with fewer flows are filled flow by flow (no grouping p
 
 
 @njit(cache=True)
+def ix(i):
+    """``i`` (never negative) as an unsigned index: numba then skips its wraparound of
+    negative indices, several instructions per access, in the loops that index a dozen
+    arrays per group (docs/simulator.md, "Unsigned indices")."""
+    return np.uint64(i)
+
+
+@njit(cache=True)
 def full_below(capacity: np.ndarray) -> np.ndarray:
     """Per link, the free capacity under which it counts as full."""
     eps = np.zeros(capacity.size)

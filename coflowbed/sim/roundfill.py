@@ -62,6 +62,7 @@ import numpy as np
 from numba import njit
 
 from coflowbed.sim import blockers, groupfill, kernel
+from coflowbed.sim.kernel import ix
 
 RESTART_MIN = 256  # levels with fewer groups are filled from the first round
 ROWS_MIN = 64  # rounds saved per level at least (a filling has at most links + 1)
@@ -290,15 +291,17 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, o
             residual[k] = 0.0
             if count[k] == 0:
                 continue
-            for q in range(start[base + k], start[base + k + 1]):
-                g = groups[q]
-                if live[g - lo]:
-                    live[g - lo], g_rate[g], fr[g - lo] = False, level, r
-                    order[pos] = g
+            for q in range(ix(start[base + k]), ix(start[base + k + 1])):
+                g, i = ix(groups[q]), ix(groups[q] - lo)
+                if live[i]:
+                    live[i], g_rate[g], fr[i] = False, level, r
+                    order[ix(pos)] = g
                     pos += 1
                     n_live -= 1
                     for kk in range(g_paths.shape[1]):
-                        count[g_paths[g, kk]] -= weight[g]
+                        if g_paths[g, kk] != k:  # k's own count is 0 once all froze
+                            count[ix(g_paths[g, kk])] -= weight[g]
+            count[k] = 0
         n_act = groupfill.still_growing(count, act, n_act)
         r += 1
     out[:] = residual
@@ -346,16 +349,17 @@ def _live(lo, hi, ids, n, g_paths, weight, residual, eps, scratch, rs) -> int:
         mark[cov[j]] = True
     n_live = 0
     for q in range(n if n >= 0 else hi - lo):
-        g = ids[q] if n >= 0 else lo + q
-        live[g - lo] = False
+        g = ix(ids[q] if n >= 0 else lo + q)
+        i = g - ix(lo)
+        live[i] = False
         if weight[g] <= 0:
             continue
         full = blockers.full_link(g, g_paths, mark, residual, eps)
         if full == -1:
-            live[g - lo] = True
+            live[i] = True
             n_live += 1
             for k in range(g_paths.shape[1]):
-                count[g_paths[g, k]] += weight[g]
+                count[ix(g_paths[g, k])] += weight[g]
         elif full >= 0:
             mark[full] = True
             cov[n_cov] = full
@@ -436,13 +440,13 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
     if r_star < n_rounds:
         n_live = 0
         for q in range(r_pos[r_star], r_pos[n_rounds]):
-            g = order[q]
+            g, i = ix(order[q]), ix(order[q] - lo)
             if weight[g] > 0:  # rate and freeze round: written when it freezes again
-                live[g - lo] = True
+                live[i] = True
                 n_live += 1
             else:
                 g_rate[g] = 0.0
-                fr[g - lo] = -1
+                fr[i] = -1
         if n_live == 0 and r_star == 0:  # nothing can grow: blocked, as _full says
             return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
         _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r_star, live, n_live, residual)

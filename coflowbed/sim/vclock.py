@@ -30,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from coflowbed.sim.kernel import ix
+
 NEAR = 256  # groups a level's near list holds about when taken in full (if it has more)
 SAMPLE = 4  # a level of more than SAMPLE * NEAR groups sets its bound from a sample
 
@@ -264,12 +266,12 @@ def rebase_some(grp, clk, cclk, old, ids, lo, hi, now, changed, n, by_coflow) ->
     marks, lst, n_t, c_delta = cclk[4:]
     count = ids.size if ids.size else hi - lo
     for q in range(count):
-        g = ids[q] if ids.size else lo + q
+        g = ix(ids[q] if ids.size else lo + q)
         if g_rate[g] != old[g]:
             served[g] = served_at(served[g], t0[g], old[g], now)
             t0[g] = now
             if by_coflow:
-                c = g_cof[g]
+                c = ix(g_cof[g])
                 c_delta[c] += (g_rate[g] - old[g]) * weight[g] / 8.0
                 if not marks[c]:
                     marks[c] = True
