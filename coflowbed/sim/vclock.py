@@ -191,7 +191,8 @@ def near_add(lclk, lv, lo, ids, t_due) -> None:
     whose ``t_due`` is below its bound and that are not on it yet."""
     bound, n_near, near, in_near = lclk[3], lclk[4], lclk[5], lclk[6]
     b = bound[lv]
-    for g in ids:
+    for q in range(ids.size):
+        g = ix(ids[q])
         if t_due[g] < b and not in_near[g]:
             in_near[g] = True
             near[lo + n_near[lv]] = g
@@ -265,6 +266,7 @@ def rebase_some(grp, clk, cclk, old, ids, lo, hi, now, changed, n, by_coflow) ->
     t0 = clk[0]
     marks, lst, n_t, c_delta = cclk[4:]
     count = ids.size if ids.size else hi - lo
+    cur, run, summing = ix(0), 0.0, False  # the coflow whose difference ``run`` sums
     for q in range(count):
         g = ix(ids[q] if ids.size else lo + q)
         if g_rate[g] != old[g]:
@@ -272,15 +274,21 @@ def rebase_some(grp, clk, cclk, old, ids, lo, hi, now, changed, n, by_coflow) ->
             t0[g] = now
             if by_coflow:
                 c = ix(g_cof[g])
-                c_delta[c] += (g_rate[g] - old[g]) * weight[g] / 8.0
-                if not marks[c]:
-                    marks[c] = True
-                    lst[n_t[0]] = c
-                    n_t[0] += 1
+                if not summing or c != cur:  # the same sums, one store per run of groups
+                    if summing:
+                        c_delta[cur] = run
+                    cur, run, summing = c, c_delta[c], True
+                    if not marks[c]:
+                        marks[c] = True
+                        lst[n_t[0]] = c
+                        n_t[0] += 1
+                run += (g_rate[g] - old[g]) * weight[g] / 8.0
             old[g] = g_rate[g]
             instants(g, weight, g_rate, served, clk)
             changed[n] = g
             n += 1
+    if summing:
+        c_delta[cur] = run
     return n
 
 
