@@ -37,6 +37,15 @@ with the same counts, so the same rounds; only the candidates' rates can change.
 Only the groups that grew can have lost members; the callers note each group that
 lost some (``note_lost`` on ``lost_of``), so a filling looks at those alone.
 
+A restart's rounds mostly freeze the same groups as last time, at another level (the
+steps before moved it).  While the groups frozen so far are last time's (but for those
+left without members), the live groups are too; a round whose full links are those
+that filled then (row ``r + 1`` is still last time's) then freezes the same groups,
+and is *taken over*: they get the new level in the order saved, and each other
+growing link loses the members it lost then (its count less row ``r + 1``'s), without
+visiting any link's groups.  A round one of whose groups lost members is run again.
+The arithmetic is the same, so the rates are bit for bit a filling's from scratch.
+
 State of one level (``rs``, as ``state`` builds it; R rows, at most links + 2):
 ``r_res`` [R, links] free capacity at each round's start (row 0: the cleaned input;
 row ``n``: what the level hands on), ``r_cnt`` [R, links] growing members per link
@@ -46,10 +55,13 @@ the level's groups by freeze round with ``r_pos`` each round's first position,
 ``w_old`` the weights at the last filling, ``meta`` [rounds, valid, the first round
 the last filling ran (0: all of them), cover links (-1: none noted), candidates of
 the last filling from the first round (-1: every group), groups noted as having lost
-members, whether the last filling was from the first round (1) or a restart (0)],
+members, whether the last filling was from the first round (1) or a restart (0),
+groups taken over],
 ``cov`` the cover's links, ``cand`` the candidates (group ids), ``lost`` the groups
-noted (offsets from the level's first group) and ``noted`` their flags.  On big fabrics
-fewer rows are kept than a filling can take (``ROWS_MIN``..links + 2, within
+noted (offsets from the level's first group) and ``noted`` their flags; for a restart
+per round [groups noted that froze then, of those the ones left empty, groups frozen
+early that froze then last time] and per link its count at a round's start last
+time.  On big fabrics fewer rows are kept than a filling can take (``ROWS_MIN``..links + 2, within
 ``SAVED_MAX``); a filling of more rounds is then not saved (the next one starts from
 the first round).
 ``slots`` keeps such a state for every level of at least ``RESTART_MIN`` groups, within
@@ -86,7 +98,8 @@ def _rows(n_links) -> int:
 @njit(cache=True)
 def _stack(n_slots, n_groups, rows, n_links) -> tuple:
     """Saved states of ``n_slots`` levels: per slot the per-round arrays, per group
-    (global ids) the freeze rounds, order and weights."""
+    (global ids) the freeze rounds, order and weights, then per slot a restart's
+    per-round counts and per-link counts (``state``)."""
     return (
         np.empty((n_slots, rows, n_links)),
         np.empty((n_slots, rows, n_links), dtype=np.int64),
@@ -102,6 +115,8 @@ def _stack(n_slots, n_groups, rows, n_links) -> tuple:
         np.empty(n_groups, dtype=np.int64),
         np.empty(n_groups, dtype=np.int64),
         np.zeros(n_groups, dtype=np.bool_),
+        np.zeros((n_slots, 3, rows), dtype=np.int64),
+        np.empty((n_slots, n_links), dtype=np.int64),
     )
 
 
@@ -109,8 +124,8 @@ def _stack(n_slots, n_groups, rows, n_links) -> tuple:
 def _meta(n_slots) -> np.ndarray:
     """Per slot [rounds, valid, first round run, cover links (-1: none), candidates
     (-1: every group), groups noted as having lost members, from the first round (1)
-    or restarted (0)]: nothing saved yet."""
-    meta = np.zeros((n_slots, 7), dtype=np.int64)
+    or restarted (0), groups taken over]: nothing saved yet."""
+    meta = np.zeros((n_slots, 8), dtype=np.int64)
     meta[:, 3:5] = -1
     return meta
 
@@ -133,6 +148,8 @@ def _view(st, slot, lo, hi) -> tuple:
         st[11][lo:hi],
         st[12][lo:hi],
         st[13][lo:hi],
+        st[14][slot],
+        st[15][slot],
     )
 
 
@@ -189,9 +206,10 @@ def _forget_lost(rs) -> None:
 def _changed(lo, g_paths, weight, rs, delta) -> int:
     """Members lost per link since the last filling into ``delta`` (zeros on entry), of
     the groups noted (``note_lost``; only groups that grew can lose members: one that did
-    not has no rate); returns the first freeze round of a group that lost some
-    (n_rounds: none)."""
-    fr, w_old, meta, lost = rs[5], rs[8], rs[9], rs[12]
+    not has no rate), and per round how many of the groups it froze lost some
+    (``rs[14][0]``, zeros on entry); returns the first freeze round of a group that
+    lost some (n_rounds: none)."""
+    fr, w_old, meta, lost, n_lost_at = rs[5], rs[8], rs[9], rs[12], rs[14][0]
     first = meta[0]
     for q in range(meta[5]):
         j = lost[q]
@@ -200,6 +218,7 @@ def _changed(lo, g_paths, weight, rs, delta) -> int:
             for k in range(g_paths.shape[1]):
                 delta[g_paths[lo + j, k]] += n_lost
             first = min(first, fr[j])
+            n_lost_at[fr[j]] += 1
             w_old[j] = weight[lo + j]
     _forget_lost(rs)
     return first
@@ -262,19 +281,25 @@ def _replay(rs, delta, moved, r_star) -> None:
 
 
 @njit(cache=True)
-def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, out) -> None:
+def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, out, again) -> None:
     """Rounds from ``r0`` on (state at its start in ``rs``), saving each round's start,
     step and the groups it freezes while the rows last (else the state is left invalid);
-    the level's output goes to ``out`` (and ``r_res[rounds]``)."""
+    the level's output goes to ``out`` (and ``r_res[rounds]``).  ``again``: a restart,
+    whose rounds that freeze the same groups as last time take them over (``_again``)
+    while the groups frozen so far are last time's (``_still_same``)."""
     r_res, r_cnt, r_step, r_level = rs[0], rs[1], rs[2], rs[3]
-    fr, order, r_pos, meta = rs[5], rs[6], rs[7], rs[9]
-    start, groups = index
+    order, r_pos, meta, n_lost_at = rs[6], rs[7], rs[9], rs[14][0]
     residual, count = r_res[r0].copy(), r_cnt[r0].copy()
-    base, level, r, pos = lv * residual.size, r_level[r0], r0, r_pos[r0]
-    rows = r_step.size
+    level, r, pos = r_level[r0], r0, r_pos[r0]
+    rows, n_old, taken = r_step.size, meta[0], 0
+    track = np.array([int(again), 0, 0])  # [same so far, froze early, left empty]
     act = np.empty(residual.size, np.int64)
     n_act = groupfill.growing(count, act)
     while n_live > 0:
+        over = track[0] and r0 < r < n_old and n_lost_at[r] == 0
+        old_lo = r_pos[r] if over else 0
+        if over:  # row r is still last time's
+            _take_counts(r_cnt[r], act, n_act, rs[15])
         if r + 1 < rows:
             r_res[r], r_cnt[r], r_level[r], r_pos[r] = residual, count, level, pos
         step, link = groupfill.min_share_on(residual, count, act, n_act)
@@ -284,31 +309,126 @@ def _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r0, live, n_live, o
             r_step[r] = step
         level += step
         groupfill.step_on(residual, count, act, n_act, step, link)
-        for j in range(n_act):
-            k = act[j]
-            if residual[k] > eps[k]:
-                continue
-            residual[k] = 0.0
-            if count[k] == 0:
-                continue
-            for q in range(ix(start[base + k]), ix(start[base + k + 1])):
-                g, i = ix(groups[q]), ix(groups[q] - lo)
-                if live[i]:
-                    live[i], g_rate[g], fr[i] = False, level, r
-                    order[ix(pos)] = g
-                    pos += 1
-                    n_live -= 1
-                    for kk in range(g_paths.shape[1]):
-                        if g_paths[g, kk] != k:  # k's own count is 0 once all froze
-                            count[ix(g_paths[g, kk])] -= weight[g]
-            count[k] = 0
+        if over and _same_full(residual, eps, act, n_act, rs, r):
+            n = _again(lo, order, old_lo, r_pos[r + 1], pos, live, g_rate, level)
+            _count_again(residual, count, act, n_act, eps, rs, r, r + 1 == n_old)
+            pos, n_live, taken = pos + n, n_live - n, taken + n
+        else:
+            rnd = (residual, count, act, n_act, r, level, again, track)
+            pos, n_live = _freeze(
+                lv, lo, index, g_paths, weight, eps, g_rate, rs, live, pos, n_live, rnd
+            )
+        if again and r < n_old:  # (no group froze at a later round last time)
+            _still_same(rs, r, pos, track)
+        else:
+            track[0] = 0
         n_act = groupfill.still_growing(count, act, n_act)
         r += 1
+    meta[7] = taken
     out[:] = residual
     if r < rows:
         r_res[r], r_pos[r], meta[0] = residual, pos, r
     else:
         meta[1] = 0
+
+
+@njit(cache=True)
+def _freeze(lv, lo, index, g_paths, weight, eps, g_rate, rs, live, pos, n_live, rnd) -> tuple:
+    """Freeze the live groups crossing the links this round fills (``rnd``: residual,
+    count, act, n_act, round, its level, restart, ``track``) at that level, in order
+    from ``pos`` (``n_live`` live before); a restart counts the groups that froze later
+    last time (``track[1]`` and ``rs[14][2]`` at that round).  Returns (pos, n_live)."""
+    residual, count, act, n_act, r, level, again, track = rnd
+    fr, order, late = rs[5], rs[6], rs[14][2]
+    start, groups = index
+    base = lv * residual.size
+    for j in range(n_act):
+        k = act[j]
+        if residual[k] > eps[k]:
+            continue
+        residual[k] = 0.0
+        if count[k] == 0:
+            continue
+        for q in range(ix(start[base + k]), ix(start[base + k + 1])):
+            g, i = ix(groups[q]), ix(groups[q] - lo)
+            if live[i]:
+                if again and fr[i] > r:  # froze later last time
+                    late[fr[i]] += 1
+                    track[1] += 1
+                live[i], g_rate[g], fr[i] = False, level, r
+                order[ix(pos)] = g
+                pos += 1
+                n_live -= 1
+                for kk in range(g_paths.shape[1]):
+                    if g_paths[g, kk] != k:  # k's own count is 0 once all froze
+                        count[ix(g_paths[g, kk])] -= weight[g]
+        count[k] = 0
+    return pos, n_live
+
+
+@njit(cache=True)
+def _still_same(rs, r, pos, track) -> None:
+    """After round ``r`` (< last time's rounds) of a restart: whether the groups frozen
+    so far are those last time froze by then, but for those left without members
+    (``rs[14][1]`` per round): none froze earlier than then (``track[1]``, less those
+    whose round this was) and as many froze, so ``pos`` is where last time's next round
+    began less those left empty.  Then the next round's live groups are last time's
+    (``track[0]``)."""
+    rt, r_pos = rs[14], rs[7]
+    track[1] -= rt[2, r]
+    track[2] += rt[1, r]
+    rt[2, r] = 0
+    track[0] = track[1] == 0 and pos == r_pos[r + 1] - track[2]
+
+
+@njit(cache=True)
+def _take_counts(row, act, n_act, prev) -> None:
+    """Last filling's counts at this round's start (``row``, about to be rewritten) of
+    the links growing now, into ``prev``."""
+    for j in range(n_act):
+        prev[act[j]] = row[act[j]]
+
+
+@njit(cache=True)
+def _same_full(residual, eps, act, n_act, rs, r) -> bool:
+    """Whether the links this round fills are those round ``r`` filled last time: a
+    growing link is full now iff it was growing then (``rs[15]``) and full after it
+    (row ``r + 1``, still last time's).  A link growing then but not now only had
+    groups that lost members, and then the round is not taken over (``rs[14][0]``)."""
+    prev, r_res_next = rs[15], rs[0][r + 1]
+    for j in range(n_act):
+        k = act[j]
+        if (residual[k] <= eps[k]) != (prev[k] > 0 and r_res_next[k] <= eps[k]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _again(lo, order, old_lo, old_hi, pos, live, g_rate, level) -> int:
+    """Round taken over: the groups it froze last time (``order[old_lo:old_hi]``) freeze
+    again at ``level``, moved to positions from ``pos`` (the rounds before may have had
+    fewer: groups left without members); how many."""
+    for q in range(old_lo, old_hi):
+        g = ix(order[q])
+        live[g - ix(lo)], g_rate[g] = False, level
+        order[ix(pos + q - old_lo)] = g
+    return old_hi - old_lo
+
+
+@njit(cache=True)
+def _count_again(residual, count, act, n_act, eps, rs, r, last) -> None:
+    """Counts after a round taken over: its full links 0, every other growing link less
+    what the same groups took off it last time (its count then, ``rs[15]``, less row
+    ``r + 1``'s; all of them in the last round of last time, whose counts are not kept)."""
+    prev, cnt_next = rs[15], rs[1][r + 1]
+    for j in range(n_act):
+        k = act[j]
+        if residual[k] <= eps[k]:
+            residual[k], count[k] = 0.0, 0
+        elif last:
+            count[k] = 0
+        else:
+            count[k] -= prev[k] - cnt_next[k]
 
 
 @njit(cache=True)
@@ -413,7 +533,7 @@ def _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scra
         return True
     kernel._clean(residual, eps)
     r_res[0], r_cnt[0], rs[3][0], rs[7][0] = residual, count, 0.0, 0
-    _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, 0, live, n_live, residual)
+    _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, 0, live, n_live, residual, False)
     return False
 
 
@@ -424,11 +544,13 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
     whether the level is blocked (as ``groupfill.fill_level``).  ``scratch``: (live
     flags per group, link counts, per-link zeros, per-link False flags)."""
     lo = lv_bounds[lv]
-    meta, fr, order, r_pos = rs[9], rs[5], rs[6], rs[7]
+    meta = rs[9]
     if not meta[1] or meta[0] == 0:
         return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
     delta, live, moved = scratch[2], scratch[0], scratch[3]
     n_rounds = meta[0]
+    rs[14][:, : n_rounds + 1] = 0
+    meta[7] = 0
     r_star = _changed(lo, g_paths, weight, rs, delta)
     r_star = _inputs(residual, rs, eps, delta, moved, r_star)
     if r_star == FLIP:
@@ -438,8 +560,26 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
     _replay(rs, delta, moved, r_star)
     meta[2], meta[6] = r_star, 0
     if r_star < n_rounds:
-        n_live = 0
-        for q in range(r_pos[r_star], r_pos[n_rounds]):
+        n_live = _relive(lo, weight, g_rate, rs, r_star, n_rounds, live)
+        if n_live == 0 and r_star == 0:  # nothing can grow: blocked, as _full says
+            return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
+        _rounds(
+            lv, lo, index, g_paths, weight, eps, g_rate, rs, r_star, live, n_live, residual, True
+        )
+    else:
+        residual[:] = rs[0][n_rounds]
+    return False
+
+
+@njit(cache=True)
+def _relive(lo, weight, g_rate, rs, r_star, n_rounds, live) -> int:
+    """Before a restart at ``r_star``: the groups last time froze from then on are live
+    again, but for those left without members (no rate, no freeze round; counted per
+    round in ``rs[14][1]``); how many are live."""
+    fr, order, r_pos, n_empty = rs[5], rs[6], rs[7], rs[14][1]
+    n_live = 0
+    for r in range(r_star, n_rounds):
+        for q in range(r_pos[r], r_pos[r + 1]):
             g, i = ix(order[q]), ix(order[q] - lo)
             if weight[g] > 0:  # rate and freeze round: written when it freezes again
                 live[i] = True
@@ -447,12 +587,8 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
             else:
                 g_rate[g] = 0.0
                 fr[i] = -1
-        if n_live == 0 and r_star == 0:  # nothing can grow: blocked, as _full says
-            return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
-        _rounds(lv, lo, index, g_paths, weight, eps, g_rate, rs, r_star, live, n_live, residual)
-    else:
-        residual[:] = rs[0][n_rounds]
-    return False
+                n_empty[r] += 1
+    return n_live
 
 
 @njit(cache=True)

@@ -92,12 +92,36 @@ def test_restart_from_a_late_round_by_hand():
     assert rates.tolist() == [7.5, 2.5, 2.5] and residual[:2].tolist() == [0.0, 0.0]
 
 
+def test_a_restart_takes_over_a_round_that_freezes_the_same_groups_by_hand():
+    """Three links of 10: A (link 0, 5 members), B (link 1, 4), C (link 2, 2); link 3
+    is padding.  Round 0: link 0 fills at 10/5 = 2 (A); round 1: link 1 at
+    2 + (10 - 4 x 2)/4 = 2.5 (B); round 2: link 2 at 2.5 + (10 - 2 x 2.5)/2 = 5 (C).
+    B loses a member: the restart runs round 1 again (B at 2 + 4/3) and round 2 fills
+    link 2 again with C alone, as last time: taken over (C at 5, not visited through
+    the link's groups), the rates those of a filling from scratch."""
+    g_paths = np.array([[0, 3], [1, 3], [2, 3]], dtype=np.int32)
+    capacity = np.array([10.0, 10.0, 10.0, np.inf])
+    weight = np.array([5, 4, 2], dtype=np.int64)
+    lv_bounds = np.array([0, 3], dtype=np.int64)
+    index, eps = groupfill.level_index(lv_bounds, g_paths, 4), kernel.full_below(capacity)
+    rates, rs, sc = np.zeros(3), roundfill.state(0, 3, 4), scratch(3, 4)
+    roundfill.refill(0, lv_bounds, g_paths, weight, eps, rates, capacity.copy(), index, rs, sc)
+    assert rates.tolist() == [2.0, 2.5, 5.0] and rs[9][0] == 3 and rs[9][7] == 0
+    weight[1] -= 1
+    roundfill.note_lost(rs[12], rs[13], rs[9], 1)
+    roundfill.refill(0, lv_bounds, g_paths, weight, eps, rates, capacity.copy(), index, rs, sc)
+    ref_rates, _ = from_scratch(lv_bounds, g_paths, weight, capacity, eps, index)
+    assert rs[9][2] == 1 and rs[9][7] == 1  # restarted at round 1, round 2 taken over
+    assert np.array_equal(rates, ref_rates) and rates[1] == 2.0 + 4.0 / 3
+
+
 def test_refill_equals_filling_from_scratch_as_members_leave():
     """Random levels of 400 groups; 40 events, each taking 1-3 members off random
     growing groups (as flow completions do, each noted: ``note_lost``): after each, the
     restarted filling gives exactly the rates and free capacity of filling from
-    scratch."""
+    scratch, and some restarts take rounds over (``meta[7]``)."""
     rng = np.random.default_rng(11)
+    taken = 0
     for _ in range(3):
         lv_bounds, g_paths, weight, capacity, eps, index = level(rng, 400)
         rs, sc, rates = roundfill.state(0, weight.size, capacity.size), None, None
@@ -107,10 +131,12 @@ def test_refill_equals_filling_from_scratch_as_members_leave():
             roundfill.refill(0, lv_bounds, g_paths, weight, eps, rates, residual, index, rs, sc)
             ref_rates, ref_res = from_scratch(lv_bounds, g_paths, weight, capacity, eps, index)
             assert np.array_equal(rates, ref_rates) and np.array_equal(residual, ref_res)
+            taken += rs[9][7]
             alive = np.flatnonzero(weight > 0)
             for g in rng.choice(alive, size=min(rng.integers(1, 4), alive.size), replace=False):
                 weight[g] -= 1
                 roundfill.note_lost(rs[12], rs[13], rs[9], g)
+    assert taken > 0
 
 
 def test_restart_when_the_free_capacity_handed_changes_by_hand():
@@ -143,6 +169,7 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
     filling from scratch; some events restart mid-way, some change only the output."""
     rng = np.random.default_rng(5)
     first = []  # first round each filling ran, its rounds, and its candidates
+    taken = 0  # groups that restarts took over from last time's rounds
     for _ in range(3):
         lv_bounds, g_paths, weight, capacity, eps, index = level(rng, 400)
         rounds = roundfill.slots(lv_bounds, capacity.size)
@@ -160,6 +187,7 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
             if meta[6] == 0:  # a restart names the groups it froze again, never all
                 assert not every and ids.size == rounds[1][7][0][meta[0]] - rounds[1][7][0][meta[2]]
             first.append((meta[2], meta[0], meta[4], meta[6]))
+            taken += meta[7]
             for k in rng.choice(capacity.size, size=rng.integers(1, 7), replace=False):
                 u = rng.random()
                 handed[k] = 0.0 if u < 0.1 else capacity[k] if u < 0.2 else handed[k]
@@ -172,6 +200,7 @@ def test_refill_equals_filling_from_scratch_as_the_free_capacity_handed_changes(
     assert any(0 < r < n for r, n, _, _ in first) and any(r == n for r, n, _, _ in first)
     assert any(r == 0 and f and 0 <= c < 300 for r, _, c, f in first)  # on candidates only
     assert any(r == 0 and not f for r, _, _, f in first)  # restarted from round 0
+    assert taken > 0
 
 
 def test_blocked_groups_stay_out_of_a_full_filling_while_their_cover_link_is_full():
