@@ -203,25 +203,32 @@ def _forget_lost(rs) -> None:
 
 
 @njit(cache=True)
-def _changed(lo, g_paths, weight, rs, delta) -> int:
+def _changed(lo, g_paths, weight, rs, delta) -> tuple:
     """Members lost per link since the last filling into ``delta`` (zeros on entry), of
-    the groups noted (``note_lost``; only groups that grew can lose members: one that did
-    not has no rate), and per round how many of the groups it froze lost some
-    (``rs[14][0]``, zeros on entry); returns the first freeze round of a group that
-    lost some (n_rounds: none)."""
-    fr, w_old, meta, lost, n_lost_at = rs[5], rs[8], rs[9], rs[12], rs[14][0]
-    first = meta[0]
+    the groups noted (``note_lost``, then forgotten; only groups that grew can lose
+    members: one that did not has no rate), and per round how many of the groups it
+    froze lost some and how many of those are left empty (``rs[14][0]`` and
+    ``rs[14][1]``, zeros on entry).  Returns (the first freeze round of a group that
+    lost some, n_rounds if none; how many are left empty, their offsets moved to the
+    front of ``lost``)."""
+    fr, w_old, meta, lost, noted, rt = rs[5], rs[8], rs[9], rs[12], rs[13], rs[14]
+    first, n_empty = meta[0], 0
     for q in range(meta[5]):
         j = lost[q]
+        noted[j] = False
         n_lost = w_old[j] - weight[lo + j]
         if n_lost and fr[j] >= 0:
             for k in range(g_paths.shape[1]):
                 delta[g_paths[lo + j, k]] += n_lost
             first = min(first, fr[j])
-            n_lost_at[fr[j]] += 1
+            rt[0, fr[j]] += 1
             w_old[j] = weight[lo + j]
-    _forget_lost(rs)
-    return first
+            if weight[lo + j] == 0:
+                rt[1, fr[j]] += 1
+                lost[n_empty] = j
+                n_empty += 1
+    meta[5] = 0
+    return first, n_empty
 
 
 @njit(cache=True)
@@ -551,7 +558,7 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
     n_rounds = meta[0]
     rs[14][:, : n_rounds + 1] = 0
     meta[7] = 0
-    r_star = _changed(lo, g_paths, weight, rs, delta)
+    r_star, n_empty = _changed(lo, g_paths, weight, rs, delta)
     r_star = _inputs(residual, rs, eps, delta, moved, r_star)
     if r_star == FLIP:
         delta[:] = 0
@@ -560,7 +567,7 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
     _replay(rs, delta, moved, r_star)
     meta[2], meta[6] = r_star, 0
     if r_star < n_rounds:
-        n_live = _relive(lo, weight, g_rate, rs, r_star, n_rounds, live)
+        n_live = _relive(lo, g_rate, rs, r_star, n_rounds, live, n_empty)
         if n_live == 0 and r_star == 0:  # nothing can grow: blocked, as _full says
             return _full(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scratch)
         _rounds(
@@ -572,23 +579,17 @@ def refill(lv, lv_bounds, g_paths, weight, eps, g_rate, residual, index, rs, scr
 
 
 @njit(cache=True)
-def _relive(lo, weight, g_rate, rs, r_star, n_rounds, live) -> int:
+def _relive(lo, g_rate, rs, r_star, n_rounds, live, n_empty) -> int:
     """Before a restart at ``r_star``: the groups last time froze from then on are live
-    again, but for those left without members (no rate, no freeze round; counted per
-    round in ``rs[14][1]``); how many are live."""
-    fr, order, r_pos, n_empty = rs[5], rs[6], rs[7], rs[14][1]
-    n_live = 0
-    for r in range(r_star, n_rounds):
-        for q in range(r_pos[r], r_pos[r + 1]):
-            g, i = ix(order[q]), ix(order[q] - lo)
-            if weight[g] > 0:  # rate and freeze round: written when it freezes again
-                live[i] = True
-                n_live += 1
-            else:
-                g_rate[g] = 0.0
-                fr[i] = -1
-                n_empty[r] += 1
-    return n_live
+    again, but for the ``n_empty`` left without members (``_changed``: no rate, no
+    freeze round); how many are live."""
+    fr, order, r_pos, lost = rs[5], rs[6], rs[7], rs[12]
+    for q in range(r_pos[r_star], r_pos[n_rounds]):
+        live[ix(order[q] - lo)] = True  # rate and freeze round: written when it freezes
+    for q in range(n_empty):
+        j = lost[q]
+        live[j], g_rate[lo + j], fr[j] = False, 0.0, -1
+    return r_pos[n_rounds] - r_pos[r_star] - n_empty
 
 
 @njit(cache=True)
