@@ -80,10 +80,12 @@ def test_fifo_is_worse_than_fair_sharing_on_the_trace(fb_busy):
     assert fb_busy["fifo"]["avg_cct_s"] > fb_busy["fair"]["avg_cct_s"]
 
 
-def run_old_then_new(tmp_path: Path, policy: str, old_bytes: int, new_at_s: float) -> Path:
+def run_old_then_new(
+    tmp_path: Path, policy: str, old_bytes: int, new_at_s: float, new_bytes: int = 5_000_000
+) -> Path:
     """Run ``policy`` on 2 leaves x 2 hosts at 100 Mbit/s: 'old' (``old_bytes``, h11 ->
-    h21) at 0 s, 'new' (5 MB, h12 -> h21, the same downlink) at ``new_at_s``; the run
-    folder."""
+    h21) at 0 s, 'new' (``new_bytes``, h12 -> h21, the same downlink) at ``new_at_s``;
+    the run folder."""
     import yaml
 
     flow = lambda src, n: [{"src": src, "dst": "h21", "bytes": n}]  # noqa: E731
@@ -95,7 +97,7 @@ def run_old_then_new(tmp_path: Path, policy: str, old_bytes: int, new_at_s: floa
         "workload": {
             "coflows": [
                 {"id": "old", "arrival_s": 0, "flows": flow("h11", old_bytes)},
-                {"id": "new", "arrival_s": new_at_s, "flows": flow("h12", 5_000_000)},
+                {"id": "new", "arrival_s": new_at_s, "flows": flow("h12", new_bytes)},
             ]
         },
     }
@@ -137,15 +139,18 @@ def test_sebf_flows_start_before_their_metered_entry_and_move_to_its_tag(tmp_pat
     to their tag's DSCP once the entry is written.  The leaves' tag counters see each
     coflow's bytes only after that move (packets with a level's code pass the tag table
     uncounted): none without it.  The move comes with the next answer, which can be the
-    next progress poll, 0.5 s on: 'old' was counted for 13.1 of its 20 MB in two runs and
-    19.0 MB in a third, 'new' for 4.93-4.96 of its 5 MB.  'new' arrives at 1 s and goes
-    first: 0.4 s at 100 Mbit/s, allowed 0.6 s as in the D-CLAS test above."""
-    run = run_old_then_new(tmp_path, "sebf", 20_000_000, 1)
+    next progress poll, 0.5 s on, so each coflow lasts longer than that: 'old' 40 MB,
+    'new' 10 MB (0.8 s at 100 Mbit/s; with 5 MB, 0.4 s, one CI run of the whole suite saw
+    'new' end before its move and counted none of it).  Each is then counted for at least
+    what it sends after the first 0.5 s: 'new' 3.75 MB, 'old' 33 MB.  'new' arrives at 1 s
+    with less left than 'old' (at most 12.5 MB of 40 sent) and goes first, allowed 1.5x
+    its time alone as in the D-CLAS test above."""
+    run = run_old_then_new(tmp_path, "sebf", 40_000_000, 1, new_bytes=10_000_000)
     release = json.loads((run / "summary.json").read_text())["release"]
     assert release["level_marked"] == 2 and release["writes_waited"] == 0, release
     tags = json.loads((run / "counters.json").read_text())["tags"]
     counted = sorted(t["bytes"] for t in tags.values() if t["bytes"])
-    assert len(counted) == 2 and counted[0] > 2.5e6 and counted[1] > 10e6, counted
+    assert len(counted) == 2 and counted[0] > 2.5e6 and counted[1] > 25e6, counted
     cf = coflows_of(run)
-    assert cf["new"]["cct_s"] <= 1.5 * 5e6 * 8 / 100e6, cf["new"]
+    assert cf["new"]["cct_s"] <= 1.5 * 10e6 * 8 / 100e6, cf["new"]
     assert cf["new"]["finish_s"] < cf["old"]["finish_s"]
