@@ -400,8 +400,9 @@ def _take_counts(row, act, n_act, prev) -> None:
 def _same_full(residual, eps, act, n_act, rs, r) -> bool:
     """Whether the links this round fills are those round ``r`` filled last time: a
     growing link is full now iff it was growing then (``rs[15]``) and full after it
-    (row ``r + 1``, still last time's).  A link growing then but not now only had
-    groups that lost members, and then the round is not taken over (``rs[14][0]``)."""
+    (row ``r + 1``, still last time's).  A link growing then but not now had only
+    groups left empty growing on it; had it filled then, one of them froze in that
+    round, and such a round is not taken over (``rs[14][0]``)."""
     prev, r_res_next = rs[15], rs[0][r + 1]
     for j in range(n_act):
         k = act[j]
