@@ -1,15 +1,24 @@
 """Before/after benchmark of the simulator across two git revisions, alternated in one
 sitting: the Facebook trace (or a prefix) under each policy, each run in a child process
 of its revision's own checkout (a ``git archive`` in a scratch directory, its numba cache
-compiled once before timing).  Prints per run: revision, policy, options, simulation wall
+compiled before timing by short runs of fair, D-CLAS and the policy timed: 40 coflows,
+enough for the restarted fillings' kernels).  Prints per run: revision, policy, options, simulation wall
 time (trace already built), events, average CCT; per policy the largest relative
 per-coflow CCT difference of each revision against the first; and the load average.
 
     .venv/bin/python benchmarks/bench_sim_revs.py --revs main,WORKTREE --policies fair,fifo
-        [--limit N] [--reps 1] [--options incremental=1]
+        [--limit N] [--reps 1] [--options incremental=1] [--paired]
 
 ``WORKTREE`` is this checkout as it is on disk.  ``--options`` (key=value,...) are
 ``Simulator`` keyword arguments given to the revisions other than the first.
+
+``--paired`` (two revisions, two CPUs): each repetition runs both revisions at the same
+time, each pinned to its own CPU (swapped at every repetition) and both timed from when
+both have warmed up, and prints the ratio of
+their times, second over first, then the median and range of the ratios.  The host's
+load changes from minute to minute by more than most changes gain (runs of the same
+code differ by 15 % between sittings); two runs side by side see the same load, so
+their ratio keeps much less of it.
 """
 
 from __future__ import annotations
@@ -34,8 +43,10 @@ from workload import fbtrace
 policy, limit, out, kw = sys.argv[1], int(sys.argv[2]) or None, sys.argv[3], json.loads(sys.argv[4])
 trace = fbtrace.read_trace(sys.argv[5])
 fab = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
-for warm in ("fair", "dclas"):
-    Simulator(fbtrace.to_dag(trace, None, limit=3), fab, policies.get(warm), None, **kw).run()
+for warm, n in (("fair", 3), ("dclas", 3), (policy, 40)):  # compiled before timing
+    Simulator(fbtrace.to_dag(trace, None, limit=n), fab, policies.get(warm), None, **kw).run()
+print("ready", flush=True)
+sys.stdin.readline()  # the parent's go: a paired run's two children start timing together
 sim = Simulator(fbtrace.to_dag(trace, None, limit=limit), fab, policies.get(policy), None, **kw)
 sim.run()
 np.save(out, np.array([o.finish_s - o.release_s for o in sim.outcomes]))
@@ -56,12 +67,47 @@ def checkout(rev: str, scratch: Path) -> Path:
     return dest
 
 
-def run_child(tree: Path, policy: str, limit: int, kw: dict, out: Path, trace: Path) -> dict:
-    """One simulation in a child process on ``tree``'s code: its figures."""
+def start_child(tree: Path, policy: str, limit: int, kw: dict, out: Path, trace: Path, cpu=None):
+    """One simulation in a child process on ``tree``'s code (pinned to ``cpu`` if
+    given), started: ``finish_child`` waits for its figures."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     args = [sys.executable, "-c", CHILD, policy, str(limit), str(out), json.dumps(kw), str(trace)]
-    done = subprocess.run(args, env=env, cwd=tree, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+    pipe = subprocess.PIPE
+    return subprocess.Popen(
+        args, env=env, cwd=tree, stdin=pipe, stdout=pipe, stderr=pipe, text=True, preexec_fn=pin
+    )
+
+
+def ready(child: subprocess.Popen) -> None:
+    """Wait until a child from ``start_child`` has warmed up (its numba code compiled)."""
+    line = child.stdout.readline()
+    if line.strip() != "ready":
+        child.kill()
+        _out, err = child.communicate()
+        sys.exit(f"benchmark child failed before timing: {err.strip()[-2000:]}")
+
+
+def go(child: subprocess.Popen) -> None:
+    """Let a child that is ``ready`` start its timed simulation."""
+    child.stdin.write("go\n")
+    child.stdin.flush()
+
+
+def finish_child(child: subprocess.Popen) -> dict:
+    """The figures of a child that was let ``go`` (its stderr if it failed)."""
+    out, err = child.communicate()
+    if child.returncode:
+        sys.exit(f"benchmark child failed ({child.returncode}): {err.strip()[-2000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_child(tree: Path, policy: str, limit: int, kw: dict, out: Path, trace: Path) -> dict:
+    """One simulation in a child process on ``tree``'s code: its figures."""
+    child = start_child(tree, policy, limit, kw, out, trace)
+    ready(child)
+    go(child)
+    return finish_child(child)
 
 
 def max_rel(a: np.ndarray, b: np.ndarray) -> float:
@@ -110,6 +156,46 @@ def bench_policy(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
         )
 
 
+def two_cpus() -> tuple[int, int]:
+    """Two CPUs this process may run on (``--paired``), else exit with why."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        sys.exit(f"--paired: needs two CPUs, this process may use {len(cpus)}")
+    return cpus[0], cpus[1]
+
+
+def bench_paired(policy: str, trees: list[tuple[str, Path]], args, scratch: Path) -> None:
+    """Both revisions side by side, one per CPU (swapped every repetition); print each
+    pair, the ratio second / first, and the median and range of the ratios."""
+    kw, cpus = parse_options(args.options), two_cpus()
+    (first, tree_a), (second, tree_b) = trees
+    ratios = []
+    for rep in range(args.reps):
+        cpu_a, cpu_b = cpus if rep % 2 == 0 else cpus[::-1]
+        outs = (scratch / f"{policy}-a{rep}.npy", scratch / f"{policy}-b{rep}.npy")
+        a = start_child(tree_a, policy, args.limit, {}, outs[0], args.trace, cpu_a)
+        b = start_child(tree_b, policy, args.limit, kw, outs[1], args.trace, cpu_b)
+        ready(a)
+        ready(b)
+        go(a)
+        go(b)
+        ra, rb = finish_child(a), finish_child(b)
+        ratios.append(rb["wall_s"] / ra["wall_s"])
+        print(
+            f"{policy:<10} {first} {ra['wall_s']:7.2f} s (cpu {cpu_a})  {second} "
+            f"{rb['wall_s']:7.2f} s (cpu {cpu_b})  ratio {ratios[-1]:.3f}  "
+            f"avg CCT {np.nanmean(np.load(outs[0])):.6f} / {np.nanmean(np.load(outs[1])):.6f} s"
+            f"  load {load()}",
+            flush=True,
+        )
+    diff = max_rel(np.load(outs[0]), np.load(outs[1]))
+    print(
+        f"{policy}: {second} / {first} median {np.median(ratios):.3f} "
+        f"[{min(ratios):.3f}, {max(ratios):.3f}] over {len(ratios)} pairs; "
+        f"max rel CCT diff {diff:.2e}"
+    )
+
+
 def main() -> int:
     """Parse flags, check out the revisions, run the alternated benchmark."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -119,17 +205,23 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--options", default="", help="Simulator kwargs of the later revisions")
     ap.add_argument("--trace", type=Path, default=REPO / "data" / "FB2010-1Hr-150-0.txt")
+    ap.add_argument("--paired", action="store_true", help="two revisions side by side")
     args = ap.parse_args()
     if args.limit < 0 or args.reps < 1:
         sys.exit("--limit must be >= 0 and --reps >= 1")
     revs = [r for r in args.revs.split(",") if r]
     if len(revs) < 2:
         sys.exit("--revs: give at least two revisions")
+    if args.paired and len(revs) != 2:
+        sys.exit(f"--paired: give exactly two revisions, got {len(revs)}")
+    if args.paired:
+        two_cpus()
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         trees = [(rev, checkout(rev, scratch)) for rev in revs]
+        bench = bench_paired if args.paired else bench_policy
         for pol in filter(None, args.policies.split(",")):
-            bench_policy(pol, trees, args, scratch)
+            bench(pol, trees, args, scratch)
     return 0
 
 
