@@ -2,9 +2,10 @@
 sitting: the Facebook trace (or a prefix) under each policy, each run in a child process
 of its revision's own checkout (a ``git archive`` in a scratch directory, its numba cache
 compiled before timing by short runs of fair, D-CLAS and the policy timed: 40 coflows,
-enough for the restarted fillings' kernels).  Prints per run: revision, policy, options, simulation wall
-time (trace already built), events, average CCT; per policy the largest relative
-per-coflow CCT difference of each revision against the first; and the load average.
+enough for the restarted fillings' kernels).  Prints per run: revision, policy,
+options, simulation wall time (trace already built), events, average CCT; per policy
+the largest relative per-coflow CCT difference of each revision against the first; and
+the load average.
 
     .venv/bin/python benchmarks/bench_sim_revs.py --revs main,WORKTREE --policies fair,fifo
         [--limit N] [--reps 1] [--options incremental=1] [--paired]
