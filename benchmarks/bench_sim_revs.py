@@ -14,12 +14,11 @@ the load average.
 ``Simulator`` keyword arguments given to the revisions other than the first.
 
 ``--paired`` (two revisions, two CPUs): each repetition runs both revisions at the same
-time, each pinned to its own CPU (swapped at every repetition) and both timed from when
-both have warmed up, and prints the ratio of
-their times, second over first, then the median and range of the ratios.  The host's
-load changes from minute to minute by more than most changes gain (runs of the same
-code differ by 15 % between sittings); two runs side by side see the same load, so
-their ratio keeps much less of it.
+time, each pinned to its own CPU (swapped at every repetition), both timed from when
+both have warmed up, and prints the ratio of their times, second over first, then the
+median and range of the ratios.  The host's load changes from minute to minute by more
+than most changes gain (runs of the same code differ by 15 % between sittings); two
+runs side by side see the same load, so their ratio keeps much less of it.
 """
 
 from __future__ import annotations
@@ -80,17 +79,25 @@ def start_child(tree: Path, policy: str, limit: int, kw: dict, out: Path, trace:
     )
 
 
+def last_line(text: str) -> str:
+    """The last non-empty line of a child's stderr (its exception), for a one-line error."""
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "(no output)"
+
+
 def ready(child: subprocess.Popen) -> None:
     """Wait until a child from ``start_child`` has warmed up (its numba code compiled)."""
+    assert child.stdout is not None  # start_child pipes it
     line = child.stdout.readline()
     if line.strip() != "ready":
         child.kill()
         _out, err = child.communicate()
-        sys.exit(f"benchmark child failed before timing: {err.strip()[-2000:]}")
+        sys.exit(f"benchmark child failed before timing: {last_line(err)}")
 
 
 def go(child: subprocess.Popen) -> None:
     """Let a child that is ``ready`` start its timed simulation."""
+    assert child.stdin is not None  # start_child pipes it
     child.stdin.write("go\n")
     child.stdin.flush()
 
@@ -99,7 +106,7 @@ def finish_child(child: subprocess.Popen) -> dict:
     """The figures of a child that was let ``go`` (its stderr if it failed)."""
     out, err = child.communicate()
     if child.returncode:
-        sys.exit(f"benchmark child failed ({child.returncode}): {err.strip()[-2000:]}")
+        sys.exit(f"benchmark child failed ({child.returncode}): {last_line(err)}")
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -176,11 +183,17 @@ def bench_paired(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
         outs = (scratch / f"{policy}-a{rep}.npy", scratch / f"{policy}-b{rep}.npy")
         a = start_child(tree_a, policy, args.limit, {}, outs[0], args.trace, cpu_a)
         b = start_child(tree_b, policy, args.limit, kw, outs[1], args.trace, cpu_b)
-        ready(a)
-        ready(b)
-        go(a)
-        go(b)
-        ra, rb = finish_child(a), finish_child(b)
+        try:
+            ready(a)
+            ready(b)
+            go(a)
+            go(b)
+            ra, rb = finish_child(a), finish_child(b)
+        finally:  # one failed or was interrupted: the other does not run on
+            for child in (a, b):
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
         ratios.append(rb["wall_s"] / ra["wall_s"])
         print(
             f"{policy:<10} {first} {ra['wall_s']:7.2f} s (cpu {cpu_a})  {second} "
