@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -67,46 +68,64 @@ def checkout(rev: str, scratch: Path) -> Path:
     return dest
 
 
+@dataclass(frozen=True)
+class Child:
+    """A benchmark child process and the file its stderr goes to (a file, not a pipe:
+    while the parent waits on its stdout, a full stderr pipe would block it)."""
+
+    proc: subprocess.Popen
+    err: Path
+
+
 def start_child(tree: Path, policy: str, limit: int, kw: dict, out: Path, trace: Path, cpu=None):
     """One simulation in a child process on ``tree``'s code (pinned to ``cpu`` if
     given), started: ``finish_child`` waits for its figures."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     args = [sys.executable, "-c", CHILD, policy, str(limit), str(out), json.dumps(kw), str(trace)]
     pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
-    pipe = subprocess.PIPE
-    return subprocess.Popen(
-        args, env=env, cwd=tree, stdin=pipe, stdout=pipe, stderr=pipe, text=True, preexec_fn=pin
-    )
+    pipe, err = subprocess.PIPE, out.with_suffix(".err")
+    with err.open("w") as sink:
+        proc = subprocess.Popen(
+            args,
+            env=env,
+            cwd=tree,
+            stdin=pipe,
+            stdout=pipe,
+            stderr=sink,
+            text=True,
+            preexec_fn=pin,
+        )
+    return Child(proc, err)
 
 
-def last_line(text: str) -> str:
+def last_line(child: Child) -> str:
     """The last non-empty line of a child's stderr (its exception), for a one-line error."""
-    lines = text.strip().splitlines()
+    lines = child.err.read_text().strip().splitlines()
     return lines[-1] if lines else "(no output)"
 
 
-def ready(child: subprocess.Popen) -> None:
+def ready(child: Child) -> None:
     """Wait until a child from ``start_child`` has warmed up (its numba code compiled)."""
-    assert child.stdout is not None  # start_child pipes it
-    line = child.stdout.readline()
+    assert child.proc.stdout is not None  # start_child pipes it
+    line = child.proc.stdout.readline()
     if line.strip() != "ready":
-        child.kill()
-        _out, err = child.communicate()
-        sys.exit(f"benchmark child failed before timing: {last_line(err)}")
+        child.proc.kill()
+        child.proc.communicate()
+        sys.exit(f"benchmark child failed before timing: {last_line(child)}")
 
 
-def go(child: subprocess.Popen) -> None:
+def go(child: Child) -> None:
     """Let a child that is ``ready`` start its timed simulation."""
-    assert child.stdin is not None  # start_child pipes it
-    child.stdin.write("go\n")
-    child.stdin.flush()
+    assert child.proc.stdin is not None  # start_child pipes it
+    child.proc.stdin.write("go\n")
+    child.proc.stdin.flush()
 
 
-def finish_child(child: subprocess.Popen) -> dict:
+def finish_child(child: Child) -> dict:
     """The figures of a child that was let ``go`` (its stderr if it failed)."""
-    out, err = child.communicate()
-    if child.returncode:
-        sys.exit(f"benchmark child failed ({child.returncode}): {last_line(err)}")
+    out, _err = child.proc.communicate()
+    if child.proc.returncode:
+        sys.exit(f"benchmark child failed ({child.proc.returncode}): {last_line(child)}")
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -191,9 +210,9 @@ def bench_paired(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
             ra, rb = finish_child(a), finish_child(b)
         finally:  # one failed or was interrupted: the other does not run on
             for child in (a, b):
-                if child.poll() is None:
-                    child.kill()
-                    child.wait()
+                if child.proc.poll() is None:
+                    child.proc.kill()
+                    child.proc.wait()
         ratios.append(rb["wall_s"] / ra["wall_s"])
         print(
             f"{policy:<10} {first} {ra['wall_s']:7.2f} s (cpu {cpu_a})  {second} "
@@ -211,7 +230,7 @@ def bench_paired(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
 
 
 def main() -> int:
-    """Parse flags, check out the revisions, run the alternated benchmark."""
+    """Parse flags, check out the revisions, run the alternated (or paired) benchmark."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--revs", default=f"HEAD,{WORKTREE}")
     ap.add_argument("--policies", default="fair,fifo,dclas,sincronia")
