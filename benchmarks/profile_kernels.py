@@ -8,7 +8,9 @@ then names the kernels instead of showing bare addresses of JIT code.  Usage::
     perf report -i perf.data --no-children --sort sym
 
 Prints the simulation's wall time (compiling is done by a short warm-up run first) and
-how many functions the map names.  Needs ``nm`` (binutils) and a Linux ``perf``.
+how many functions the map names.  The numba cache lives in a temporary directory removed
+on exit; the perf map stays for ``perf report`` (delete it after).  Needs ``nm``
+(binutils) and a Linux ``perf``.
 """
 
 from __future__ import annotations
@@ -89,7 +91,13 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, default=TRACE)
     ap.add_argument("--limit", type=int, default=0, help="first N coflows (0: all)")
     args = ap.parse_args()
-    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="coflowbed-numba-")
+    with tempfile.TemporaryDirectory(prefix="coflowbed-numba-") as cache:
+        os.environ["NUMBA_CACHE_DIR"] = cache  # removed on return, as on an error
+        _profile(args)
+
+
+def _profile(args: argparse.Namespace) -> None:
+    """Warm up, run the policy timed, then write the perf map (numba's cache is empty)."""
     from coflowbed.sim import Simulator, parse_fabric_spec
     from controller import policies
     from workload import fbtrace

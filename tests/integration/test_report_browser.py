@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 
 import pytest
@@ -32,14 +33,18 @@ def report(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    """A headless Chromium that keeps the page's console messages."""
+def browser(tmp_path_factory):
+    """A headless Chromium that keeps the page's console messages.  Its temporary files
+    (the profile lock's socket directory, which it leaves in ``$TMPDIR``) go to a
+    directory of this test run, not to /tmp."""
     opts = webdriver.ChromeOptions()
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         opts.add_argument(arg)
     opts.binary_location = shutil.which("chromium")
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
+    tmp = tmp_path_factory.mktemp("chromium")
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"), env=env)
     drv = webdriver.Chrome(options=opts, service=service)
     yield drv
     drv.quit()
