@@ -126,7 +126,8 @@ def run_child(case: str, gpus: int, policy: str, kind: str, wall_limit: float) -
     sim.run()
     marks.append(clocks())
     wall, cpu = (tuple(b[k] - a[k] for a, b in zip(marks, marks[1:])) for k in (0, 1))
-    start, end = sim.dagstate.iteration_spans().get(0, (0.0, None))
+    spans = sim.dagstate.iteration_spans()  # {(job, iteration): (start, end)}
+    start, end = spans[min(spans)] if spans else (0.0, None)
     return ScaleRun(
         case,
         job.world_gpus,
