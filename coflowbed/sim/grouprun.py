@@ -1,6 +1,7 @@
 """The engine's side of the compiled flow-completion runs (``groupkernel``): build the
 path groups from the active arrays (or go on with those a run stopped at a coflow
-completion left, ``Carried``), run, write back and book what happened."""
+completion or a byte threshold left, ``Carried``), run, write back and book what
+happened."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from coflowbed.sim import groupkernel
+from coflowbed.sim import groupkernel, vclock
 
 if TYPE_CHECKING:
     from coflowbed.sim.engine import Simulator
@@ -20,8 +21,9 @@ FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress
 
 @dataclass(frozen=True)
 class Carried:
-    """A compiled run's groups and state kept after a coflow completed (``carry``): the
-    next run goes on with them if nothing but the completion changed.  ``active``: the
+    """A compiled run's groups and state kept after a coflow completed or reached a
+    byte threshold (``carry``): the next run goes on with them if the decision that
+    follows kept the levels' order and nothing else changed.  ``active``: the
     engine's active flows they expect (compacted); ``capacity``: the link capacities
     they were shared on."""
 
@@ -37,7 +39,8 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     """Run ``sim``'s flow completions compiled from the rates just computed.  Returns
     (False, None) if it stopped before an event (the engine handles that one, rates
     current), else (True, what ``Simulator._advance`` returns after the event it
-    stopped at)."""
+    stopped at: a flow completion, or a byte threshold, after which the policy
+    decides again)."""
     from coflowbed.sim.engine import FINISH_TOL
 
     fl, by_cof = sim.flows, bool(sim.thresholds.size)
@@ -67,14 +70,27 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         sim.moved,
         by_cof,
     )
-    if status == groupkernel.AFTER:  # before _book may compact the engine's arrays
+    if status != groupkernel.BEFORE:  # before _book may compact the engine's arrays
         grp, active = groupkernel.carry(grp, kept[6], sim.active, sim.act_level)
         sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
     _book(sim, (events, visits, allocs), fin.size, began)
     if status == groupkernel.BEFORE:
         sim.known_next = (dt, groupkernel.KIND_NAMES[why])
         return False, None
+    if status == groupkernel.AT_THRESHOLD:
+        _snap(sim, kept[8])
+        _after(sim, done_c[done_c >= 0], n_last)
+        return True, True  # the policy decides again (it may keep the levels' order)
     return True, _after(sim, done_c[done_c >= 0], n_last)
+
+
+def _snap(sim: Simulator, cclk: tuple) -> None:
+    """A run stopped at a byte threshold: the coflows there counted exactly at it (as
+    ``Simulator._advance`` does), and the carried coflow lines' next threshold
+    instants taken again for those moved or at one."""
+    before = sim.sent.copy()
+    sim._snap_thresholds()
+    vclock.rethreshold(cclk, sim.sent, before, sim.thresholds, sim.now)
 
 
 def _valid(sim: Simulator) -> Carried | None:

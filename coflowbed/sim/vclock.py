@@ -344,11 +344,7 @@ def recount_touched(cclk, sent, thresholds, now) -> None:
         c_t0[c] = now
         agg = max(c_rate[c] + c_delta[c], 0.0)
         c_delta[c] = 0.0
-        c_rate[c], t_thr[c] = agg, np.inf
-        if agg > 0.0:
-            k = np.searchsorted(thresholds, sent[c] * (1 + 1e-12) + 1e-6, side="right")
-            if k < thresholds.size:
-                t_thr[c] = now + (thresholds[k] - sent[c]) / agg
+        c_rate[c], t_thr[c] = agg, threshold_at(thresholds, sent[c], agg, now)
     n[0] = 0
 
 
@@ -370,3 +366,26 @@ def settle_coflows(cclk, sent, now) -> None:
     for c in cs:
         sent[c] += c_rate[c] * (now - c_t0[c])
         c_t0[c] = now
+
+
+@njit(cache=True)
+def rethreshold(cclk, sent, before, thresholds, now) -> None:
+    """After the coflows were settled at ``now`` and those at a byte threshold were put
+    exactly at it (``sent`` was ``before``): the next threshold instant of each coflow
+    of the run that was moved so or had reached its threshold (its line is unchanged)."""
+    c_rate, t_thr, cs = cclk[0], cclk[2], cclk[3]
+    for c in cs:
+        if sent[c] == before[c] and t_thr[c] > now:
+            continue
+        t_thr[c] = threshold_at(thresholds, sent[c], c_rate[c], now)
+
+
+@njit(cache=True, inline="always")
+def threshold_at(thresholds, sent, rate, now) -> float:
+    """When a coflow that has sent ``sent`` bytes at ``now`` reaches the next threshold
+    above them at ``rate`` bytes/s (inf: none, or no rate).  Inlined where it is called
+    (no reference counting of ``thresholds`` per coflow)."""
+    if rate <= 0.0:
+        return np.inf
+    k = np.searchsorted(thresholds, sent * (1 + 1e-12) + 1e-6, side="right")
+    return now + (thresholds[k] - sent) / rate if k < thresholds.size else np.inf

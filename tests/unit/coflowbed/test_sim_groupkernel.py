@@ -221,6 +221,35 @@ def test_runs_after_a_completion_go_on_with_their_groups(policy, kernel_runs, mo
     assert 0 < len(builds) < len(kernel_runs) - 10
 
 
+def test_runs_stopped_at_a_byte_threshold_go_on_with_their_groups(monkeypatch):
+    """D-CLAS on the first 45 Facebook coflows: a compiled run takes a byte threshold
+    itself (``AT_THRESHOLD``); when the policy's new levels keep the order (a relabelling),
+    the next run goes on with the same groups, built no more; the run is the per-flow
+    loop's all the same."""
+    calls: list[str] = []
+    real_build, real_loop = groupkernel.build, groupkernel.loop
+
+    def build(*args):
+        """The real build, noted."""
+        calls.append("build")
+        return real_build(*args)
+
+    def loop(*args):
+        """The real run, noted with how it stopped."""
+        out = real_loop(*args)
+        calls.append("threshold" if out[0] == groupkernel.AT_THRESHOLD else "run")
+        return out
+
+    monkeypatch.setattr(groupkernel, "build", build)
+    monkeypatch.setattr(groupkernel, "loop", loop)
+    dag, fabric = trace_prefix()
+    ref, new = both(dag, fabric, "dclas")
+    assert_same(ref, new)
+    stops = [i for i, c in enumerate(calls) if c == "threshold"]
+    kept = [i for i in stops if i + 1 < len(calls) and calls[i + 1] != "build"]
+    assert stops and kept
+
+
 def test_by_coflow_splits_a_path_between_coflows():
     """With byte thresholds a group is also one coflow's: two coflows' flows on one
     path and one level form two groups."""

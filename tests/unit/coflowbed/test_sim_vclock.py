@@ -91,6 +91,28 @@ def test_coflow_line_and_its_next_threshold():
     assert sent[0] == pytest.approx(800.0, rel=1e-12)
 
 
+def test_rethreshold_takes_again_only_the_coflows_moved_or_at_a_threshold():
+    """Coflows 0 and 1 (two groups each, 1000 + 2000 B/s: 3000 B/s) at thresholds 1500
+    B and 6000 B, both from 0 B at 0 s: both reach 1500 B at 0.5 s.  At 0.5 s coflow 0
+    was put exactly at 1500 B (its ``sent`` moved), coflow 1's stays: both get their
+    next instant, the 6000 B threshold at 0.5 + 4500 / 3000 = 2.0 s (coflow 1's from
+    its own bytes sent).  A coflow neither moved nor at its threshold keeps its
+    instant, as ``recount_touched`` left it."""
+    grp = one_path([8000.0, 16000.0, 8000.0, 16000.0], by_coflow=True)
+    sent, thresholds = np.zeros(2), np.array([1500.0, 6000.0])
+    cclk = vclock.coflow_clock(grp[7], 2, grp[5], grp[6], sent, thresholds, 0.0)
+    assert cclk[2].tolist() == pytest.approx([0.5, 0.5], rel=1e-15)
+    vclock.settle_coflows(cclk, sent, 0.5)
+    before = sent.copy()
+    sent[0] = 1500.0
+    vclock.rethreshold(cclk, sent, before, thresholds, 0.5)
+    assert cclk[2][0] == pytest.approx(2.0, rel=1e-12)
+    assert cclk[2][1] == pytest.approx(0.5 + (6000.0 - sent[1]) / 3000.0, rel=1e-12)
+    cclk[2][1] = 1.7  # neither moved nor due: left alone
+    vclock.rethreshold(cclk, sent, sent.copy(), thresholds, 0.6)
+    assert cclk[2][1] == 1.7
+
+
 def test_coflow_clock_sums_each_coflows_groups_in_runs_or_apart():
     """Groups of coflows 2, 2, 0, 2, 1 (rates 8, 16, 80, 24, 800 bit/s, weights 1, 1,
     1, 2, 0): coflow 2 sends (8 + 16 + 2 * 24) / 8 = 9 B/s, coflow 0 10 B/s, coflow 1
