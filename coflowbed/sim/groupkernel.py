@@ -17,9 +17,9 @@ The loop stops, with the engine's arrays brought up to date (``sync``), when a c
 completes, when a coflow reaches a byte threshold (the loop takes that event itself),
 when the next event is another kind (release, compute end, fault, horizon; ``loop``
 returns it) or after ``budget`` events; the engine then carries on.  ``prepare`` sets a
-run up once per set of groups; after a completion or a threshold ``carry`` renumbers
-the groups as ``build`` would, and the next ``loop`` goes on with them when the
-decision kept every level (``same_levels``): at a threshold D-CLAS mostly moves a
+run up once per set of groups; after a completion or a threshold ``sync_carry`` writes
+them back and renumbers them as ``build`` would, and the next ``loop`` goes on with
+them when the decision kept every level (``same_levels``): at a threshold D-CLAS mostly moves a
 coflow to the next queue without changing the coflows' order (594 of its 672 on the
 Facebook trace), and the same order gives the same rates.
 
@@ -465,14 +465,17 @@ def sync(grp, active, cof, remaining, rates, level, sent, moved, by_coflow) -> N
 
 
 @njit(cache=True)
-def carry(grp, clk, active, level) -> tuple:
-    """The groups after ``sync`` as ``build`` would make them again from the engine's
-    arrays once compacted (``level`` -1: retired): finished members dropped, the
-    others' positions renumbered in order, each counter a new baseline (bytes left
-    less served, served 0: the same lines and instants); groups left without members
-    stay, empty.  Returns (the groups, the flow at each new position: what the
-    compacted ``active`` must be)."""
+def sync_carry(grp, clk, active, cof, remaining, rates, level, sent, moved, by_coflow) -> tuple:
+    """``sync``, then the groups as ``build`` would make them again from the engine's
+    arrays once compacted (``level`` -1: retired), in one pass over the members:
+    finished members dropped, the others' positions renumbered in order, each counter a
+    new baseline (bytes left less served, served 0: the same lines and instants);
+    groups left without members stay, empty.  Returns (the groups, the flow at each new
+    position: what the compacted ``active`` must be)."""
     lv_bounds, m_start, m_pos, rem0, g_paths, g_rate, weight, g_cof, started, head, served = grp
+    for g in range(g_rate.size):  # retired first: the renumbering counts them out
+        for a in range(m_start[g], head[g]):
+            level[m_pos[a]] = -1
     renum, n = np.empty(level.size, np.int64), 0
     for p in range(level.size):
         renum[p] = n
@@ -481,11 +484,21 @@ def carry(grp, clk, active, level) -> tuple:
     rem, flows, k = np.empty(n), np.empty(n, np.int64), 0
     h_left = clk[1]
     for g in range(g_rate.size):
-        for a in range(head[g], m_start[g + 1]):
+        for a in range(m_start[g], m_start[g + 1]):
             p = m_pos[a]
-            q = renum[p]
-            pos[k], rem[q], flows[q] = q, rem0[p] - served[g], active[p]
-            k += 1
+            if a < head[g]:  # as sync, in the same order (bytes sent summed alike)
+                rates[p] = 0.0
+                delta = rem0[p]
+            else:
+                q, left = renum[p], rem0[p] - served[g]
+                remaining[active[p]], rates[p] = left, g_rate[g]
+                delta = served[g]
+                pos[k], rem[q], flows[q] = q, left, active[p]
+                k += 1
+            if delta > 0.0:
+                moved[cof[p]] = True
+                if not by_coflow:
+                    sent[cof[p]] += delta
         starts[g + 1] = k
         h_left[g] -= served[g]  # rem0 of the first member, as it was, less served
         served[g] = 0.0

@@ -22,7 +22,7 @@ FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress
 @dataclass(frozen=True)
 class Carried:
     """A compiled run's groups and state kept after a coflow completed or reached a
-    byte threshold (``carry``): the next run goes on with them if the decision that
+    byte threshold (``sync_carry``): the next run goes on with them if the decision that
     follows kept the levels' order and nothing else changed.  ``active``: the
     engine's active flows they expect (compacted); ``capacity``: the link capacities
     they were shared on."""
@@ -59,19 +59,11 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     args = (sim.thresholds, clock, FAST_BUDGET, FINISH_TOL, need, valid)
     out = groupkernel.loop(grp, kept, flows, coflows, *args)
     status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need, dt, why = out
-    groupkernel.sync(
-        grp,
-        sim.active,
-        sim.act_cof,
-        fl.remaining,
-        sim.rates,
-        sim.act_level,
-        sim.sent,
-        sim.moved,
-        by_cof,
-    )
-    if status != groupkernel.BEFORE:  # before _book may compact the engine's arrays
-        grp, active = groupkernel.carry(grp, kept[6], sim.active, sim.act_level)
+    arrays = (sim.active, sim.act_cof, fl.remaining, sim.rates, sim.act_level, sim.sent)
+    if status == groupkernel.BEFORE:
+        groupkernel.sync(grp, *arrays, sim.moved, by_cof)
+    else:  # groups kept for the next run (before _book may compact the engine's arrays)
+        grp, active = groupkernel.sync_carry(grp, kept[6], *arrays, sim.moved, by_cof)
         sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
     _book(sim, (events, visits, allocs), fin.size, began)
     if status == groupkernel.BEFORE:

@@ -161,10 +161,11 @@ def test_build_groups_by_level_then_path():
     assert g_paths.tolist() == [[0, 2], [1, 3], [0, 2]]
 
 
-def test_carry_renumbers_what_is_left_on_a_new_baseline():
+def test_sync_carry_writes_back_and_renumbers_what_is_left_on_a_new_baseline():
     """``built()``'s groups after group 0 (position 1) and group 2's first member
-    (position 2) finished, with 5, 3 and 10 bytes served per member: positions 0, 3
-    and 4 are left, renumbered 0, 1, 2; group 0 stays, empty; group 1 is {1} with
+    (position 2) finished, with 5, 3 and 10 bytes served per member: written back as
+    ``sync`` does (bytes left, rates, retired levels, bytes sent per coflow); positions
+    0, 3 and 4 are left, renumbered 0, 1, 2; group 0 stays, empty; group 1 is {1} with
     7 - 3 = 4 bytes left, group 2 {2, 0} with 20 - 10 = 10 and 30 - 10 = 20; every
     counter 0 and each first member's bytes left (5, 7, 20) less what was served."""
     grp = built()
@@ -173,8 +174,16 @@ def test_carry_renumbers_what_is_left_on_a_new_baseline():
     weight[0], weight[2] = 0, 2
     served[:] = [5.0, 3.0, 10.0]
     clk = (np.zeros(3), np.array([5.0, 7.0, 20.0]), np.zeros(3), np.zeros(3), np.zeros(3))
-    level = np.array([1, -1, -1, 0, 1, -1], dtype=np.int64)
-    new, flows = groupkernel.carry(grp, clk, np.arange(6, dtype=np.int64) + 100, level)
+    level = np.array([1, 0, 1, 0, 1, -1], dtype=np.int64)
+    remaining, rates = np.zeros(106), np.full(6, 9.0)
+    sent, moved, cof = np.zeros(6), np.zeros(6, dtype=np.bool_), np.arange(6, dtype=np.int32)
+    engine = (np.arange(6, dtype=np.int64) + 100, cof, remaining, rates, level, sent)
+    new, flows = groupkernel.sync_carry(grp, clk, *engine, moved, False)
+    assert level.tolist() == [1, -1, -1, 0, 1, -1]
+    assert remaining[[100, 103, 104]].tolist() == [20.0, 4.0, 10.0]
+    assert rates.tolist() == [1.0, 0.0, 0.0, 3.0, 1.0, 9.0]
+    assert sent.tolist() == [10.0, 5.0, 10.0, 3.0, 10.0, 0.0]  # finished (1, 2): all they had
+    assert moved.tolist() == [True] * 5 + [False]
     lv_bounds, m_start, m_pos, rem, _paths, _rate, weight = new[:7]
     assert flows.tolist() == [100, 103, 104]
     assert [m_pos[m_start[g] : m_start[g + 1]].tolist() for g in range(3)] == [[], [1], [2, 0]]
