@@ -3,16 +3,18 @@ iteration of 8,192-GPU LLM jobs.
 
 Prints, per policy: wall time of the simulation (DAG already built), events, policy
 calls, average and p95 CCT (a run cut by ``--wall-limit`` is marked PARTIAL and its CCTs
-cover the coflows finished so far); then how run time grows with the number of flows
-(power-law fit over trace prefixes); per max-min policy, the per-flow event loop
-(``Simulator(fast=False)``, the engine before path groups) against the compiled path
-groups, alternated in one sitting: both wall times and the largest relative per-coflow
-CCT difference; then, per 8,192-GPU case and policy (each in a
-child process so that its peak RSS is its own): generation and simulation time, events
-and peak RSS.  Usage::
+cover the coflows finished so far); with ``--reps N``, N rounds over the policies and
+per policy the min, median and max of its simulation times (this machine's speed moves
+by ~30 % between sittings: the median of rounds says more than one run); then how run
+time grows with the number of flows (power-law fit over trace prefixes); per max-min
+policy, the per-flow event loop (``Simulator(fast=False)``, the engine before path
+groups) against the compiled path groups, alternated in one sitting: both wall times
+and the largest relative per-coflow CCT difference; then, per 8,192-GPU case and policy
+(each in a child process so that its peak RSS is its own): generation and simulation
+time, events and peak RSS.  Usage::
 
     .venv/bin/python benchmarks/bench_sim.py [--trace PATH] [--policies fair,fifo,...]
-        [--limit N] [--wall-limit S] [--sizes 25,50,100,200] [--scale-policy fair]
+        [--limit N] [--reps 1] [--wall-limit S] [--sizes 25,50,100,200] [--scale-policy fair]
         [--gpu-cases moe-8192,gpt3-175b-8192] [--gpu-policies hermod,fair]
         [--compare fair,fifo,dclas,sincronia] [--compare-reps 2]
 """
@@ -190,21 +192,45 @@ def warm_up(trace) -> None:
 
 
 def print_trace(args, trace) -> None:
-    """Per-policy figures on the trace (or its prefix)."""
+    """Per-policy figures on the trace (or its prefix): ``--reps`` rounds over the
+    policies, a row per run, then per policy the spread of its simulation times."""
     print(
         f"{'policy':<10} {'coflows':>7} {'flows':>7} {'build_s':>8} {'sim_s':>8} {'events':>7} "
         f"{'calls':>6} {'visits':>8} {'us/visit':>8} {'avg_cct_s':>10} {'p95_cct_s':>10}"
     )
-    for pol in filter(None, args.policies.split(",")):
-        r = run_one(trace, pol, args.limit, args.wall_limit)
-        print(
-            f"{r['policy']:<10} {r['coflows']:>7} {r['flows']:>7} {r['dag_build_s']:>8.2f} "
-            f"{r['sim_s']:>8.2f} {r['events']:>7} {r['policy_calls']:>6} "
-            f"{r['flow_visits']:>8.2e} {per_visit_us(r):>8.4f} "
-            f"{r['avg_cct_s']:>10.3f} {r['p95_cct_s']:>10.3f}"
-            + ("  PARTIAL (wall limit)" if r["partial"] else ""),
-            flush=True,
-        )
+    runs: dict[str, list[dict]] = {}
+    for _ in range(args.reps):  # rounds, so that each policy sees the machine's moods
+        for pol in filter(None, args.policies.split(",")):
+            r = run_one(trace, pol, args.limit, args.wall_limit)
+            runs.setdefault(pol, []).append(r)
+            print_row(r)
+    if args.reps > 1:
+        for pol, rs in runs.items():
+            print(spread_line(pol, rs), flush=True)
+
+
+def print_row(r: dict) -> None:
+    """One run's row of the trace table."""
+    print(
+        f"{r['policy']:<10} {r['coflows']:>7} {r['flows']:>7} {r['dag_build_s']:>8.2f} "
+        f"{r['sim_s']:>8.2f} {r['events']:>7} {r['policy_calls']:>6} "
+        f"{r['flow_visits']:>8.2e} {per_visit_us(r):>8.4f} "
+        f"{r['avg_cct_s']:>10.3f} {r['p95_cct_s']:>10.3f}"
+        + ("  PARTIAL (wall limit)" if r["partial"] else ""),
+        flush=True,
+    )
+
+
+def spread_line(pol: str, rs: list[dict]) -> str:
+    """A policy's simulation times over its runs: min, median, max, and whether every
+    run gave the same events and average CCT (the simulator is deterministic)."""
+    walls = [r["sim_s"] for r in rs]
+    same = len({(r["events"], r["avg_cct_s"]) for r in rs}) == 1
+    return (
+        f"{pol:<10} sim_s over {len(rs)} runs: min {min(walls):.2f}, median "
+        f"{float(np.median(walls)):.2f}, max {max(walls):.2f}; "
+        + ("same results" if same else "RESULTS DIFFER between runs")
+    )
 
 
 def print_scaling(args, trace) -> None:
@@ -239,12 +265,26 @@ def print_gpu(args) -> None:
             )
 
 
+def _positive(text: str) -> int:
+    """An integer >= 1 (argparse type)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return n
+
+
 def main() -> int:
     """Parse flags, run, print."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=FB)
     ap.add_argument("--policies", default="fair,fifo,dclas,sincronia,sebf")
     ap.add_argument("--limit", type=int, default=None, help="coflows of the trace (default all)")
+    ap.add_argument(
+        "--reps", type=_positive, default=1, help="rounds over the policies (trace table)"
+    )
     ap.add_argument(
         "--wall-limit",
         type=float,
