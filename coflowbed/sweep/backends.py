@@ -6,9 +6,11 @@ runs already finished have been handed over."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -74,23 +76,37 @@ def _harvest(futures: dict[Future, RunSpec], on_done: OnDone) -> None:
 
 
 def ray(address: str | None) -> Backend:
-    """One Ray task per run on the cluster at ``address`` (None: a local instance)."""
+    """One Ray task per run on the cluster at ``address`` (None: a local instance, its
+    session files in a temporary directory removed after it stops: Ray's default,
+    ``/tmp/ray``, would keep every session's)."""
     ray_mod = import_ray()
 
     def backend(specs: Sequence[RunSpec], run: RunFn, on_done: OnDone) -> None:
-        ray_mod.init(address=address, log_to_driver=False)
-        task = ray_mod.remote(num_cpus=1)(_guarded)
-        refs = {task.remote(run, s): s for s in specs}
-        try:
-            _collect_ray(ray_mod, refs, on_done)
-        except KeyboardInterrupt:
-            for ref in refs:
-                ray_mod.cancel(ref, force=True)
-            raise
-        finally:
-            ray_mod.shutdown()
+        with _session_dir(address) as temp_dir:
+            ray_mod.init(address=address, log_to_driver=False, **temp_dir)
+            task = ray_mod.remote(num_cpus=1)(_guarded)
+            refs = {task.remote(run, s): s for s in specs}
+            try:
+                _collect_ray(ray_mod, refs, on_done)
+            except KeyboardInterrupt:
+                for ref in refs:
+                    ray_mod.cancel(ref, force=True)
+                raise
+            finally:
+                ray_mod.shutdown()
 
     return backend
+
+
+@contextlib.contextmanager
+def _session_dir(address: str | None) -> Iterator[dict[str, str]]:
+    """``ray.init``'s session directory argument: for a local instance a temporary
+    directory, removed on exit; none when joining a cluster (its own)."""
+    if address is not None:
+        yield {}
+        return
+    with tempfile.TemporaryDirectory(prefix="coflowbed-ray-") as d:
+        yield {"_temp_dir": d}
 
 
 def _collect_ray(ray_mod: Any, refs: dict, on_done: OnDone) -> None:

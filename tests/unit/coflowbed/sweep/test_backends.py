@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -49,12 +50,27 @@ def test_rerun_into_the_same_folder_skips_and_matches(local_table, capsys):
 
 
 @pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (pip install 'coflowbed[ray]')")
-def test_ray_gives_the_same_table(local_table):
+def test_ray_gives_the_same_table(local_table, monkeypatch):
+    """The same table as the local pool; the local Ray instance kept its session files
+    in a directory of its own, gone once the sweep is over (Ray's ``/tmp/ray`` kept
+    every session's)."""
+    import ray
+
+    real_init, dirs = ray.init, []
+
+    def init(*args, **kwargs):
+        """The real ``ray.init``, its session directory noted."""
+        dirs.append(kwargs.get("_temp_dir"))
+        return real_init(*args, **kwargs)
+
+    monkeypatch.setattr(ray, "init", init)
     out = local_table / "ray"
     assert (
         main(["sweep", str(local_table / "tiny.yaml"), "--out", str(out), "--backend", "ray"]) == 0
     )
     assert table(out / "sweep.csv") == table(local_table / "out" / "sweep.csv")
+    assert len(dirs) == 1 and dirs[0] is not None and "coflowbed-ray-" in dirs[0]
+    assert not Path(dirs[0]).exists()
 
 
 def test_missing_ray_is_one_line(local_table, monkeypatch, capsys):
