@@ -19,9 +19,9 @@ when the next event is another kind (release, compute end, fault, horizon; ``loo
 returns it) or after ``budget`` events; the engine then carries on.  ``prepare`` sets a
 run up once per set of groups; after a completion or a threshold ``sync_carry`` writes
 them back and renumbers them as ``build`` would, and the next ``loop`` goes on with
-them when the decision kept every level (``same_levels``): at a threshold D-CLAS mostly moves a
-coflow to the next queue without changing the coflows' order (594 of its 672 on the
-Facebook trace), and the same order gives the same rates.
+them when the decision kept every level (``same_levels``): a coflow moved to the next
+queue at a threshold often keeps the coflows' order, and the same order gives the same
+rates (counts in docs/simulator.md).
 
 Layout (built by ``build`` from the engine's active arrays, positions ``p`` into them):
 ``lv_bounds`` group ranges per level (increasing level); ``m_start``/``m_pos`` members
