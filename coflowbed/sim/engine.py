@@ -118,6 +118,9 @@ class Simulator:
         self.rates = np.zeros(0)
         # A compiled run's groups, kept when it stopped at a coflow completion.
         self.carried: grouprun.Carried | None = None
+        # A decision a compiled run took at a byte threshold and could not go on with
+        # (``grouprun``; caps per flow index): the next ``_decide`` returns it.
+        self.pending: tuple[np.ndarray, list, np.ndarray | None] | None = None
         # The next event (seconds to it, kind) as a compiled run that stopped before it
         # found it: the next ``_next_event`` returns it instead of taking it again.
         self.known_next: tuple[float, str] | None = None
@@ -346,7 +349,11 @@ class Simulator:
 
     def _decide(self) -> tuple[np.ndarray, list, np.ndarray | None]:
         """Call the policy once: (active coflows in release order, their ranks, per-flow
-        rate caps aligned with ``self.active`` or None)."""
+        rate caps aligned with ``self.active`` or None); the one a compiled run left
+        (``pending``, its caps taken for the active flows as they are now) if any."""
+        if self.pending is not None:
+            (cs, ranks, caps), self.pending = self.pending, None
+            return cs, ranks, None if caps is None else caps[self.active]
         cs = np.fromiter(self.states, np.int64, len(self.states))
         for c, st in self.states.items():
             st.bytes_sent = int(round(self.sent[c]))

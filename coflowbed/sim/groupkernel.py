@@ -524,3 +524,24 @@ def same_levels(grp, level) -> bool:
             return False
         last = max(last, val)
     return True
+
+
+@njit(cache=True)
+def same_coflow_levels(grp, cof, level_of) -> bool:
+    """``same_levels`` on the members left (from each group's ``head``) with the levels
+    per coflow ``level_of`` (``cof`` per position): what a run that has not written its
+    groups back can check."""
+    lv_bounds, m_start, m_pos, head = grp[0], grp[1], grp[2], grp[9]
+    last = -1
+    for lv in range(lv_bounds.size - 1):
+        val = -1
+        for g in range(lv_bounds[lv], lv_bounds[lv + 1]):
+            for a in range(head[g], m_start[g + 1]):
+                if val < 0:
+                    val = level_of[cof[m_pos[a]]]
+                elif level_of[cof[m_pos[a]]] != val:
+                    return False
+        if val >= 0 and val <= last:
+            return False
+        last = max(last, val)
+    return True

@@ -1,7 +1,9 @@
 """The engine's side of the compiled flow-completion runs (``groupkernel``): build the
 path groups from the active arrays (or go on with those a run stopped at a coflow
 completion or a byte threshold left, ``Carried``), run, write back and book what
-happened."""
+happened.  A policy that decides on bytes sent alone is asked at those stops without
+the groups being written back (``_decided``): if its levels keep the order, the run
+goes on as it is."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ if TYPE_CHECKING:
     from coflowbed.sim.engine import Simulator
 
 FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress are checked)
+# What ``_decided`` did at a run's stop: nothing / decided, the run goes on / decided,
+# the order changed / coflows completed and something came due.
+NOT_TAKEN, KEPT, DECIDED, SETTLE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -55,16 +60,31 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     else:
         grp, kept, need, valid = carried.grp, carried.kept, carried.need, True
     flows = (sim.active, sim.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s, sim.caps)
-    clock = (sim.now, sim.dagstate.next_time(), sim._next_fault(), sim.horizon_s)
-    args = (sim.thresholds, clock, FAST_BUDGET, FINISH_TOL, need, valid)
-    out = groupkernel.loop(grp, kept, flows, coflows, *args)
-    status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need, dt, why = out
+    spent, relevelled, taken = 0, False, NOT_TAKEN
+    while taken == NOT_TAKEN or taken == KEPT:
+        clock = (sim.now, sim.dagstate.next_time(), sim._next_fault(), sim.horizon_s)
+        args = (sim.thresholds, clock, FAST_BUDGET - spent, FINISH_TOL, need, valid)
+        out = groupkernel.loop(grp, kept, flows, coflows, *args)
+        status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need, dt, why = out
+        spent, valid = spent + events, True
+        taken = _decided(sim, out, grp, kept, spent)
+        if taken == NOT_TAKEN:
+            break
+        relevelled |= taken == KEPT  # the same order, maybe other level numbers: go on
     arrays = (sim.active, sim.act_cof, fl.remaining, sim.rates, sim.act_level, sim.sent)
     if status == groupkernel.BEFORE:
         groupkernel.sync(grp, *arrays, sim.moved, by_cof)
     else:  # groups kept for the next run (before _book may compact the engine's arrays)
         grp, active = groupkernel.sync_carry(grp, kept[6], *arrays, sim.moved, by_cof)
         sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
+    if relevelled:  # the live flows' levels as the policy last set them (retired: -1)
+        live = sim.act_level >= 0
+        sim.act_level[live] = sim.level_of[sim.act_cof[live]]
+    if taken != NOT_TAKEN:  # booked (and put at the threshold, coflows completed) there
+        if taken == SETTLE:
+            sim._settle()
+        sim.compact_if_due()
+        return True, True
     _book(sim, (events, visits, allocs), fin.size, began)
     if status == groupkernel.BEFORE:
         sim.known_next = (dt, groupkernel.KIND_NAMES[why])
@@ -74,6 +94,50 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         _after(sim, done_c[done_c >= 0], n_last)
         return True, True  # the policy decides again (it may keep the levels' order)
     return True, _after(sim, done_c[done_c >= 0], n_last)
+
+
+def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) -> int:
+    """After a run ``out`` stopped at a byte threshold (no coflow done) or a coflow
+    completion, with nothing else due now and budget left, for a policy that decides
+    without flow sizes or the active arrays (neither clairvoyant nor tabular): book
+    the run (no compaction: the groups still index the active arrays), put the coflows
+    at the threshold or complete those done, and let the policy decide without
+    writing the groups back.  Returns ``KEPT`` if its levels keep the groups' order
+    (``same_coflow_levels``: the run goes on as it is), ``DECIDED`` if not (the
+    decision left in ``sim.pending`` for ``Simulator._decide``), ``SETTLE`` if the
+    completions made something due now (released by the caller, the policy asked
+    then), ``NOT_TAKEN`` if not eligible (nothing done here)."""
+    status, done_c = out[0], out[7]
+    if status == groupkernel.BEFORE or sim.policy.clairvoyant or sim.tabular:
+        return NOT_TAKEN
+    if spent >= FAST_BUDGET or (status == groupkernel.AT_THRESHOLD and done_c[0] >= 0):
+        return NOT_TAKEN
+    if _due(sim):
+        return NOT_TAKEN
+    _book(sim, out[2:5], out[6].size, out[8], compact=False)
+    if status == groupkernel.AT_THRESHOLD:
+        _snap(sim, kept[8])
+    for c in np.sort(done_c[done_c >= 0]).tolist():
+        sim._complete(c)
+    if sim.dagstate.ready or _due(sim) or not sim.states:
+        return SETTLE
+    cs, ranks, caps = sim._decide()
+    levels = sim._levels(cs, ranks)
+    sim.level_of[cs] = levels
+    if caps is None and groupkernel.same_coflow_levels(grp, sim.act_cof, sim.level_of):
+        sim._record_first(cs, ranks, levels)
+        return KEPT
+    by_flow = None
+    if caps is not None:
+        by_flow = np.full(sim.flows.remaining.size, np.inf)
+        by_flow[sim.active] = caps
+    sim.pending = (cs, ranks, by_flow)
+    return DECIDED
+
+
+def _due(sim: Simulator) -> bool:
+    """Whether a release, compute end or fault is due now."""
+    return min(sim.dagstate.next_time(), sim._next_fault()) <= sim.now
 
 
 def _snap(sim: Simulator, cclk: tuple) -> None:
@@ -108,9 +172,12 @@ def _after(sim: Simulator, done: np.ndarray, n_last: int) -> bool | None:
     return False if n_last else None
 
 
-def _book(sim: Simulator, counts: tuple[int, int, int], retired: int, began) -> None:
+def _book(
+    sim: Simulator, counts: tuple[int, int, int], retired: int, began, compact: bool = True
+) -> None:
     """Book a compiled run: (events, flow visits, allocations), flows retired, coflows
-    that started moving (their start: their earliest flow's)."""
+    that started moving (their start: their earliest flow's); then compact the active
+    arrays if due (``compact``)."""
     sim.stats.events += counts[0]
     sim.stats.flow_visits += counts[1]
     sim.stats.allocations += counts[2]
@@ -118,4 +185,5 @@ def _book(sim: Simulator, counts: tuple[int, int, int], retired: int, began) -> 
     for c in np.unique(began).tolist():
         if math.isnan(sim.outcomes[c].start_s):
             sim.outcomes[c].start_s = float(np.nanmin(sim.flows.start_s[sim.flows.span(c)]))
-    sim.compact_if_due()
+    if compact:
+        sim.compact_if_due()

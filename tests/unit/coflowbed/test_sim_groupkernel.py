@@ -13,6 +13,7 @@ import pytest
 
 from coflowbed.sim import BigSwitch, LeafSpine, Simulator, groupkernel, parse_fabric_spec
 from controller import policies
+from controller.policies import Decision
 from workload import fbtrace, generate
 from workload.dag import Coflow, Dag, Flow
 from workload.placement import generic_hosts
@@ -269,3 +270,67 @@ def test_by_coflow_splits_a_path_between_coflows():
     args = (np.arange(4), level, pid, cof, paths, np.ones(4), np.ones(4), np.zeros(4))
     assert groupkernel.build(*args, False)[0].tolist() == [0, 1]
     assert groupkernel.build(*args, True)[0].tolist() == [0, 2]
+
+
+def test_a_policy_on_bytes_sent_decides_inside_the_run(monkeypatch):
+    """D-CLAS (decides on bytes sent alone) on the first 45 Facebook coflows: at a byte
+    threshold or a coflow completion the policy decides without the groups being
+    written back; a decision that keeps the order lets the run go on (``KEPT``), one
+    that changes it is used as it is (``DECIDED``: the policy is not asked twice, as
+    the same count of decisions as the per-flow loop shows)."""
+    from coflowbed.sim import grouprun
+
+    taken: list[int] = []
+    real = grouprun._decided
+    monkeypatch.setattr(grouprun, "_decided", lambda *a: taken.append(real(*a)) or taken[-1])
+    dag, fabric = trace_prefix()
+    ref, new = both(dag, fabric, "dclas")
+    assert_same(ref, new)
+    assert grouprun.KEPT in taken and grouprun.DECIDED in taken
+
+
+class _CappedPastThreshold(policies.get("dclas").__class__):
+    """D-CLAS that also caps every flow of a coflow past its first byte threshold, at
+    10, 20 or 30 Mbit/s by its index, below its fair share (a decision with caps, taken
+    at a threshold inside a compiled run; caps given to the wrong flows change the run)."""
+
+    name = "test-capped-dclas"
+
+    def decide(self, states, fabric, now):
+        """D-CLAS's ranks, with caps on the coflows past the first threshold."""
+        out = super().decide(states, fabric, now)
+        for s in states:
+            if s.bytes_sent >= self.byte_thresholds[0]:
+                caps = {f.flow_id: 1e7 * (1 + i % 3) for i, f in enumerate(s.coflow.flows)}
+                out[s.coflow_id] = Decision(out[s.coflow_id].rank, caps)
+        return out
+
+
+def test_caps_decided_inside_the_run_reach_the_flows_they_name():
+    """A decision with caps taken at a byte threshold inside a compiled run is kept per
+    flow and given to the active flows once they are compacted: the run is the
+    per-flow loop's."""
+    dag, fabric = trace_prefix()
+    ref = Simulator(dag, fabric, _CappedPastThreshold(), None, fast=False).run()
+    new = Simulator(dag, fabric, _CappedPastThreshold(), None).run()
+    assert ref.stats.finished and new.stats.finished
+    assert_same(ref, new)
+
+
+def test_same_coflow_levels_reads_the_members_left():
+    """Two levels (coflows 0 and 1, coflow 2 finished in level 0's second group): a
+    relabelling keeps the groups; the order swapped, or a level's coflows split,
+    does not; a finished member's coflow is not looked at."""
+    lv_bounds = np.array([0, 2, 3])
+    m_start = np.array([0, 1, 3, 4])
+    m_pos = np.array([0, 3, 1, 2])  # group 1: position 3 (finished) then 1
+    head = np.array([0, 2, 3])  # first unfinished member of each group (into m_pos)
+    grp = (lv_bounds, m_start, m_pos, None, None, None, None, None, None, head, None)
+    cof = np.array([0, 0, 1, 2])
+    check = groupkernel.same_coflow_levels
+    assert check(grp, cof, np.array([3, 5, 0]))
+    assert check(grp, cof, np.array([3, 5, 9]))  # coflow 2 finished: any level
+    assert not check(grp, cof, np.array([5, 3, 0]))
+    every = m_start[:-1]  # position 3 not finished: coflow 2 shares level 0
+    grp_split = (lv_bounds, m_start, m_pos, None, None, None, None, None, None, every, None)
+    assert not check(grp_split, cof, np.array([3, 5, 9]))

@@ -43,17 +43,25 @@ def test_the_warmup_trace_runs_every_coflowsim_policy_to_the_end():
 
 def test_the_warmup_dag_goes_on_after_a_completion(monkeypatch):
     """``tiny_dag``'s coflows overlap, so a compiled run goes on with its groups after
-    a completion: the warmup compiles ``carry`` and ``same_levels`` too."""
+    a completion, both ways the warmup compiles: under fair the policy decides inside
+    the run (``same_coflow_levels``), under Sincronia (clairvoyant) the groups are
+    written back and the next run takes them (``sync_carry``, ``same_levels``)."""
     kept: list[bool] = []
-    real = grouprun._valid
+    decided: list[int] = []
+    real_valid, real_decided = grouprun._valid, grouprun._decided
 
     def noted(sim):
         """The real check, its answer noted."""
-        got = real(sim)
+        got = real_valid(sim)
         kept.append(got is not None)
         return got
 
     monkeypatch.setattr(grouprun, "_valid", noted)
+    monkeypatch.setattr(
+        grouprun, "_decided", lambda *a: decided.append(real_decided(*a)) or decided[-1]
+    )
     fabric = BigSwitch(("h1", "h2", "h3", "h4"), 1e9)
     assert simulate(warmup.tiny_dag(), fabric, policies.get("fair"), None).sim.stats.finished
+    assert grouprun.KEPT in decided and not any(kept)
+    assert simulate(warmup.tiny_dag(), fabric, policies.get("sincronia"), None).sim.stats.finished
     assert any(kept)
