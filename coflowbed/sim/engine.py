@@ -347,17 +347,22 @@ class Simulator:
                 self.outcomes[c].start_s = self.now
         self.stats.allocations += 1
 
-    def _decide(self) -> tuple[np.ndarray, list, np.ndarray | None]:
+    def _decide(
+        self, left: np.ndarray | None = None, sent: np.ndarray | None = None
+    ) -> tuple[np.ndarray, list, np.ndarray | None]:
         """Call the policy once: (active coflows in release order, their ranks, per-flow
         rate caps aligned with ``self.active`` or None); the one a compiled run left
-        (``pending``, its caps taken for the active flows as they are now) if any."""
+        (``pending``, its caps taken for the active flows as they are now) if any.  A
+        compiled run that has not written its groups back gives the bytes left per
+        position (``left``, -1: not live; tabular policies) and sent per coflow."""
         if self.pending is not None:
             (cs, ranks, caps), self.pending = self.pending, None
             return cs, ranks, None if caps is None else caps[self.active]
         cs = np.fromiter(self.states, np.int64, len(self.states))
+        sent = self.sent if sent is None else sent
         for c, st in self.states.items():
-            st.bytes_sent = int(round(self.sent[c]))
-        got = self._decide_table(cs) if self.tabular else None
+            st.bytes_sent = int(round(sent[c]))
+        got = self._decide_table(cs, left) if self.tabular else None
         ranks, caps = got if got is not None else self._decide_states(cs)
         self.moved[:] = False
         self.stats.policy_calls += 1
@@ -380,20 +385,29 @@ class Simulator:
         ranks = [decisions[s.coflow_id].rank for s in states]
         return ranks, self._caps_of(cs, [decisions[s.coflow_id].flow_rates_bps for s in states])
 
-    def _decide_table(self, cs: np.ndarray) -> tuple[list, np.ndarray | None] | None:
+    def _decide_table(
+        self, cs: np.ndarray, left: np.ndarray | None = None
+    ) -> tuple[list, np.ndarray | None] | None:
         """``Policy.decide_table`` on the live flows as arrays (no per-flow objects);
-        None if the policy declines (then ``decide`` is used)."""
-        fl, act = self.flows, self.active
+        None if the policy declines (then ``decide`` is used).  ``left``: bytes left per
+        position of arrays not compacted (-1: not live; caps then come back aligned
+        with them, inf where not live)."""
+        cof, paths = self.act_cof, self.act_paths
+        if left is None:
+            bits = self.flows.remaining[self.active]
+        else:
+            live = left >= 0
+            cof, paths, bits = cof[live], paths[live], left[live]
         pos = np.empty(len(self.outcomes), dtype=np.int64)
         pos[cs] = np.arange(cs.size)
-        owner = pos[self.act_cof]
+        owner = pos[cof]
         start = np.searchsorted(owner, np.arange(cs.size + 1)).astype(np.int64)
         table = BsFlowTable(
             (),
             owner,
-            self.act_paths[:, 0].astype(np.int64),
-            self.act_paths[:, -1].astype(np.int64),
-            fl.remaining[act] * 8.0,
+            paths[:, 0].astype(np.int64),
+            paths[:, -1].astype(np.int64),
+            bits * 8.0,
             start,
             self.port_bps,
             len(self.fabric.hosts),
@@ -409,6 +423,9 @@ class Simulator:
                 f"policy {self.policy.name!r} gave {len(d.ranks)} ranks for {cs.size} coflows"
             )
         caps = None if d.flow_rates_bps is None else np.asarray(d.flow_rates_bps, dtype=float)
+        if caps is not None and left is not None:
+            rows, caps = caps, np.full(left.size, np.inf)
+            caps[live] = rows
         return d.ranks, caps
 
     def _caps_of(self, cs: np.ndarray, rates: list) -> np.ndarray | None:

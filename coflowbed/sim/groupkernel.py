@@ -545,3 +545,31 @@ def same_coflow_levels(grp, cof, level_of) -> bool:
             return False
         last = max(last, val)
     return True
+
+
+@njit(cache=True)
+def left_now(grp, n) -> np.ndarray:
+    """Bytes left per position of ``n`` as ``sync`` would write them (-1: not a live
+    member), without writing the groups back."""
+    _lvb, m_start, m_pos, rem0, _paths, g_rate, _w, _gc, _st, head, served = grp
+    left = np.full(n, -1.0)
+    for g in range(g_rate.size):
+        for a in range(head[g], m_start[g + 1]):
+            left[m_pos[a]] = rem0[m_pos[a]] - served[g]
+    return left
+
+
+@njit(cache=True)
+def sent_now(grp, cof, sent) -> np.ndarray:
+    """Bytes sent per coflow as ``sync`` would leave them without byte thresholds
+    (``sent`` plus what each member delivered since the groups were built), without
+    writing the groups back."""
+    _lvb, m_start, m_pos, rem0, _paths, g_rate, _w, _gc, _st, head, served = grp
+    out = sent.copy()
+    for g in range(g_rate.size):
+        for a in range(m_start[g], m_start[g + 1]):
+            p = m_pos[a]
+            delta = rem0[p] if a < head[g] else served[g]
+            if delta > 0.0:
+                out[cof[p]] += delta
+    return out

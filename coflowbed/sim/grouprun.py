@@ -99,16 +99,17 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
 def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) -> int:
     """After a run ``out`` stopped at a byte threshold (no coflow done) or a coflow
     completion, with nothing else due now and budget left, for a policy that decides
-    without flow sizes or the active arrays (neither clairvoyant nor tabular): book
-    the run (no compaction: the groups still index the active arrays), put the coflows
-    at the threshold or complete those done, and let the policy decide without
-    writing the groups back.  Returns ``KEPT`` if its levels keep the groups' order
+    on bytes sent or on a table of the live flows (not on per-flow states: not
+    clairvoyant, or tabular): book the run (no compaction: the groups still index the
+    active arrays), put the coflows at the threshold or complete those done, and let
+    the policy decide without writing the groups back (bytes sent and left taken from
+    the groups: ``sent_now``, ``left_now``).  Returns ``KEPT`` if its levels keep the groups' order
     (``same_coflow_levels``: the run goes on as it is), ``DECIDED`` if not (the
     decision left in ``sim.pending`` for ``Simulator._decide``), ``SETTLE`` if the
     completions made something due now (released by the caller, the policy asked
     then), ``NOT_TAKEN`` if not eligible (nothing done here)."""
     status, done_c = out[0], out[7]
-    if status == groupkernel.BEFORE or sim.policy.clairvoyant or sim.tabular:
+    if status == groupkernel.BEFORE or (sim.policy.clairvoyant and not sim.tabular):
         return NOT_TAKEN
     if spent >= FAST_BUDGET or (status == groupkernel.AT_THRESHOLD and done_c[0] >= 0):
         return NOT_TAKEN
@@ -121,7 +122,9 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
         sim._complete(c)
     if sim.dagstate.ready or _due(sim) or not sim.states:
         return SETTLE
-    cs, ranks, caps = sim._decide()
+    left = groupkernel.left_now(grp, sim.active.size) if sim.tabular else None
+    sent = None if sim.thresholds.size else groupkernel.sent_now(grp, sim.act_cof, sim.sent)
+    cs, ranks, caps = sim._decide(left, sent)
     levels = sim._levels(cs, ranks)
     sim.level_of[cs] = levels
     if caps is None and groupkernel.same_coflow_levels(grp, sim.act_cof, sim.level_of):

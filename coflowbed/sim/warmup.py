@@ -37,6 +37,16 @@ def tiny_trace() -> list[TraceCoflow]:
     ]
 
 
+class ReadsSizes(policies.get("fifo").__class__):
+    """FIFO marked clairvoyant, as a user's policy that reads flow sizes from per-flow
+    states: its compiled runs write their groups back before each decision and the
+    next run takes them (``sync_carry``, ``same_levels``), a path no built-in
+    max-min policy takes at every stop."""
+
+    name = "warmup-reads-sizes"
+    clairvoyant = True
+
+
 def compile_kernels() -> float:
     """Run every kernel signature the simulator uses once; return the seconds taken."""
     t0 = time.perf_counter()
@@ -45,9 +55,9 @@ def compile_kernels() -> float:
     big, spine = BigSwitch(hosts, 1e9), LeafSpine(hosts, 2, 2, 1e9, 1e9)
     metered = StaticPolicy({"c0": 0}, 1, {"c1": 2e8})
     for fabric in (big, spine):
-        # uncapped; capped with held rates; byte thresholds; hard caps (meters); a
-        # clairvoyant policy (its runs write their groups back before each decision)
-        for name in ("fair", "sebf", "dclas", metered, "sincronia"):
+        # uncapped; capped with held rates; byte thresholds; hard caps (meters);
+        # decisions on a table of the flows; on per-flow states
+        for name in ("fair", "sebf", "dclas", metered, "sincronia", ReadsSizes()):
             simulate(dag, fabric, policies.get(name) if isinstance(name, str) else name, None)
     for name in coflowsim.POLICIES:  # --model coflowsim: its own kernels per policy
         coflowsim.run_trace(tiny_trace(), 3, name)

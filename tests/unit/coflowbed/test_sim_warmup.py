@@ -43,9 +43,10 @@ def test_the_warmup_trace_runs_every_coflowsim_policy_to_the_end():
 
 def test_the_warmup_dag_goes_on_after_a_completion(monkeypatch):
     """``tiny_dag``'s coflows overlap, so a compiled run goes on with its groups after
-    a completion, both ways the warmup compiles: under fair the policy decides inside
-    the run (``same_coflow_levels``), under Sincronia (clairvoyant) the groups are
-    written back and the next run takes them (``sync_carry``, ``same_levels``)."""
+    a completion, both ways the warmup compiles: under fair and Sincronia the policy
+    decides inside the run (``same_coflow_levels``), under a policy reading per-flow
+    states (``warmup.ReadsSizes``) the groups are written back and the next run takes
+    them (``sync_carry``, ``same_levels``)."""
     kept: list[bool] = []
     decided: list[int] = []
     real_valid, real_decided = grouprun._valid, grouprun._decided
@@ -61,7 +62,10 @@ def test_the_warmup_dag_goes_on_after_a_completion(monkeypatch):
         grouprun, "_decided", lambda *a: decided.append(real_decided(*a)) or decided[-1]
     )
     fabric = BigSwitch(("h1", "h2", "h3", "h4"), 1e9)
-    assert simulate(warmup.tiny_dag(), fabric, policies.get("fair"), None).sim.stats.finished
-    assert grouprun.KEPT in decided and not any(kept)
-    assert simulate(warmup.tiny_dag(), fabric, policies.get("sincronia"), None).sim.stats.finished
-    assert any(kept)
+    for name in ("fair", "sincronia"):
+        decided.clear()
+        assert simulate(warmup.tiny_dag(), fabric, policies.get(name), None).sim.stats.finished
+        assert grouprun.KEPT in decided and not any(kept), name
+    decided.clear()
+    assert simulate(warmup.tiny_dag(), fabric, warmup.ReadsSizes(), None).sim.stats.finished
+    assert any(kept) and set(decided) == {grouprun.NOT_TAKEN}
