@@ -348,13 +348,13 @@ class Simulator:
         self.stats.allocations += 1
 
     def _decide(
-        self, left: np.ndarray | None = None, sent: np.ndarray | None = None
+        self, rows: tuple | None = None, sent: np.ndarray | None = None
     ) -> tuple[np.ndarray, list, np.ndarray | None]:
         """Call the policy once: (active coflows in release order, their ranks, per-flow
         rate caps aligned with ``self.active`` or None); the one a compiled run left
         (``pending``, its caps taken for the active flows as they are now) if any.  A
-        compiled run that has not written its groups back gives the bytes left per
-        position (``left``, -1: not live; tabular policies) and sent per coflow."""
+        compiled run that has not written its groups back gives the live flows' rows
+        (``groupkernel.live_rows``; tabular policies) and bytes sent per coflow."""
         if self.pending is not None:
             (cs, ranks, caps), self.pending = self.pending, None
             return cs, ranks, None if caps is None else caps[self.active]
@@ -362,7 +362,7 @@ class Simulator:
         sent = self.sent if sent is None else sent
         for c, st in self.states.items():
             st.bytes_sent = int(round(sent[c]))
-        got = self._decide_table(cs, left) if self.tabular else None
+        got = self._decide_table(cs, rows) if self.tabular else None
         ranks, caps = got if got is not None else self._decide_states(cs)
         self.moved[:] = False
         self.stats.policy_calls += 1
@@ -386,32 +386,24 @@ class Simulator:
         return ranks, self._caps_of(cs, [decisions[s.coflow_id].flow_rates_bps for s in states])
 
     def _decide_table(
-        self, cs: np.ndarray, left: np.ndarray | None = None
+        self, cs: np.ndarray, rows: tuple | None = None
     ) -> tuple[list, np.ndarray | None] | None:
         """``Policy.decide_table`` on the live flows as arrays (no per-flow objects);
-        None if the policy declines (then ``decide`` is used).  ``left``: bytes left per
-        position of arrays not compacted (-1: not live; caps then come back aligned
-        with them, inf where not live)."""
-        cof, paths = self.act_cof, self.act_paths
-        if left is None:
-            bits = self.flows.remaining[self.active]
+        None if the policy declines (then ``decide`` is used).  ``rows``: the live
+        flows of arrays not compacted (``groupkernel.live_rows``; caps then come back
+        aligned with those arrays, inf where not live)."""
+        if rows is None:
+            paths = self.act_paths
+            at, cof, bits = None, self.act_cof, self.flows.remaining[self.active]
+            src, dst = paths[:, 0].astype(np.int64), paths[:, -1].astype(np.int64)
         else:
-            live = left >= 0
-            cof, paths, bits = cof[live], paths[live], left[live]
+            at, cof, src, dst, bits = rows
         pos = np.empty(len(self.outcomes), dtype=np.int64)
         pos[cs] = np.arange(cs.size)
         owner = pos[cof]
         start = np.searchsorted(owner, np.arange(cs.size + 1)).astype(np.int64)
-        table = BsFlowTable(
-            (),
-            owner,
-            paths[:, 0].astype(np.int64),
-            paths[:, -1].astype(np.int64),
-            bits * 8.0,
-            start,
-            self.port_bps,
-            len(self.fabric.hosts),
-        )
+        args = (owner, src, dst, bits * 8.0, start, self.port_bps, len(self.fabric.hosts))
+        table = BsFlowTable((), *args)
         ids = [self.dag.coflows[c].coflow_id for c in cs.tolist()]
         seq = np.fromiter((st.arrival_seq for st in self.states.values()), np.int64, cs.size)
         d = self.policy.decide_table(table, ids, seq, self.now)
@@ -423,9 +415,9 @@ class Simulator:
                 f"policy {self.policy.name!r} gave {len(d.ranks)} ranks for {cs.size} coflows"
             )
         caps = None if d.flow_rates_bps is None else np.asarray(d.flow_rates_bps, dtype=float)
-        if caps is not None and left is not None:
-            rows, caps = caps, np.full(left.size, np.inf)
-            caps[live] = rows
+        if caps is not None and at is not None:
+            by_row, caps = caps, np.full(self.active.size, np.inf)
+            caps[at] = by_row
         return d.ranks, caps
 
     def _caps_of(self, cs: np.ndarray, rates: list) -> np.ndarray | None:

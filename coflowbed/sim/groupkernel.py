@@ -548,15 +548,27 @@ def same_coflow_levels(grp, cof, level_of) -> bool:
 
 
 @njit(cache=True)
-def left_now(grp, n) -> np.ndarray:
-    """Bytes left per position of ``n`` as ``sync`` would write them (-1: not a live
-    member), without writing the groups back."""
+def live_rows(grp, cof, paths) -> tuple:
+    """The live members as the compacted active arrays would list them, without
+    writing the groups back: (their positions, coflow, first and last link, bytes
+    left as ``sync`` would write them), by increasing position."""
     _lvb, m_start, m_pos, rem0, _paths, g_rate, _w, _gc, _st, head, served = grp
-    left = np.full(n, -1.0)
+    left = np.full(cof.size, -1.0)
     for g in range(g_rate.size):
         for a in range(head[g], m_start[g + 1]):
             left[m_pos[a]] = rem0[m_pos[a]] - served[g]
-    return left
+    n = 0
+    for p in range(left.size):
+        n += left[p] >= 0.0
+    at, row_cof = np.empty(n, np.int64), np.empty(n, np.int64)
+    src, dst, bits = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    k, last = 0, paths.shape[1] - 1
+    for p in range(left.size):
+        if left[p] >= 0.0:
+            at[k], row_cof[k], bits[k] = p, cof[p], left[p]
+            src[k], dst[k] = paths[p, 0], paths[p, last]
+            k += 1
+    return at, row_cof, src, dst, bits
 
 
 @njit(cache=True)

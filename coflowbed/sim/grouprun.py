@@ -103,7 +103,7 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
     clairvoyant, or tabular): book the run (no compaction: the groups still index the
     active arrays), put the coflows at the threshold or complete those done, and let
     the policy decide without writing the groups back (bytes sent and left taken from
-    the groups: ``sent_now``, ``left_now``).  Returns ``KEPT`` if its levels keep the groups' order
+    the groups: ``sent_now``, ``live_rows``).  Returns ``KEPT`` if its levels keep the groups' order
     (``same_coflow_levels``: the run goes on as it is), ``DECIDED`` if not (the
     decision left in ``sim.pending`` for ``Simulator._decide``), ``SETTLE`` if the
     completions made something due now (released by the caller, the policy asked
@@ -122,9 +122,9 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
         sim._complete(c)
     if sim.dagstate.ready or _due(sim) or not sim.states:
         return SETTLE
-    left = groupkernel.left_now(grp, sim.active.size) if sim.tabular else None
+    rows = groupkernel.live_rows(grp, sim.act_cof, sim.act_paths) if sim.tabular else None
     sent = None if sim.thresholds.size else groupkernel.sent_now(grp, sim.act_cof, sim.sent)
-    cs, ranks, caps = sim._decide(left, sent)
+    cs, ranks, caps = sim._decide(rows, sent)
     levels = sim._levels(cs, ranks)
     sim.level_of[cs] = levels
     if caps is None and groupkernel.same_coflow_levels(grp, sim.act_cof, sim.level_of):

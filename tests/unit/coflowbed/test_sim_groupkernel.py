@@ -334,3 +334,20 @@ def test_same_coflow_levels_reads_the_members_left():
     every = m_start[:-1]  # position 3 not finished: coflow 2 shares level 0
     grp_split = (lv_bounds, m_start, m_pos, None, None, None, None, None, None, every, None)
     assert not check(grp_split, cof, np.array([3, 5, 9]))
+
+
+def test_live_rows_and_sent_now_read_the_groups_as_a_write_back_would():
+    """Group 0 (positions 0 then 2, 0 finished, 3 bytes served each) and group 1
+    (position 1, 4 served): the live rows are positions 1 and 2 with their bytes left
+    (rem0 less served) and links; bytes sent add what each member delivered (all of a
+    finished member's rem0)."""
+    m_start, m_pos, head = np.array([0, 2, 3]), np.array([0, 2, 1]), np.array([1, 2])
+    rem0, served = np.array([3.0, 9.0, 8.0]), np.array([3.0, 4.0])
+    grp = (None, m_start, m_pos, rem0, None, np.zeros(2), None, None, None, head, served)
+    cof = np.array([0, 1, 0])
+    paths = np.array([[0, 5], [1, 6], [2, 7]], dtype=np.int32)
+    at, row_cof, src, dst, bits = groupkernel.live_rows(grp, cof, paths)
+    assert at.tolist() == [1, 2] and row_cof.tolist() == [1, 0]
+    assert (src.tolist(), dst.tolist(), bits.tolist()) == ([1, 2], [6, 7], [5.0, 5.0])
+    sent = groupkernel.sent_now(grp, cof, np.array([100.0, 0.0]))
+    assert sent.tolist() == [100.0 + 3.0 + 3.0, 4.0]
