@@ -12,6 +12,7 @@ from pathlib import Path
 from coflowbed.sim import BigSwitch, LeafSpine, coflowsim, simulate
 from coflowbed.sim.levels import StaticPolicy
 from controller import policies
+from controller.policies.simple import Fifo
 from workload.dag import Coflow, Dag, Flow
 from workload.fbtrace import TraceCoflow
 
@@ -37,7 +38,7 @@ def tiny_trace() -> list[TraceCoflow]:
     ]
 
 
-class ReadsSizes(policies.get("fifo").__class__):
+class ReadsSizes(Fifo):
     """FIFO marked clairvoyant, as a user's policy that reads flow sizes from per-flow
     states: its compiled runs write their groups back before each decision and the
     next run takes them (``sync_carry``, ``same_levels``), a path no built-in

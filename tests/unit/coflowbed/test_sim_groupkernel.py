@@ -14,6 +14,7 @@ import pytest
 from coflowbed.sim import BigSwitch, LeafSpine, Simulator, groupkernel, parse_fabric_spec
 from controller import policies
 from controller.policies import Decision
+from controller.policies.dclas import DClas
 from workload import fbtrace, generate
 from workload.dag import Coflow, Dag, Flow
 from workload.placement import generic_hosts
@@ -289,7 +290,7 @@ def test_a_policy_on_bytes_sent_decides_inside_the_run(monkeypatch):
     assert grouprun.KEPT in taken and grouprun.DECIDED in taken
 
 
-class _CappedPastThreshold(policies.get("dclas").__class__):
+class _CappedPastThreshold(DClas):
     """D-CLAS that also caps every flow of a coflow past its first byte threshold, at
     10, 20 or 30 Mbit/s by its index, below its fair share (a decision with caps, taken
     at a threshold inside a compiled run; caps given to the wrong flows change the run)."""
