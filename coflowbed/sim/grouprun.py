@@ -41,24 +41,17 @@ class Carried:
 
 
 def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
-    """Run ``sim``'s flow completions compiled from the rates just computed.  Returns
-    (False, None) if it stopped before an event (the engine handles that one, rates
-    current), else (True, what ``Simulator._advance`` returns after the event it
-    stopped at: a flow completion, or a byte threshold, after which the policy
-    decides again)."""
+    """Run ``sim``'s flow completions compiled from the rates just computed; at a coflow
+    completion or byte threshold the policy may decide without the run ending
+    (``_decided``).  Returns (False, None) if it stopped before an event (the engine
+    handles that one, rates current), else (True, what ``Simulator._advance`` returns
+    after the event it stopped at: a flow completion, or a byte threshold, after which
+    the policy decides again, unless it already did)."""
     from coflowbed.sim.engine import FINISH_TOL
 
-    fl, by_cof = sim.flows, bool(sim.thresholds.size)
-    coflows = (sim.sent, sim.left, by_cof)
-    carried, sim.carried = _valid(sim), None
-    if carried is None:
-        act = (sim.active, sim.act_level, sim.act_pid, sim.act_cof, sim.act_paths)
-        grp = groupkernel.build(*act, fl.remaining, sim.rates, fl.start_s, by_cof)
-        setup = (sim.capacity, sim.thresholds, coflows, sim.active, fl.size, FINISH_TOL)
-        kept = groupkernel.prepare(grp, *setup, sim.now, sim.incremental)
-        need, valid = 0, False
-    else:
-        grp, kept, need, valid = carried.grp, carried.kept, carried.need, True
+    fl = sim.flows
+    coflows = (sim.sent, sim.left, bool(sim.thresholds.size))
+    grp, kept, need, valid = _groups(sim, coflows)
     flows = (sim.active, sim.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s, sim.caps)
     spent, relevelled, taken = 0, False, NOT_TAKEN
     while taken == NOT_TAKEN or taken == KEPT:
@@ -71,15 +64,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
         if taken == NOT_TAKEN:
             break
         relevelled |= taken == KEPT  # the same order, maybe other level numbers: go on
-    arrays = (sim.active, sim.act_cof, fl.remaining, sim.rates, sim.act_level, sim.sent)
-    if status == groupkernel.BEFORE:
-        groupkernel.sync(grp, *arrays, sim.moved, by_cof)
-    else:  # groups kept for the next run (before _book may compact the engine's arrays)
-        grp, active = groupkernel.sync_carry(grp, kept[6], *arrays, sim.moved, by_cof)
-        sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
-    if relevelled:  # the live flows' levels as the policy last set them (retired: -1)
-        live = sim.act_level >= 0
-        sim.act_level[live] = sim.level_of[sim.act_cof[live]]
+    _write_back(sim, (grp, kept, need), status == groupkernel.BEFORE, relevelled)
     if taken != NOT_TAKEN:  # booked (and put at the threshold, coflows completed) there
         if taken == SETTLE:
             sim._settle()
@@ -96,6 +81,40 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     return True, _after(sim, done_c[done_c >= 0], n_last)
 
 
+def _groups(sim: Simulator, coflows: tuple) -> tuple:
+    """(groups, run state, level to re-share from, whether the saved sharing is
+    valid): those carried from the last run if it can go on with them, else built
+    and prepared from the active arrays."""
+    from coflowbed.sim.engine import FINISH_TOL
+
+    carried, sim.carried = _valid(sim), None
+    if carried is not None:
+        return carried.grp, carried.kept, carried.need, True
+    fl = sim.flows
+    act = (sim.active, sim.act_level, sim.act_pid, sim.act_cof, sim.act_paths)
+    grp = groupkernel.build(*act, fl.remaining, sim.rates, fl.start_s, coflows[2])
+    setup = (sim.capacity, sim.thresholds, coflows, sim.active, fl.size, FINISH_TOL)
+    return grp, groupkernel.prepare(grp, *setup, sim.now, sim.incremental), 0, False
+
+
+def _write_back(sim: Simulator, run: tuple, before: bool, relevelled: bool) -> None:
+    """Write a run's groups back to the engine's arrays (``run``: groups, run state,
+    level to re-share from), kept for the next run unless it stopped ``before`` an
+    event; the live flows' levels as the policy last set them if it decided inside
+    the run (``relevelled``)."""
+    grp, kept, need = run
+    by_cof = bool(sim.thresholds.size)
+    arrays = (sim.active, sim.act_cof, sim.flows.remaining, sim.rates, sim.act_level, sim.sent)
+    if before:
+        groupkernel.sync(grp, *arrays, sim.moved, by_cof)
+    else:  # groups kept for the next run (before _book may compact the engine's arrays)
+        grp, active = groupkernel.sync_carry(grp, kept[6], *arrays, sim.moved, by_cof)
+        sim.carried = Carried(grp, kept, need, sim.now, active, sim.capacity)
+    if relevelled:  # retired flows: -1 (written back above)
+        live = sim.act_level >= 0
+        sim.act_level[live] = sim.level_of[sim.act_cof[live]]
+
+
 def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) -> int:
     """After a run ``out`` stopped at a byte threshold (no coflow done) or a coflow
     completion, with nothing else due now and budget left, for a policy that decides
@@ -103,11 +122,11 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
     clairvoyant, or tabular): book the run (no compaction: the groups still index the
     active arrays), put the coflows at the threshold or complete those done, and let
     the policy decide without writing the groups back (bytes sent and left taken from
-    the groups: ``sent_now``, ``live_rows``).  Returns ``KEPT`` if its levels keep the groups' order
-    (``same_coflow_levels``: the run goes on as it is), ``DECIDED`` if not (the
-    decision left in ``sim.pending`` for ``Simulator._decide``), ``SETTLE`` if the
-    completions made something due now (released by the caller, the policy asked
-    then), ``NOT_TAKEN`` if not eligible (nothing done here)."""
+    the groups: ``sent_now``, ``live_rows``).  Returns ``KEPT`` if its levels keep
+    the groups' order (``same_coflow_levels``: the run goes on as it is), ``DECIDED``
+    if not (the decision left in ``sim.pending`` for ``Simulator._decide``),
+    ``SETTLE`` if the completions made something due now (released by the caller,
+    the policy asked then), ``NOT_TAKEN`` if not eligible (nothing done here)."""
     status, done_c = out[0], out[7]
     if status == groupkernel.BEFORE or (sim.policy.clairvoyant and not sim.tabular):
         return NOT_TAKEN
