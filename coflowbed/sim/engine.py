@@ -118,8 +118,9 @@ class Simulator:
         self.rates = np.zeros(0)
         # A compiled run's groups, kept when it stopped at a coflow completion.
         self.carried: grouprun.Carried | None = None
-        # A decision a compiled run took at a byte threshold and could not go on with
-        # (``grouprun``; caps per flow index): the next ``_decide`` returns it.
+        # A decision a compiled run took at a stop (coflow completion, byte threshold)
+        # and could not go on with (``grouprun``; caps per flow index): the next
+        # ``_decide`` returns it.
         self.pending: tuple[np.ndarray, list, np.ndarray | None] | None = None
         # The next event (seconds to it, kind) as a compiled run that stopped before it
         # found it: the next ``_next_event`` returns it instead of taking it again.

@@ -509,28 +509,17 @@ def sync_carry(grp, clk, active, cof, remaining, rates, level, sent, moved, by_c
 @njit(cache=True)
 def same_levels(grp, level) -> bool:
     """Whether the levels ``level`` (per position) keep the groups as they are: every
-    member of a level's groups at one value, and the values increasing with the
-    level (a relabelling, e.g. a queue left empty), so ``build`` would group alike."""
-    lv_bounds, m_start, m_pos = grp[0], grp[1], grp[2]
-    last = -1
-    for lv in range(lv_bounds.size - 1):
-        val = -1
-        for a in range(m_start[lv_bounds[lv]], m_start[lv_bounds[lv + 1]]):
-            if val < 0:
-                val = level[m_pos[a]]
-            elif level[m_pos[a]] != val:
-                return False
-        if val >= 0 and val <= last:
-            return False
-        last = max(last, val)
-    return True
+    member left of a level's groups at one value, and the values increasing with the
+    level (a relabelling, e.g. a queue left empty), so ``build`` would group alike.
+    (Groups built or carried: no member finished, every one is looked at.)"""
+    return same_coflow_levels(grp, np.arange(level.size), level)
 
 
 @njit(cache=True)
 def same_coflow_levels(grp, cof, level_of) -> bool:
-    """``same_levels`` on the members left (from each group's ``head``) with the levels
-    per coflow ``level_of`` (``cof`` per position): what a run that has not written its
-    groups back can check."""
+    """``same_levels`` with the levels per coflow ``level_of`` (``cof`` per position),
+    on the members left (from each group's ``head``): what a run that has not written
+    its groups back can check."""
     lv_bounds, m_start, m_pos, head = grp[0], grp[1], grp[2], grp[9]
     last = -1
     for lv in range(lv_bounds.size - 1):
