@@ -12,6 +12,7 @@ from pathlib import Path
 from coflowbed.sim import BigSwitch, LeafSpine, coflowsim, simulate
 from coflowbed.sim.levels import StaticPolicy
 from controller import policies
+from controller.policies.base import Policy
 from controller.policies.simple import Fifo
 from workload.dag import Coflow, Dag, Flow
 from workload.fbtrace import TraceCoflow
@@ -48,18 +49,27 @@ class ReadsSizes(Fifo):
     clairvoyant = True
 
 
+def warmup_policies() -> list[Policy]:
+    """The policies ``compile_kernels`` runs, one per path through the kernels:
+    uncapped; capped with held rates; byte thresholds; a byte threshold crossed inside
+    a run (D-CLAS with its first queue at 150 KB: ``tiny_dag``'s coflows pass it while
+    another is sending); hard caps (meters); decisions on a table of the flows; on
+    per-flow states."""
+    metered = StaticPolicy({"c0": 0}, 1, {"c1": 2e8})
+    small_queues = policies.get("dclas", first_threshold_bytes=150_000)
+    named = [policies.get(name) for name in ("fair", "sebf", "dclas")]
+    return [*named, small_queues, metered, policies.get("sincronia"), ReadsSizes()]
+
+
 def compile_kernels() -> float:
     """Run every kernel signature the simulator uses once; return the seconds taken."""
     t0 = time.perf_counter()
     dag = tiny_dag()
     hosts = ("h1", "h2", "h3", "h4")
     big, spine = BigSwitch(hosts, 1e9), LeafSpine(hosts, 2, 2, 1e9, 1e9)
-    metered = StaticPolicy({"c0": 0}, 1, {"c1": 2e8})
     for fabric in (big, spine):
-        # uncapped; capped with held rates; byte thresholds; hard caps (meters);
-        # decisions on a table of the flows; on per-flow states
-        for name in ("fair", "sebf", "dclas", metered, "sincronia", ReadsSizes()):
-            simulate(dag, fabric, policies.get(name) if isinstance(name, str) else name, None)
+        for policy in warmup_policies():
+            simulate(dag, fabric, policy, None)
     for name in coflowsim.POLICIES:  # --model coflowsim: its own kernels per policy
         coflowsim.run_trace(tiny_trace(), 3, name)
     return time.perf_counter() - t0

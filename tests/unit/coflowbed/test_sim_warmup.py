@@ -69,3 +69,23 @@ def test_the_warmup_dag_goes_on_after_a_completion(monkeypatch):
     decided.clear()
     assert simulate(warmup.tiny_dag(), fabric, warmup.ReadsSizes(), None).sim.stats.finished
     assert any(kept) and set(decided) == {grouprun.NOT_TAKEN}
+
+
+def test_the_warmup_crosses_a_byte_threshold_inside_a_run(monkeypatch):
+    """One of the warmup's policies (D-CLAS with a 150 KB first queue) has a coflow of
+    ``tiny_dag`` reach a byte threshold inside a compiled run while nothing else is
+    due, so the warmup compiles what that stop calls (``grouprun._snap``:
+    ``vclock.rethreshold``); without it a fresh install compiled that kernel inside the
+    first whole-trace D-CLAS run.  The default D-CLAS (10 MB) never gets there."""
+    snapped: list[str] = []
+    real_snap = grouprun._snap
+    monkeypatch.setattr(
+        grouprun, "_snap", lambda sim, cclk: snapped.append(sim.policy.name) or real_snap(sim, cclk)
+    )
+    fabric = BigSwitch(("h1", "h2", "h3", "h4"), 1e9)
+    by_name: dict[str, list[int]] = {}
+    for policy in warmup.warmup_policies():
+        snapped.clear()
+        assert simulate(warmup.tiny_dag(), fabric, policy, None).sim.stats.finished
+        by_name.setdefault(policy.name, []).append(len(snapped))
+    assert by_name["dclas"][0] == 0 and by_name["dclas"][1] > 0
