@@ -187,7 +187,7 @@ def warm_up(trace) -> None:
     that the timed runs measure simulation only; print how long that took.  Every
     policy's paths (``warmup.compile_kernels``: Sincronia's table decisions, decisions
     inside a run) as well as the trace's own: without them the first timed run of a
-    policy loaded its kernels (~0.2 s for Sincronia's, 2026-12-07)."""
+    policy that takes another path loaded that path's kernels inside its timing."""
     from coflowbed.sim import warmup
 
     t0 = time.perf_counter()

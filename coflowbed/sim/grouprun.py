@@ -1,9 +1,9 @@
 """The engine's side of the compiled flow-completion runs (``groupkernel``): build the
 path groups from the active arrays (or go on with those a run stopped at a coflow
 completion or a byte threshold left, ``Carried``), run, write back and book what
-happened.  A policy that decides on bytes sent alone is asked at those stops without
-the groups being written back (``_decided``): if its levels keep the order, the run
-goes on as it is."""
+happened.  A policy that decides on bytes sent or on a table of the live flows is
+asked at those stops without the groups being written back (``_decided``): if its
+levels keep the order, the run goes on as it is."""
 
 from __future__ import annotations
 
