@@ -9,9 +9,16 @@ the load average.
 
     .venv/bin/python benchmarks/bench_sim_revs.py --revs main,WORKTREE --policies fair,fifo
         [--limit N] [--reps 1] [--options incremental=1] [--paired]
+        [--scale-to fair=70.5,sincronia=106.5]
 
 ``WORKTREE`` is this checkout as it is on disk.  ``--options`` (key=value,...) are
 ``Simulator`` keyword arguments given to the revisions other than the first.
+
+``--scale-to policy=seconds,...``: the first revision's time for a policy as measured in
+another sitting (an issue's figure, another host): every revision's median is also
+printed scaled to it (its median × seconds / the first revision's median here), the
+figure it would have taken there.  Hosts of one kind differ by up to 2× between boots;
+the ratio of two revisions run in one sitting keeps much less of that.
 
 ``--paired`` (two revisions, two CPUs): each repetition runs both revisions at the same
 time, each pinned to its own CPU (swapped at every repetition), both timed from when
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -159,10 +167,55 @@ def load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
 
 
+def parse_scale(text: str, policies: list[str]) -> dict[str, float]:
+    """``policy=seconds,...`` (``--scale-to``) as {policy: seconds}; exits with a
+    one-line error naming the item and why for a malformed item, a policy not
+    benchmarked or a time that is not a positive number."""
+    scale: dict[str, float] = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or key not in policies:
+            sys.exit(f"--scale-to: {item!r} is not policy=seconds for a policy of --policies")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = math.nan
+        if not seconds > 0 or math.isinf(seconds):
+            sys.exit(f"--scale-to: {key}: {value!r} is not a positive number of seconds")
+        scale[key] = seconds
+    return scale
+
+
+def medians_line(policy: str, walls: dict[str, list[float]], ref: float | None) -> str:
+    """Each revision's median time on ``policy``, its ratio to the first revision's
+    and, given the first's time ``ref`` measured elsewhere, the median scaled to it."""
+    names = list(walls)
+    base = float(np.median(walls[names[0]]))
+    parts = []
+    for name in names:
+        med = float(np.median(walls[name]))
+        part = f"{name} {med:.2f} s ({med / base:.3f})"
+        if ref is not None:
+            part += f" -> {med * ref / base:.2f} s"
+        parts.append(part)
+    at = "" if ref is None else f"; scaled to {names[0]} = {ref:.2f} s"
+    return f"{policy}: median over {len(walls[names[0]])} runs, ratio to {names[0]}{at}: " + (
+        ", ".join(parts)
+    )
+
+
+def scaled_pair(first: str, second: str, ratio: float, ref: float | None) -> str:
+    """A paired run's median ratio ``second / first`` applied to the first's time
+    ``ref`` measured elsewhere (empty without one)."""
+    return "" if ref is None else f"; at {first} = {ref:.2f} s: {second} {ref * ratio:.2f} s"
+
+
 def bench_policy(policy: str, trees: list[tuple[str, Path]], args, scratch: Path) -> None:
-    """Alternated runs of every revision on one policy; print each and the differences."""
+    """Alternated runs of every revision on one policy; print each, the differences
+    and the medians (scaled by ``--scale-to``)."""
     kw = parse_options(args.options)
     ccts: dict[str, np.ndarray] = {}
+    walls: dict[str, list[float]] = {name: [] for name, _tree in trees}
     for rep in range(args.reps):
         order = trees if rep % 2 == 0 else trees[::-1]
         for name, tree in order:
@@ -170,6 +223,7 @@ def bench_policy(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
             opts = kw if name != trees[0][0] else {}
             r = run_child(tree, policy, args.limit, opts, out, args.trace)
             ccts[name] = np.load(out)
+            walls[name].append(r["wall_s"])
             print(
                 f"{name:<12} {policy:<10} {json.dumps(opts):<22} sim {r['wall_s']:8.2f} s  "
                 f"events {r['events']:>6}  avg CCT {np.nanmean(ccts[name]):.6f} s  "
@@ -181,6 +235,7 @@ def bench_policy(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
         print(
             f"{policy}: max rel CCT diff {name} vs {first}: {max_rel(ccts[first], ccts[name]):.2e}"
         )
+    print(medians_line(policy, walls, args.scale.get(policy)), flush=True)
 
 
 def two_cpus() -> tuple[int, int]:
@@ -222,10 +277,11 @@ def bench_paired(policy: str, trees: list[tuple[str, Path]], args, scratch: Path
             flush=True,
         )
     diff = max_rel(np.load(outs[0]), np.load(outs[1]))
+    at = scaled_pair(first, second, float(np.median(ratios)), args.scale.get(policy))
     print(
         f"{policy}: {second} / {first} median {np.median(ratios):.3f} "
         f"[{min(ratios):.3f}, {max(ratios):.3f}] over {len(ratios)} pairs; "
-        f"max rel CCT diff {diff:.2e}"
+        f"max rel CCT diff {diff:.2e}{at}"
     )
 
 
@@ -239,6 +295,9 @@ def main() -> int:
     ap.add_argument("--options", default="", help="Simulator kwargs of the later revisions")
     ap.add_argument("--trace", type=Path, default=REPO / "data" / "FB2010-1Hr-150-0.txt")
     ap.add_argument("--paired", action="store_true", help="two revisions side by side")
+    ap.add_argument(
+        "--scale-to", default="", help="policy=seconds,...: the first revision's times elsewhere"
+    )
     args = ap.parse_args()
     if args.limit < 0 or args.reps < 1:
         sys.exit("--limit must be >= 0 and --reps >= 1")
@@ -249,6 +308,7 @@ def main() -> int:
         sys.exit(f"--paired: give exactly two revisions, got {len(revs)}")
     if args.paired:
         two_cpus()
+    args.scale = parse_scale(args.scale_to, args.policies.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         trees = [(rev, checkout(rev, scratch)) for rev in revs]
