@@ -3,22 +3,14 @@ from the run (its iteration's span, not a placeholder)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_scale.py"
+from tests.scripts import load_script
 
 
 def _bench():
-    """The benchmark script as a module (``benchmarks/`` is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_scale", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+    """``benchmarks/bench_scale.py`` as a module."""
+    return load_script("bench_scale")
 
 
 @pytest.mark.slow

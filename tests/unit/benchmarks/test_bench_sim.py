@@ -4,23 +4,15 @@ row per run, and per policy the spread of its simulation times."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
+from tests.scripts import load_script
 from workload import fbtrace
-
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_sim.py"
 
 
 def _bench():
-    """The benchmark script as a module (``benchmarks/`` is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_sim", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    """``benchmarks/bench_sim.py`` as a module."""
+    return load_script("bench_sim")
 
 
 def run(sim_s: float, events: int = 10, avg: float = 1.5) -> dict:

@@ -4,22 +4,14 @@ revision's time measured in another sitting."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_sim_revs.py"
+from tests.scripts import load_script
 
 
 def _bench():
-    """The benchmark script as a module (``benchmarks/`` is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_sim_revs", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    """``benchmarks/bench_sim_revs.py`` as a module."""
+    return load_script("bench_sim_revs")
 
 
 def test_medians_ratio_and_scaled_figure():
