@@ -35,7 +35,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from coflowbed.sim import SimResult, Simulator, parse_fabric_spec, simulate  # noqa: E402
+from coflowbed.sim import (  # noqa: E402
+    FINISH_TOL,
+    SimResult,
+    Simulator,
+    check_finish_tol,
+    parse_fabric_spec,
+    simulate,
+)
 from controller import policies  # noqa: E402
 from workload import fbtrace  # noqa: E402
 
@@ -58,13 +65,16 @@ GPU_CASES = {
 GPU_PORT_BPS = 400e9  # host NIC of the presets' real fabric (400 Gbit/s)
 
 
-def run_one(trace, policy: str, limit: int | None, wall_limit: float = math.inf) -> dict:
-    """Simulate a prefix of the trace under one policy; return figures."""
+def run_one(
+    trace, policy: str, limit: int | None, wall_limit: float = math.inf, tol: float = FINISH_TOL
+) -> dict:
+    """Simulate a prefix of the trace under one policy (finishing tolerance ``tol``);
+    return figures."""
     t0 = time.perf_counter()
     dag = fbtrace.to_dag(trace, None, limit=limit)
     build = time.perf_counter() - t0
     fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
-    res = simulate(dag, fabric, policies.get(policy), None, wall_limit_s=wall_limit)
+    res = simulate(dag, fabric, policies.get(policy), None, wall_limit_s=wall_limit, finish_tol=tol)
     s, summ = res.sim.stats, res.summary()
     return {
         "policy": policy,
@@ -81,13 +91,18 @@ def run_one(trace, policy: str, limit: int | None, wall_limit: float = math.inf)
     }
 
 
-def max_rel_cct(ref: Simulator, new: Simulator) -> float:
-    """Largest relative difference of per-coflow CCT between two runs (coflows done in
-    both)."""
+def rel_cct_diffs(ref: Simulator, new: Simulator) -> np.ndarray:
+    """Relative difference of each coflow's CCT between two runs (coflows done in both)."""
     a = np.array([o.finish_s - o.release_s for o in ref.outcomes])
     b = np.array([o.finish_s - o.release_s for o in new.outcomes])
     ok = np.isfinite(a) & np.isfinite(b)
-    return float(np.max(np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), 1e-12), initial=0.0))
+    return np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), 1e-12)
+
+
+def max_rel_cct(ref: Simulator, new: Simulator) -> float:
+    """Largest relative difference of per-coflow CCT between two runs (coflows done in
+    both)."""
+    return float(np.max(rel_cct_diffs(ref, new), initial=0.0))
 
 
 def compare_engines(trace, policy: str, limit: int | None, reps: int) -> dict:
@@ -113,6 +128,68 @@ def compare_engines(trace, policy: str, limit: int | None, reps: int) -> dict:
         "max_rel_cct": max_rel_cct(old, new),
         "avg_cct_s": (SimResult(old).summary().avg_cct_s, SimResult(new).summary().avg_cct_s),
     }
+
+
+def sweep_tolerances(trace, policy: str, limit: int | None, tols: list[float], reps: int):
+    """The default finishing tolerance and each of ``tols``, runs alternated ``reps``
+    times (reversed on odd reps) on one DAG; per tolerance (the default first): wall
+    times, events, average CCT and the per-coflow relative CCT differences to the
+    default's run."""
+    dag = fbtrace.to_dag(trace, None, limit=limit)
+    fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+    order = [FINISH_TOL, *tols]
+    walls: dict[float, list[float]] = {t: [] for t in order}
+    runs: dict[float, Simulator] = {}
+    for rep in range(reps):
+        for tol in order if rep % 2 == 0 else order[::-1]:
+            sim = Simulator(dag, fabric, policies.get(policy), None, finish_tol=tol).run()
+            walls[tol].append(sim.stats.wall_s)
+            runs[tol] = sim
+    return [
+        {
+            "tol": tol,
+            "walls": walls[tol],
+            "events": runs[tol].stats.events,
+            "avg_cct_s": SimResult(runs[tol]).summary().avg_cct_s,
+            "diffs": rel_cct_diffs(runs[FINISH_TOL], runs[tol]),
+        }
+        for tol in order
+    ]
+
+
+def tol_line(pol: str, r: dict, base: dict) -> str:
+    """One tolerance's line: median wall time and its ratio to the default's, events,
+    average CCT and the largest and 99th-percentile per-coflow CCT difference."""
+    med, med0 = float(np.median(r["walls"])), float(np.median(base["walls"]))
+    d = r["diffs"]
+    p99 = float(np.quantile(d, 0.99)) if d.size else 0.0
+    return (
+        f"tol {pol:<10} finish_tol {r['tol']:<6g} sim_s {_walls(r['walls'])} (median {med:.2f}, "
+        f"x{med / med0:.3f}) events {r['events']} avg CCT {r['avg_cct_s']:.6f} s, per-coflow "
+        f"CCT diff max {np.max(d, initial=0.0):.1e} p99 {p99:.1e}"
+    )
+
+
+def print_tolerances(args, trace) -> None:
+    """Per policy, the finishing tolerances of ``--tol-sweep`` against the default."""
+    tols = parse_tols(args.tol_sweep)
+    for pol in filter(None, args.policies.split(",")) if tols else ():
+        rs = sweep_tolerances(trace, pol, args.limit, tols, args.reps)
+        for r in rs:
+            print(tol_line(pol, r, rs[0]), flush=True)
+
+
+def parse_tols(text: str) -> list[float]:
+    """``--tol-sweep``'s tolerances; exits with one line on a bad one."""
+    tols = []
+    for item in filter(None, text.split(",")):
+        try:
+            tol = float(item)
+            check_finish_tol(tol)
+        except ValueError as exc:
+            sys.exit(f"--tol-sweep: {item!r}: {exc}")
+        tols.append(tol)
+    return tols
 
 
 def _walls(xs: list[float]) -> str:
@@ -207,7 +284,7 @@ def print_trace(args, trace) -> None:
     runs: dict[str, list[dict]] = {}
     for _ in range(args.reps):  # rounds, so that each policy sees the machine's moods
         for pol in filter(None, args.policies.split(",")):
-            r = run_one(trace, pol, args.limit, args.wall_limit)
+            r = run_one(trace, pol, args.limit, args.wall_limit, args.finish_tol)
             runs.setdefault(pol, []).append(r)
             print_row(r)
     if args.reps > 1:
@@ -282,6 +359,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def _tolerance(text: str) -> float:
+    """A finishing tolerance (argparse type)."""
+    try:
+        tol = float(text)
+        check_finish_tol(tol)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return tol
+
+
 def main() -> int:
     """Parse flags, run, print."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -307,15 +394,28 @@ def main() -> int:
         help="policies timed per-flow loop against path groups ('' = none)",
     )
     ap.add_argument("--compare-reps", type=int, default=1, help="alternated runs per engine")
+    ap.add_argument(
+        "--finish-tol",
+        type=_tolerance,
+        default=FINISH_TOL,
+        help="finishing tolerance (trace table)",
+    )
+    ap.add_argument(
+        "--tol-sweep",
+        default="",
+        help="finishing tolerances (e.g. 1e-5,1e-4) timed against the default per policy",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         case, pol = args.child.split(":")
         print(json.dumps(run_gpu(case, pol)))
         return 0
+    parse_tols(args.tol_sweep)  # a bad list exits before any run
     trace = fbtrace.read_trace(args.trace)
     warm_up(trace)
     print_trace(args, trace)
+    print_tolerances(args, trace)
     print_compare(args, trace)
     print_scaling(args, trace)
     print_gpu(args)

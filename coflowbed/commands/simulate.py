@@ -50,6 +50,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="default (exact max-min fluid model) or coflowsim (CoflowSim's semantics, "
         "--trace only; docs/simulator.md)",
     )
+    p.add_argument(
+        "--finish-tol",
+        type=float,
+        help="a flow within this fraction of its size of the end is done (default 1e-9; "
+        "looser is faster, within measured bounds: docs/simulator.md, 'A finishing tolerance')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
         return simulate_coflowsim.run(args)
     if (args.scenario is None) == (args.trace is None):
         raise UserError("simulate", None, "give a scenario YAML or --trace, not both or neither")
+    finish_tol = _finish_tol(args)
     job = _trace_job(args) if args.trace else _scenario_job(args)
     from coflowbed.sim import simulate
 
     dag, fabric, policy, levels, name, faults = job
     t0 = time.perf_counter()
-    result = simulate(dag, fabric, policy, levels, faults=faults)
+    result = simulate(dag, fabric, policy, levels, faults=faults, finish_tol=finish_tol)
     out = args.out or args.results / _folder(name, policy.name)
     summary = result.write(
         out,
@@ -95,6 +102,19 @@ def _levels(args: argparse.Namespace, default: int | None) -> int | None:
         return parse_levels(args.levels, default)
     except ValueError as exc:
         raise UserError("--levels", None, str(exc)) from None
+
+
+def _finish_tol(args: argparse.Namespace) -> float:
+    """--finish-tol, or the engine's default; UserError when out of range."""
+    from coflowbed.sim import FINISH_TOL, check_finish_tol
+
+    if args.finish_tol is None:
+        return FINISH_TOL
+    try:
+        check_finish_tol(args.finish_tol)
+    except ValueError as exc:
+        raise UserError("--finish-tol", None, str(exc)) from None
+    return args.finish_tol
 
 
 def make_policy(name: str, params: dict, source: str):

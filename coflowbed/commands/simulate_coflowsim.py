@@ -22,10 +22,15 @@ def _check_flags(args: argparse.Namespace) -> None:
     """UserError for what the coflowsim model cannot take."""
     if args.trace is None or args.scenario is not None:
         raise UserError("--model coflowsim", None, "runs a --trace only, not a scenario")
-    for flag, value in (("--levels", args.levels), ("--fabric", args.fabric)):
+    flags = (
+        ("--levels", args.levels),
+        ("--fabric", args.fabric),
+        ("--finish-tol", args.finish_tol),
+    )
+    for flag, value in flags:
         if value is not None:
             raise UserError(
-                flag, None, "not with --model coflowsim (its 1 Gibit/s racks, its queues)"
+                flag, None, "not with --model coflowsim (its own racks, queues and time steps)"
             )
     if args.skip < 0 or (args.limit is not None and args.limit < 1):
         raise UserError("--limit/--skip", None, "need --limit >= 1 and --skip >= 0")

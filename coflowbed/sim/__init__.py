@@ -13,7 +13,7 @@ import logging
 import math
 from collections.abc import Sequence
 
-from coflowbed.sim.engine import Simulator
+from coflowbed.sim.engine import FINISH_TOL, Simulator, check_finish_tol
 from coflowbed.sim.fabric import (
     BigSwitch,
     FabricModel,
@@ -38,21 +38,32 @@ def simulate(
     horizon_s: float = math.inf,
     wall_limit_s: float = math.inf,
     faults: Sequence[LinkFault] = (),
+    finish_tol: float = FINISH_TOL,
 ) -> SimResult:
     """Run ``dag`` on ``fabric`` under ``policy``; ``levels`` = K queues or None (exact
     total order).  Stops (partial result) once simulated time passes ``horizon_s`` or
     the run has taken ``wall_limit_s`` seconds of wall time.  ``faults``: leaf-spine links
-    down for a while (capacity 0, ECMP over the spines left)."""
+    down for a while (capacity 0, ECMP over the spines left).  ``finish_tol``: a flow
+    within this fraction of its size of the end is done (``Simulator.finish_tol``)."""
     from coflowbed.sim.warmup import kernels_cached  # late: warmup imports this package
 
     if not kernels_cached():
         log.info("compiling the simulator's kernels (once after install or 'make clean', ~100 s)")
-    return SimResult(
-        Simulator(dag, fabric, policy, levels, horizon_s, wall_limit_s, faults=faults).run()
+    sim = Simulator(
+        dag,
+        fabric,
+        policy,
+        levels,
+        horizon_s=horizon_s,
+        wall_limit_s=wall_limit_s,
+        faults=faults,
+        finish_tol=finish_tol,
     )
+    return SimResult(sim.run())
 
 
 __all__ = [
+    "FINISH_TOL",
     "BigSwitch",
     "FabricModel",
     "LeafSpine",
@@ -62,6 +73,7 @@ __all__ = [
     "Simulator",
     "StaticPolicy",
     "assign_levels",
+    "check_finish_tol",
     "parse_fabric_spec",
     "parse_levels",
     "simulate",

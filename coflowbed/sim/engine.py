@@ -51,8 +51,15 @@ from workload.marking import MAX_LEVELS
 log = logging.getLogger("sim")
 
 FINISH_TOL = 1e-9  # a flow within this fraction of its size (or 1e-6 B) of the end is done
+MAX_FINISH_TOL = 1e-2  # the loosest finishing tolerance a run takes (``Simulator.finish_tol``)
 PROGRESS_EVERY_S = 10.0  # wall seconds between progress lines of a long run
 COMPACT_FRACTION = 0.25  # drop finished flows from the active arrays past this share
+
+
+def check_finish_tol(tol: float) -> None:
+    """ValueError unless ``tol`` is a finishing tolerance a run takes (0 < tol <= 1e-2)."""
+    if not 0.0 < tol <= MAX_FINISH_TOL:
+        raise ValueError(f"finish tolerance must be > 0 and <= {MAX_FINISH_TOL:g}, got {tol!r}")
 
 
 @dataclass
@@ -93,8 +100,12 @@ class Simulator:
     faults: Sequence[LinkFault] = ()  # leaf-spine links down for a while (scenario faults)
     fast: bool = True  # flow completions on path groups (groupkernel); False: per flow
     incremental: bool = False  # path groups re-share only the levels that changed (groupalloc)
+    # A flow within this fraction of its size of the end is done (docs/simulator.md,
+    # "A finishing tolerance"): looser merges completions into fewer events.
+    finish_tol: float = FINISH_TOL
 
     def __post_init__(self) -> None:
+        check_finish_tol(self.finish_tol)
         self.flows = FlowTable.build(self.dag.coflows, self.fabric)
         self.dagstate = DagState(self.dag)
         n = len(self.dag.coflows)
@@ -518,7 +529,7 @@ class Simulator:
             self.moved,
             dt,
             start,
-            FINISH_TOL,
+            self.finish_tol,
         )
         if why == "threshold":
             self._snap_thresholds()

@@ -47,8 +47,6 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     handles that one, rates current), else (True, what ``Simulator._advance`` returns
     after the event it stopped at: a flow completion, or a byte threshold, after which
     the policy decides again, unless it already did)."""
-    from coflowbed.sim.engine import FINISH_TOL
-
     fl = sim.flows
     coflows = (sim.sent, sim.left, bool(sim.thresholds.size))
     grp, kept, need, valid = _groups(sim, coflows)
@@ -56,7 +54,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     spent, relevelled, taken = 0, False, NOT_TAKEN
     while taken == NOT_TAKEN or taken == KEPT:
         clock = (sim.now, sim.dagstate.next_time(), sim._next_fault(), sim.horizon_s)
-        args = (sim.thresholds, clock, FAST_BUDGET - spent, FINISH_TOL, need, valid)
+        args = (sim.thresholds, clock, FAST_BUDGET - spent, sim.finish_tol, need, valid)
         out = groupkernel.loop(grp, kept, flows, coflows, *args)
         status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need, dt, why = out
         spent, valid = spent + events, True
@@ -85,15 +83,13 @@ def _groups(sim: Simulator, coflows: tuple) -> tuple:
     """(groups, run state, level to re-share from, whether the saved sharing is
     valid): those carried from the last run if it can go on with them, else built
     and prepared from the active arrays."""
-    from coflowbed.sim.engine import FINISH_TOL
-
     carried, sim.carried = _valid(sim), None
     if carried is not None:
         return carried.grp, carried.kept, carried.need, True
     fl = sim.flows
     act = (sim.active, sim.act_level, sim.act_pid, sim.act_cof, sim.act_paths)
     grp = groupkernel.build(*act, fl.remaining, sim.rates, fl.start_s, coflows[2])
-    setup = (sim.capacity, sim.thresholds, coflows, sim.active, fl.size, FINISH_TOL)
+    setup = (sim.capacity, sim.thresholds, coflows, sim.active, fl.size, sim.finish_tol)
     return grp, groupkernel.prepare(grp, *setup, sim.now, sim.incremental), 0, False
 
 
