@@ -5,16 +5,20 @@ Prints, per policy: wall time of the simulation (DAG already built), events, pol
 calls, average and p95 CCT (a run cut by ``--wall-limit`` is marked PARTIAL and its CCTs
 cover the coflows finished so far); with ``--reps N``, N rounds over the policies and
 per policy the min, median and max of its simulation times (this machine's speed moves
-by ~30 % between sittings: the median of rounds says more than one run); then how run
-time grows with the number of flows (power-law fit over trace prefixes); per max-min
-policy, the per-flow event loop (``Simulator(fast=False)``, the engine before path
-groups) against the compiled path groups, alternated in one sitting: both wall times
-and the largest relative per-coflow CCT difference; then, per 8,192-GPU case and policy
-(each in a child process so that its peak RSS is its own): generation and simulation
-time, events and peak RSS.  Usage::
+by ~30 % between sittings: the median of rounds says more than one run); with
+``--tol-sweep T1,T2``, per policy the default finishing tolerance and each of these
+(``Simulator.finish_tol``), runs alternated: median wall time and its ratio to the
+default's, events, average CCT and the largest and 99th-percentile per-coflow CCT
+difference to the default's run; then how run time grows with the number of flows
+(power-law fit over trace prefixes); per max-min policy, the per-flow event loop
+(``Simulator(fast=False)``, the engine before path groups) against the compiled path
+groups, alternated in one sitting: both wall times and the largest relative per-coflow
+CCT difference; then, per 8,192-GPU case and policy (each in a child process so that
+its peak RSS is its own): generation and simulation time, events and peak RSS.  Usage::
 
     .venv/bin/python benchmarks/bench_sim.py [--trace PATH] [--policies fair,fifo,...]
-        [--limit N] [--reps 1] [--wall-limit S] [--sizes 25,50,100,200] [--scale-policy fair]
+        [--limit N] [--reps 1] [--wall-limit S] [--finish-tol T] [--tol-sweep 1e-5,1e-4]
+        [--sizes 25,50,100,200] [--scale-policy fair]
         [--gpu-cases moe-8192,gpt3-175b-8192] [--gpu-policies hermod,fair]
         [--compare fair,fifo,dclas,sincronia] [--compare-reps 2]
 """

@@ -53,8 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--finish-tol",
         type=float,
-        help="a flow within this fraction of its size of the end is done (default 1e-9; "
-        "looser is faster, within measured bounds: docs/simulator.md, 'A finishing tolerance')",
+        help="a flow within this fraction of its size of the end is done (default: the "
+        "engine's, exact to round-off; looser merges completions, faster, results within "
+        "measured differences: docs/simulator.md, 'A finishing tolerance')",
     )
 
 

@@ -97,6 +97,7 @@ class SimResult:
             "sim_policy_calls": s.policy_calls,
             "sim_wall_s": round(s.wall_s, 3),
             "sim_end_s": s.sim_end_s,
+            "sim_finish_tol": sim.finish_tol,
             "flows": len(sim.flows),
             "byte_scale": sim.dag.meta.get("byte_scale", 1.0),
         }

@@ -5,6 +5,7 @@ worked out in each test's docstring."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -85,16 +86,21 @@ def trace_file(tmp_path: Path) -> Path:
     return p
 
 
-@pytest.mark.parametrize("flag,ratio", [([], 1 + 32 / 2**20), (["--finish-tol", "1e-4"], 1.0)])
-def test_simulate_finish_tol_reaches_the_run(tmp_path, flag, ratio):
+@pytest.mark.parametrize(
+    "flag,ratio,tol",
+    [([], 1 + 32 / 2**20, FINISH_TOL), (["--finish-tol", "1e-4"], 1.0, 1e-4)],
+)
+def test_simulate_finish_tol_reaches_the_run(tmp_path, flag, ratio, tol):
     """Through the CLI: sharing the port, the first is done after 2 x 2^20 B of the
     port's time, the second 64 B later: CCTs in the ratio 1 + 64 / 2^21.  With
-    --finish-tol 1e-4 the second's 64 B left are within its 105 B: ratio 1."""
+    --finish-tol 1e-4 the second's 64 B left are within its 105 B: ratio 1.
+    summary.json records the tolerance the run took."""
     out = tmp_path / "out"
     argv = ["simulate", "--trace", str(trace_file(tmp_path)), "--out", str(out), *flag]
     assert main(argv) == 0
     a, b = read_coflows_csv(out / "coflows.csv")
     assert b["cct_s"] / a["cct_s"] == pytest.approx(ratio, rel=1e-9)
+    assert json.loads((out / "summary.json").read_text())["sim_finish_tol"] == tol
 
 
 @pytest.mark.parametrize(
