@@ -12,7 +12,9 @@ the load average.
         [--scale-to fair=70.5,sincronia=106.5]
 
 ``WORKTREE`` is this checkout as it is on disk.  ``--options`` (key=value,...) are
-``Simulator`` keyword arguments given to the revisions other than the first.
+``Simulator`` keyword arguments given to the revisions other than the first; a revision
+may come twice (``--revs HEAD,HEAD --options finish_tol=1e-4``: the same code with and
+without them, the repeat named ``HEAD#2``).
 
 ``--scale-to policy=seconds,...``: the first revision's time for a policy as measured in
 another sitting (an issue's figure, another host): every revision's median is also
@@ -74,6 +76,17 @@ def checkout(rev: str, scratch: Path) -> Path:
         sys.exit(f"--revs: git archive {rev!r} failed: {archive.stderr.decode().strip()}")
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
+
+
+def labels(revs: list[str]) -> list[str]:
+    """A name per revision, ``#2``, ``#3``... added to a repeat (``--revs HEAD,HEAD
+    --options ...``: the same code with and without the options)."""
+    seen: dict[str, int] = {}
+    out = []
+    for rev in revs:
+        seen[rev] = seen.get(rev, 0) + 1
+        out.append(rev if seen[rev] == 1 else f"{rev}#{seen[rev]}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -311,7 +324,8 @@ def main() -> int:
     args.scale = parse_scale(args.scale_to, args.policies.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
-        trees = [(rev, checkout(rev, scratch)) for rev in revs]
+        tree_of = {rev: checkout(rev, scratch) for rev in dict.fromkeys(revs)}
+        trees = list(zip(labels(revs), (tree_of[rev] for rev in revs)))
         bench = bench_paired if args.paired else bench_policy
         for pol in filter(None, args.policies.split(",")):
             bench(pol, trees, args, scratch)

@@ -62,3 +62,10 @@ def test_a_paired_ratio_is_applied_to_the_first_revisions_time_elsewhere():
     bench = _bench()
     assert bench.scaled_pair("old", "new", 0.125, 96.0) == "; at old = 96.00 s: new 12.00 s"
     assert bench.scaled_pair("old", "new", 0.125, None) == ""
+
+
+def test_a_repeated_revision_gets_its_own_name():
+    """``HEAD,HEAD,HEAD``: HEAD, HEAD#2, HEAD#3; distinct revisions keep their names."""
+    bench = _bench()
+    assert bench.labels(["HEAD", "HEAD", "HEAD"]) == ["HEAD", "HEAD#2", "HEAD#3"]
+    assert bench.labels(["c1d0b94^", "HEAD"]) == ["c1d0b94^", "HEAD"]
