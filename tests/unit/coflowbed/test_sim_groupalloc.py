@@ -5,8 +5,6 @@ policy; and, by hand, that unchanged levels below are not filled again."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -20,11 +18,11 @@ from coflowbed.sim import (
     roundfill,
 )
 from controller import policies
+from tests.data import FB_TRACE
 from workload import fbtrace, generate
 from workload.placement import generic_hosts
 from workload.presets import load_preset
 
-FB = Path(__file__).resolve().parents[3] / "data" / "FB2010-1Hr-150-0.txt"
 MAX_MIN = ("fair", "fifo", "dclas", "sincronia")
 
 
@@ -48,7 +46,7 @@ def same_runs(dag, fabric, policy: str) -> None:
 @pytest.mark.parametrize("policy", MAX_MIN)
 def test_trace_prefix_same_as_full_refill(policy):
     """The first 60 Facebook coflows, 150 ports at 1 Gbit/s."""
-    trace = fbtrace.read_trace(FB)
+    trace = fbtrace.read_trace(FB_TRACE)
     fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
     same_runs(fbtrace.to_dag(trace, None, limit=60), fabric, policy)
 

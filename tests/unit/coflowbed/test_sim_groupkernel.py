@@ -6,7 +6,6 @@ prefixes and on every LLM preset, under every policy; and the grouping itself.""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,12 +14,12 @@ from coflowbed.sim import BigSwitch, LeafSpine, Simulator, groupkernel, parse_fa
 from controller import policies
 from controller.policies import Decision
 from controller.policies.dclas import DClas
+from tests.data import FB_TRACE
 from workload import fbtrace, generate
 from workload.dag import Coflow, Dag, Flow
 from workload.placement import generic_hosts
 from workload.presets import load_preset, preset_names
 
-FB = Path(__file__).resolve().parents[3] / "data" / "FB2010-1Hr-150-0.txt"
 MAX_MIN = ("fair", "fifo", "dclas", "sincronia")  # policies the compiled loop serves
 REL = 1e-9  # rounding of per-group lines (virtual time) against per-flow subtraction
 
@@ -75,7 +74,7 @@ def assert_levels_up_to_ties(ref: Simulator, new: Simulator) -> None:
 
 def trace_prefix() -> tuple[Dag, BigSwitch]:
     """The first 45 Facebook coflows and the trace's big switch (150 ports at 1 Gbit/s)."""
-    trace = fbtrace.read_trace(FB)
+    trace = fbtrace.read_trace(FB_TRACE)
     dag = fbtrace.to_dag(trace, None, limit=45)
     return dag, parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
 
