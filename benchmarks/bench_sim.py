@@ -176,24 +176,16 @@ def tol_line(pol: str, r: dict, base: dict) -> str:
 
 def print_tolerances(args, trace) -> None:
     """Per policy, the finishing tolerances of ``--tol-sweep`` against the default."""
-    tols = parse_tols(args.tol_sweep)
-    for pol in filter(None, args.policies.split(",")) if tols else ():
-        rs = sweep_tolerances(trace, pol, args.limit, tols, args.reps)
+    for pol in filter(None, args.policies.split(",")) if args.tol_sweep else ():
+        rs = sweep_tolerances(trace, pol, args.limit, args.tol_sweep, args.reps)
         for r in rs:
             print(tol_line(pol, r, rs[0]), flush=True)
 
 
 def parse_tols(text: str) -> list[float]:
-    """``--tol-sweep``'s tolerances; exits with one line on a bad one."""
-    tols = []
-    for item in filter(None, text.split(",")):
-        try:
-            tol = float(item)
-            check_finish_tol(tol)
-        except ValueError as exc:
-            sys.exit(f"--tol-sweep: {item!r}: {exc}")
-        tols.append(tol)
-    return tols
+    """``--tol-sweep``'s tolerances (argparse type: a bad one is a one-line usage error
+    naming it)."""
+    return [_tolerance(item) for item in filter(None, text.split(","))]
 
 
 def _walls(xs: list[float]) -> str:
@@ -369,7 +361,7 @@ def _tolerance(text: str) -> float:
         tol = float(text)
         check_finish_tol(tol)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
     return tol
 
 
@@ -406,7 +398,8 @@ def main() -> int:
     )
     ap.add_argument(
         "--tol-sweep",
-        default="",
+        type=parse_tols,
+        default=[],
         help="finishing tolerances (e.g. 1e-5,1e-4) timed against the default per policy",
     )
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -415,7 +408,6 @@ def main() -> int:
         case, pol = args.child.split(":")
         print(json.dumps(run_gpu(case, pol)))
         return 0
-    parse_tols(args.tol_sweep)  # a bad list exits before any run
     trace = fbtrace.read_trace(args.trace)
     warm_up(trace)
     print_trace(args, trace)
