@@ -1,6 +1,7 @@
 """Traffic agents on loopback: how fast and how well timed are they?
 
-Runs real agent processes (``coflowbed.agents.AgentSet``, root namespace, 127.0.0.1) and
+Runs real agent processes (``coflowbed.emulation.agents.client.AgentSet``, root namespace,
+127.0.0.1) and
 prints, per scenario and repetition (times in ms):
 
 - throughput: payload bits / (last byte received - first flow started);
@@ -31,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coflowbed.agents import AgentEvent, AgentSet, SendOrder  # noqa: E402
+from coflowbed.emulation.agents.client import AgentEvent, AgentSet, SendOrder  # noqa: E402
 
 TIMEOUT_S = 60.0
 

@@ -1,6 +1,6 @@
 """What the fidelity figure costs an emulated run (docs/simulator.md, "Fidelity of every
 run"): for each shipped scenario (``coflowbed/scenarios/*.yaml``, or those named), the
-reference simulation ``coflowbed.fidelity.measure`` runs after a run, timed on a run
+reference simulation ``coflowbed.analysis.fidelity.measure`` runs after a run, timed on a run
 folder written as the runner writes it (every coflow "measured" at 1 s at the level the
 emulator would record).  No fabric.  Each scenario runs in its own child process: the
 first measurement pays loading the compiled kernels, as the first run of a
@@ -39,8 +39,9 @@ def recorded_levels(scen) -> dict[str, int]:
 
 def write_run(scen, run: Path) -> None:
     """A complete run folder of ``scen``: inputs, every coflow done in 1 s."""
-    from coflowbed.results import CoflowRecord, IterationRecord, write_results
-    from coflowbed.rundir import write_inputs
+    from coflowbed.experiment.folders import write_inputs
+    from coflowbed.results.files import write_results
+    from coflowbed.results.records import CoflowRecord, IterationRecord
 
     write_inputs(scen, run)
     levels, recs = recorded_levels(scen), []
@@ -55,8 +56,8 @@ def write_run(scen, run: Path) -> None:
 
 def child(path: str) -> dict:
     """Measure one scenario in this process: cold, then warm."""
-    from coflowbed import fidelity
-    from coflowbed.scenario import load_scenario
+    from coflowbed.analysis import fidelity
+    from coflowbed.experiment.scenario import load_scenario
 
     scen = load_scenario(path)
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,12 +18,12 @@ DEFAULT = REPO / "coflowbed" / "scenarios" / "two-moe-shared.yaml"
 
 def job_times(path: Path, overrides: dict) -> dict[str, float]:
     """{job: mean simulated iteration time} of the scenario with ``overrides``."""
-    from coflowbed.commands.simulate import scenario_policy, sim_fabric_of
-    from coflowbed.scenario import load_scenario
+    from coflowbed.experiment.binding import scenario_fabric, scenario_policy
+    from coflowbed.experiment.scenario import load_scenario
     from coflowbed.sim import simulate
 
     scen = load_scenario(path, overrides)
-    result = simulate(scen.dag, sim_fabric_of(scen), scenario_policy(scen), scen.levels)
+    result = simulate(scen.dag, scenario_fabric(scen), scenario_policy(scen), scen.levels)
     times: dict[str, list[float]] = {}
     for it in result.iteration_records():
         if it.time_s is not None:
@@ -33,7 +33,7 @@ def job_times(path: Path, overrides: dict) -> dict[str, float]:
 
 def work(path: Path) -> dict[str, float]:
     """GPU-seconds of compute per iteration of each job (Crux's W_j)."""
-    from coflowbed.scenario import load_scenario
+    from coflowbed.experiment.scenario import load_scenario
 
     scen = load_scenario(path)
     out: dict[str, float] = {}
@@ -45,8 +45,8 @@ def work(path: Path) -> dict[str, float]:
 
 def main(path: Path) -> None:
     """Print the table."""
-    from coflowbed.config import load_yaml
-    from coflowbed.scenario import load_scenario
+    from coflowbed.core.config import load_yaml
+    from coflowbed.experiment.scenario import load_scenario
 
     entries = load_yaml(path)["workload"]["jobs"]
     classes = load_scenario(path).inter_job

@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coflowbed import runstate  # noqa: E402
-from coflowbed.cleanup import netns_inodes  # noqa: E402
-from coflowbed.runner import run_scenario  # noqa: E402
-from coflowbed.scenario import load_scenario  # noqa: E402
+from coflowbed.emulation import runstate  # noqa: E402
+from coflowbed.emulation.cleanup import netns_inodes  # noqa: E402
+from coflowbed.experiment.scenario import load_scenario  # noqa: E402
+from coflowbed.studies.single import emulate  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 WMEM = Path("/proc/sys/net/core/wmem_default")
@@ -104,7 +104,7 @@ def normal_run(scen_path: Path, out: Path) -> tuple[float, bool]:
     """One run in this process: (wall s, complete)."""
     scen = load_scenario(scen_path)
     t0 = time.monotonic()
-    outcome = run_scenario(scen, out)
+    outcome = emulate(scen, out)
     return time.monotonic() - t0, not outcome.summary.partial
 
 

@@ -38,7 +38,7 @@ from os_ken.ofproto import (
 )
 
 import controller.policies as policies  # noqa: E402
-from coflowbed.scenario import load_scenario  # noqa: E402
+from coflowbed.experiment.scenario import load_scenario  # noqa: E402
 from controller.coflow_table import LeafTable, leaf_state  # noqa: E402
 from controller.policies import FabricView  # noqa: E402
 from controller.scheduler import LiveScheduler, TagPool  # noqa: E402
@@ -160,7 +160,7 @@ def _copies(coflows: list[Coflow], k: int) -> list[Coflow]:
 def scan(scen, limit: int, hosts_per_leaf: int | None) -> None:
     """Per design, how many trace windows of ``limit`` coflows fit all at once (on
     ``hosts_per_leaf`` hosts a leaf if given, else the scenario's fabric)."""
-    from coflowbed.scenario import merge_pair_flows
+    from coflowbed.experiment.scenario import merge_pair_flows
     from workload import fbtrace
 
     ts = scen.raw["workload"]["trace"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from coflowbed.api import Comparison, compare, run, simulate
-    from coflowbed.run_result import RunResult
+    from coflowbed.results.read import RunResult
 
 __all__ = ["Comparison", "RunResult", "compare", "run", "simulate"]
 
@@ -20,7 +20,7 @@ _HOMES = {
     "run": "coflowbed.api",
     "simulate": "coflowbed.api",
     "Comparison": "coflowbed.api",
-    "RunResult": "coflowbed.run_result",
+    "RunResult": "coflowbed.results.read",
     "compare": "coflowbed.api",
 }
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from coflowbed.cli import main
+from coflowbed.cli.main import main
 
 sys.exit(main())

@@ -2,43 +2,43 @@
 ``coflowbed.compare`` (docs/python-api.md).  Each takes a scenario (a YAML path or a
 shipped scenario's name) and overrides of its keys (``policy="hermod"``, ``levels=4``,
 ``**{"fabric.host_bw_mbps": 200}``), runs it as the CLI does, and returns the typed
-result read back from the run folder (``coflowbed.run_result.RunResult``)."""
+result read back from the run folder (``coflowbed.results.read.RunResult``)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from coflowbed.errors import UserError
-from coflowbed.run_result import RunResult
+from coflowbed.analysis.comparison import Comparison as Table, PolicyStats
+from coflowbed.analysis.stats import Speedup
+from coflowbed.core.errors import UserError
+from coflowbed.emulation.precheck import check_can_run, machine_missing
+from coflowbed.experiment.folders import folder_path, new_run_dir
+from coflowbed.experiment.scenario import Scenario, find_scenario, load_scenario
+from coflowbed.experiment.simulate import simulate_scenario
+from coflowbed.results.read import RunResult
+from coflowbed.studies import single
+from coflowbed.studies.compare import compare as compare_runs, emulated, parse_policies, simulated
 
-if TYPE_CHECKING:
-    from coflowbed.comparison import Comparison as Table, PolicyStats
-    from coflowbed.scenario import Scenario
-    from coflowbed.stats import Speedup
-
-SHIPPED = Path(__file__).resolve().parent / "scenarios"
 RESULTS = Path("results")  # parent of the default run folders, as for the CLI
-
-
-def scenario_path(scenario: str | Path) -> Path:
-    """A scenario file: ``scenario`` itself, or the shipped ``<name>.yaml`` when
-    ``scenario`` is a bare name that is no file here (``"mechanism"``)."""
-    path = Path(scenario)
-    shipped = SHIPPED / f"{scenario}.yaml"
-    if not path.exists() and path.name == str(scenario) and shipped.exists():
-        return shipped
-    return path
+__all__ = [
+    "Comparison",
+    "RunResult",
+    "compare",
+    "emulate",
+    "load",
+    "machine_missing",
+    "run",
+    "simulate",
+]
 
 
 def load(scenario: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
-    """The validated scenario with its overrides; UserError (one line) on bad input."""
-    from coflowbed.scenario import load_scenario
-
-    return load_scenario(scenario_path(scenario), dict(overrides or {}))
+    """The validated scenario (a path or a shipped scenario's name) with its overrides;
+    UserError (one line) on bad input."""
+    return load_scenario(find_scenario(scenario), dict(overrides or {}))
 
 
 def run(
@@ -52,41 +52,24 @@ def run(
 
 def emulate(scen: Scenario, out: str | Path | None = None, check: bool = True) -> RunResult:
     """``run`` of a scenario already loaded."""
-    from coflowbed.commands.run import check_can_run
-    from coflowbed.runner import run_scenario
-
-    check_can_run(scen)
-    folder = _folder(out, scen, "")
-    return RunResult.read(run_scenario(scen, folder, check).out_dir)
+    check_can_run(scen)  # before the folder is made
+    if out is None:
+        folder = new_run_dir(RESULTS, scen).resolve()
+    else:
+        folder = Path(out).resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+    return RunResult.read(single.emulate(scen, folder, check).out_dir)
 
 
 def simulate(
     scenario: str | Path, /, *, out: str | Path | None = None, **overrides: Any
 ) -> RunResult:
-    """The scenario in the flow-level simulator (its fabric, K levels, policy, faults),
-    into ``out`` (default ``results/<time>-sim-...``)."""
-    from coflowbed.commands.simulate import scenario_fabric, scenario_faults, scenario_policy
-    from coflowbed.sim import simulate as sim
-
+    """The scenario in the flow-level simulator (its ``sim_fabric`` or its fabric, K
+    levels, policy, faults), into ``out`` (default ``results/<time>-sim-...``)."""
     scen = load(scenario, overrides)
-    fabric = scenario_fabric(scen.plan, None)
-    faults, policy = scenario_faults(scen, fabric), scenario_policy(scen)
-    folder = _folder(out, scen, "sim-")
-    t0 = time.perf_counter()
-    result = sim(scen.dag, fabric, policy, scen.levels, faults=faults)
-    extra = {"source": scen.source, "sim_total_wall_s": round(time.perf_counter() - t0, 3)}
-    result.write(folder, extra)
+    folder = Path(out) if out is not None else folder_path(RESULTS, "sim", scen.name, scen.policy)
+    simulate_scenario(scen, folder.resolve())
     return RunResult.read(folder)
-
-
-def _folder(out: str | Path | None, scen: Scenario, kind: str) -> Path:
-    """``out`` (made if absent), or a fresh ``results/<time>-<kind>...`` folder; absolute."""
-    from coflowbed.rundir import new_run_dir
-
-    if out is None:
-        return new_run_dir(RESULTS, scen, f"{kind}{scen.policy}" if kind else None).resolve()
-    Path(out).mkdir(parents=True, exist_ok=True)
-    return Path(out).resolve()
 
 
 @dataclass(frozen=True)
@@ -95,7 +78,7 @@ class Comparison:
     (``table``, ``compare.json``) and every run folder read back."""
 
     path: Path
-    table: Table  # coflowbed.comparison.Comparison: means, CIs, speed-ups
+    table: Table  # coflowbed.analysis.comparison.Comparison: means, CIs, speed-ups
     runs: Mapping[str, tuple[RunResult, ...]]  # policy -> its runs, repetition order
 
     def stats(self, policy: str) -> PolicyStats:
@@ -143,15 +126,11 @@ def compare(
 ) -> Comparison:
     """``coflowbed compare``: the scenario under each of ``policies``, ``repeat`` times
     interleaved (emulated, or in the simulator with ``sim``)."""
-    from coflowbed.commands import compare as cmd
-    from coflowbed.compare_runs import compare as compare_runs
-
     scen = load(scenario, overrides)
-    names = cmd._policies(",".join(policies), "coflowbed.compare")
+    names = parse_policies(",".join(policies), "coflowbed.compare")
     _check_repeat(repeat, seeds)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    folder = Path(out or RESULTS / f"{stamp}-compare-{scen.name}").resolve()
-    run_one = cmd._simulate_one if sim else cmd._emulate_one(scen, check)
+    folder = Path(out or folder_path(RESULTS, "compare", scen.name)).resolve()
+    run_one = simulated if sim else emulated(scen, check)
     table = compare_runs(scen, names, folder, run_one, repeat, seeds)
     runs: dict[str, list[RunResult]] = {p: [] for p in names}
     for r in table.runs:

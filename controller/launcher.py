@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from os_ken.base.app_manager import AppManager
     from os_ken.lib import hub
 
-    from controller.app import AppSettings
+    from controller.app import AppSettings  # late: after the hub type above (os-ken reads it)
 
     listening = threading.Event()
     _signal_listening(listening)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(str(e), file=sys.stderr)
         return 2
-    from controller.app import load_plan
+    from controller.app import load_plan  # late: os-ken's hub type is set by main first
 
     try:
         load_plan(args.plan)

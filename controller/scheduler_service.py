@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from controller import policies
 from controller.coflow_table import FlowRate, TagEntry, parse_entry
 from controller.lane import Lane
 from controller.messages import (
@@ -68,8 +69,6 @@ class SwitchWriter(Protocol):
 def build_policy(spec, levels: int) -> Policy:
     """The policy object of ``spec`` (plugins imported first); ValueError on a bad name,
     parameter or plugin."""
-    from controller import policies
-
     for path in spec.plugins:
         try:
             import_plugin(Path(path))

@@ -8,7 +8,7 @@ import json
 import threading
 from concurrent.futures import Future
 
-from coflowbed.executor import FlowDone, FlowFailed, FlowStarted
+from coflowbed.emulation.executor import FlowDone, FlowFailed, FlowStarted
 from controller.client import ControllerClient, ControllerError
 from controller.coflow_table import TagEntry
 from controller.control_plane import ControlConfig, ControlPlane

@@ -49,6 +49,7 @@ from mininet.node import Switch
 
 from topo import qos
 from topo.leafspine import LeafSpineTopo, intf_name
+from topo.net import mtu_lines, port_schedulers, run_ip_batch, static_arp
 from topo.plan import FabricPlan
 from workload.marking import MAX_LEVELS
 
@@ -306,8 +307,6 @@ def start_bmv2_fabric(
     interface, static ARP, host offloads off and port schedulers on every egress.  It
     returns without waiting for the P4Runtime controller: the caller waits on its API
     (``ControllerClient.wait_ready``).  On failure everything started is stopped."""
-    from topo.net import mtu_lines, port_schedulers, run_ip_batch, static_arp  # shared
-
     reason = bmv2_available()
     if reason:
         raise RuntimeError(reason)

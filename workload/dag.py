@@ -128,12 +128,6 @@ class Dag:
         its = {c.iteration for c in self.computes} | {cf.identity.iteration for cf in self.coflows}
         return sorted(its)
 
-    def validate(self) -> None:
-        """Raise ValueError on duplicate ids, unknown dependencies or a cycle."""
-        from workload.dagindex import check_acyclic, index_dag  # late: it imports this module
-
-        check_acyclic(index_dag(self))
-
 
 def node_id(n: Node) -> str:
     """The id of a compute or coflow node."""

@@ -87,3 +87,8 @@ def _children_of(ix: DagIndex, nodes: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
     return ix.children[starts + np.arange(int(counts.sum()))]
+
+
+def validate(dag: Dag) -> None:
+    """Raise ValueError on duplicate ids, unknown dependencies or a cycle in ``dag``."""
+    check_acyclic(index_dag(dag))

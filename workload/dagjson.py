@@ -10,6 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from workload import dagindex
 from workload.dag import (
     DEFAULT_JOB,
     SETUP_ITERATION,
@@ -114,7 +115,7 @@ def from_dict(data: Any, source: str = "<dag>") -> Dag:
     top.done()
     dag = Dag(coflows, computes, meta)
     try:
-        dag.validate()
+        dagindex.validate(dag)
     except ValueError as exc:
         raise SpecError(source, None, str(exc)) from exc
     return dag

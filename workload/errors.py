@@ -1,7 +1,7 @@
 """Errors the user can fix: reported as one line, exit code 2, nothing started.
 
 Defined here, in the lowest layer that raises it (``workload/`` imports nothing of
-``coflowbed/``); ``coflowbed.errors`` re-exports it for the rest of the project."""
+``coflowbed/``); ``coflowbed.core.errors`` re-exports it for the rest of the project."""
 
 from __future__ import annotations
 

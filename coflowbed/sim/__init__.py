@@ -13,6 +13,7 @@ import logging
 import math
 from collections.abc import Sequence
 
+from coflowbed.sim import kernelcache
 from coflowbed.sim.engine import FINISH_TOL, Simulator, check_finish_tol
 from coflowbed.sim.fabric import (
     BigSwitch,
@@ -45,9 +46,7 @@ def simulate(
     the run has taken ``wall_limit_s`` seconds of wall time.  ``faults``: leaf-spine links
     down for a while (capacity 0, ECMP over the spines left).  ``finish_tol``: a flow
     within this fraction of its size of the end is done (``Simulator.finish_tol``)."""
-    from coflowbed.sim.warmup import kernels_cached  # late: warmup imports this package
-
-    if not kernels_cached():
+    if not kernelcache.kernels_cached():
         log.info("compiling the simulator's kernels (once after install or 'make clean', ~100 s)")
     sim = Simulator(
         dag,

@@ -36,15 +36,17 @@ from typing import Any
 
 import numpy as np
 
+from coflowbed.core import progress
 from coflowbed.sim import grouprun, heap, stepkernel
 from coflowbed.sim.alloc import allocate
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
 from coflowbed.sim.flowtable import FlowTable
 from coflowbed.sim.levels import assign_levels
+from coflowbed.sim.outcome import CoflowOutcome, SimStats
 from coflowbed.sim.thresholds import next_crossing, snap
-from controller.policies.base import CoflowState, Decision, Policy
-from controller.policies.bigswitch import FlowTable as BsFlowTable, port_capacity
+from controller.policies.base import CoflowState, Decision, FlowTable as BsFlowTable, Policy
+from controller.policies.bigswitch import port_capacity
 from workload.dag import Dag
 from workload.marking import MAX_LEVELS
 
@@ -60,30 +62,6 @@ def check_finish_tol(tol: float) -> None:
     """ValueError unless ``tol`` is a finishing tolerance a run takes (0 < tol <= 1e-2)."""
     if not 0.0 < tol <= MAX_FINISH_TOL:
         raise ValueError(f"finish tolerance must be > 0 and <= {MAX_FINISH_TOL:g}, got {tol!r}")
-
-
-@dataclass
-class CoflowOutcome:
-    """Simulated timing of one coflow (NaN = not reached)."""
-
-    release_s: float = math.nan
-    start_s: float = math.nan
-    finish_s: float = math.nan
-    level: int | None = None  # level at the coflow's first decision
-    rank: str = ""
-
-
-@dataclass
-class SimStats:
-    """Counters of one simulation run."""
-
-    events: int = 0
-    policy_calls: int = 0
-    allocations: int = 0
-    flow_visits: int = 0  # sum over events of the active flows (the per-flow work floor)
-    wall_s: float = 0.0
-    sim_end_s: float = 0.0
-    finished: bool = False
 
 
 @dataclass
@@ -163,7 +141,7 @@ class Simulator:
         heap.keep_freed_memory()
         t0 = time.perf_counter()
         self.dagstate.start()
-        self._settle()
+        self.settle()
         redecide: bool | None = True  # None: nothing changed (see _advance)
         self._report_at = t0 + PROGRESS_EVERY_S
         while not self.dagstate.all_done():
@@ -226,7 +204,7 @@ class Simulator:
             self._seq += 1
             heapq.heappush(self._fault_heap, (t + lf.down_s, self._seq, -1, lf.links))
 
-    def _next_fault(self) -> float:
+    def next_fault(self) -> float:
         return self._fault_heap[0][0] if self._fault_heap else math.inf
 
     def _apply_faults(self) -> None:
@@ -251,8 +229,6 @@ class Simulator:
         """One progress line of a long run (simulated time, coflows done, load), and a
         progress bar of coflows done (on a terminal; from the first report on)."""
         if self._bar is None:
-            from coflowbed import progress
-
             self._bar = progress.bar(len(self.outcomes), "simulate", unit="coflow")
         self._bar.update(self.done - self._bar.n)
         log.info(
@@ -269,7 +245,7 @@ class Simulator:
 
     # --- releases and completions -------------------------------------------------
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Handle every release and compute end due now, including those that
         completions at this instant trigger (empty coflows, zero-length computes)."""
         self.dagstate.pop_due(self.now)
@@ -285,7 +261,7 @@ class Simulator:
         cf = self.dag.coflows[c]
         self.outcomes[c].release_s = self.now
         if self.left[c] == 0:
-            self._complete(c)
+            self.complete(c)
             return False
         self.version += 1
         self.states[c] = CoflowState(cf, self.now, self._seq)
@@ -305,7 +281,7 @@ class Simulator:
         self.act_level = np.concatenate([self.act_level, np.zeros(new.size, dtype=np.int64)])
         self.rates = np.concatenate([self.rates, np.zeros(new.size)])
 
-    def _complete(self, c: int) -> None:
+    def complete(self, c: int) -> None:
         """Coflow ``c`` delivered everything: record it, release its dependants."""
         self.outcomes[c].finish_s = self.now
         self.done += 1
@@ -329,14 +305,14 @@ class Simulator:
             self.rates = np.zeros(0)
             return
         if redecide:
-            cs, ranks, caps = self._decide()
-            levels = self._levels(cs, ranks)
+            cs, ranks, caps = self.decide()
+            levels = self.levels_for(cs, ranks)
             self.level_of[cs] = levels
             self.act_level = self.level_of[self.act_cof]
             self.capped = caps is not None
             if caps is not None:
                 self.caps[self.active] = caps
-            self._record_first(cs, ranks, levels)
+            self.record_first(cs, ranks, levels)
         else:
             caps = self.caps[self.active] if self.capped else None
         if self._fast_ok():
@@ -359,7 +335,7 @@ class Simulator:
                 self.outcomes[c].start_s = self.now
         self.stats.allocations += 1
 
-    def _decide(
+    def decide(
         self, rows: tuple | None = None, sent: np.ndarray | None = None
     ) -> tuple[np.ndarray, list, np.ndarray | None]:
         """Call the policy once: (active coflows in release order, their ranks, per-flow
@@ -446,7 +422,7 @@ class Simulator:
                 caps[self.flows.offsets[c] + at] = np.fromiter(r.values(), float, len(r))
         return caps[self.active]
 
-    def _levels(self, cs: np.ndarray, ranks: list) -> list[int]:
+    def levels_for(self, cs: np.ndarray, ranks: list) -> list[int]:
         """Levels of the decided coflows (a static policy's ranks are its levels)."""
         if self.policy.levels_given:
             return [int(r[0]) for r in ranks]
@@ -456,7 +432,7 @@ class Simulator:
         )
         return [levels[cid] for cid in ids]
 
-    def _record_first(self, cs: np.ndarray, ranks: list, levels: list[int]) -> None:
+    def record_first(self, cs: np.ndarray, ranks: list, levels: list[int]) -> None:
         """Remember each coflow's level and rank at its first decision."""
         for c, r, lv in zip(cs.tolist(), ranks, levels):
             out = self.outcomes[c]
@@ -493,7 +469,7 @@ class Simulator:
             dt = stepkernel.next_finish(self.active, self.rates, fl.remaining)
         if dt < best:
             best, why = dt, "flow"
-        fault_dt = self._next_fault() - self.now
+        fault_dt = self.next_fault() - self.now
         if fault_dt < best:
             best, why = fault_dt, "fault"
         if self.thresholds.size and math.isfinite(dt):
@@ -507,7 +483,7 @@ class Simulator:
         cs = np.fromiter(self.states, np.int64, len(self.states))
         return next_crossing(self.act_cof, self.rates, self.sent, cs, self.thresholds)
 
-    def _snap_thresholds(self) -> None:
+    def snap_thresholds(self) -> None:
         """Active coflows at a byte threshold to round-off count exactly it."""
         cs = np.fromiter(self.states, np.int64, len(self.states))
         snap(self.sent, cs, self.thresholds)
@@ -532,14 +508,14 @@ class Simulator:
             self.finish_tol,
         )
         if why == "threshold":
-            self._snap_thresholds()
+            self.snap_thresholds()
         before = self.version
         if done.size:
             self._finish_flows(self.active[done], when)
             stepkernel.retire(done, self.rates, self.act_level)
             self.n_retired += done.size
             self.compact_if_due()
-        self._settle()
+        self.settle()
         if why == "fault":
             self._apply_faults()  # after the flows that ended on the way: rates again
             return True if self.version != before else False
@@ -574,4 +550,4 @@ class Simulator:
             idx, when, fl.coflow_of, fl.remaining, fl.finish_s, self.caps, self.sent, self.left
         )
         for c in np.sort(done).tolist():  # in coflow order, as dependants are released
-            self._complete(c)
+            self.complete(c)

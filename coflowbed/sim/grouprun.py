@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from coflowbed.sim import groupkernel, vclock
-
-if TYPE_CHECKING:
-    from coflowbed.sim.engine import Simulator
+from coflowbed.sim.dagstate import DagState
+from coflowbed.sim.flowtable import FlowTable
+from coflowbed.sim.outcome import CoflowOutcome, SimStats
+from controller.policies.base import CoflowState, Policy
 
 FAST_BUDGET = 2000  # flow events per compiled run (then wall limit and progress are checked)
 # What ``_decided`` did at a run's stop: nothing / decided, the run goes on / decided,
@@ -40,6 +41,61 @@ class Carried:
     capacity: np.ndarray
 
 
+class Simulator(Protocol):
+    """What a compiled run reads and writes of the simulator it runs for
+    (``coflowbed.sim.engine.Simulator``): its flow table and active-flow arrays, its
+    clock and thresholds, and the steps it hands back (complete a coflow, decide,
+    assign levels, settle rates)."""
+
+    flows: FlowTable
+    dagstate: DagState
+    policy: Policy
+    states: dict[int, CoflowState]
+    sent: np.ndarray
+    left: np.ndarray
+    moved: np.ndarray
+    caps: np.ndarray
+    level_of: np.ndarray
+    thresholds: np.ndarray
+    active: np.ndarray
+    act_cof: np.ndarray
+    act_level: np.ndarray
+    act_pid: np.ndarray
+    act_paths: np.ndarray
+    rates: np.ndarray
+    capacity: Any
+    now: float
+    horizon_s: float
+    finish_tol: float
+    incremental: bool
+    tabular: bool
+    carried: Carried | None
+    pending: tuple[np.ndarray, list, np.ndarray | None] | None
+    known_next: tuple[float, str] | None
+    version: int  # bumped whenever the set of active coflows changes
+    stats: SimStats
+    outcomes: list[CoflowOutcome]
+    n_retired: int
+
+    def next_fault(self) -> float: ...
+
+    def settle(self) -> None: ...
+
+    def compact_if_due(self) -> None: ...
+
+    def complete(self, c: int) -> None: ...
+
+    def decide(
+        self, rows: tuple | None = None, sent: np.ndarray | None = None
+    ) -> tuple[np.ndarray, list, np.ndarray | None]: ...
+
+    def levels_for(self, cs: np.ndarray, ranks: list) -> list[int]: ...
+
+    def record_first(self, cs: np.ndarray, ranks: list, levels: list[int]) -> None: ...
+
+    def snap_thresholds(self) -> None: ...
+
+
 def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     """Run ``sim``'s flow completions compiled from the rates just computed; at a coflow
     completion or byte threshold the policy may decide without the run ending
@@ -53,7 +109,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     flows = (sim.active, sim.act_cof, fl.remaining, fl.size, fl.start_s, fl.finish_s, sim.caps)
     spent, relevelled, taken = 0, False, NOT_TAKEN
     while taken == NOT_TAKEN or taken == KEPT:
-        clock = (sim.now, sim.dagstate.next_time(), sim._next_fault(), sim.horizon_s)
+        clock = (sim.now, sim.dagstate.next_time(), sim.next_fault(), sim.horizon_s)
         args = (sim.thresholds, clock, FAST_BUDGET - spent, sim.finish_tol, need, valid)
         out = groupkernel.loop(grp, kept, flows, coflows, *args)
         status, sim.now, events, visits, allocs, n_last, fin, done_c, began, need, dt, why = out
@@ -65,7 +121,7 @@ def run_groups(sim: Simulator) -> tuple[bool, bool | None]:
     _write_back(sim, (grp, kept, need), status == groupkernel.BEFORE, relevelled)
     if taken != NOT_TAKEN:  # booked (and put at the threshold, coflows completed) there
         if taken == SETTLE:
-            sim._settle()
+            sim.settle()
         sim.compact_if_due()
         return True, True
     _book(sim, (events, visits, allocs), fin.size, began)
@@ -120,7 +176,7 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
     the policy decide without writing the groups back (bytes sent and left taken from
     the groups: ``sent_now``, ``live_rows``).  Returns ``KEPT`` if its levels keep
     the groups' order (``same_coflow_levels``: the run goes on as it is), ``DECIDED``
-    if not (the decision left in ``sim.pending`` for ``Simulator._decide``),
+    if not (the decision left in ``sim.pending`` for ``Simulator.decide``),
     ``SETTLE`` if the completions made something due now (released by the caller,
     the policy asked then), ``NOT_TAKEN`` if not eligible (nothing done here)."""
     status, done_c = out[0], out[7]
@@ -134,16 +190,16 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
     if status == groupkernel.AT_THRESHOLD:
         _snap(sim, kept[8])
     for c in np.sort(done_c[done_c >= 0]).tolist():
-        sim._complete(c)
+        sim.complete(c)
     if sim.dagstate.ready or _due(sim) or not sim.states:
         return SETTLE
     rows = groupkernel.live_rows(grp, sim.act_cof, sim.act_paths) if sim.tabular else None
     sent = None if sim.thresholds.size else groupkernel.sent_now(grp, sim.act_cof, sim.sent)
-    cs, ranks, caps = sim._decide(rows, sent)
-    levels = sim._levels(cs, ranks)
+    cs, ranks, caps = sim.decide(rows, sent)
+    levels = sim.levels_for(cs, ranks)
     sim.level_of[cs] = levels
     if caps is None and groupkernel.same_coflow_levels(grp, sim.act_cof, sim.level_of):
-        sim._record_first(cs, ranks, levels)
+        sim.record_first(cs, ranks, levels)
         return KEPT
     by_flow = None
     if caps is not None:
@@ -155,7 +211,7 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
 
 def _due(sim: Simulator) -> bool:
     """Whether a release, compute end or fault is due now."""
-    return min(sim.dagstate.next_time(), sim._next_fault()) <= sim.now
+    return min(sim.dagstate.next_time(), sim.next_fault()) <= sim.now
 
 
 def _snap(sim: Simulator, cclk: tuple) -> None:
@@ -163,7 +219,7 @@ def _snap(sim: Simulator, cclk: tuple) -> None:
     ``Simulator._advance`` does), and the carried coflow lines' next threshold
     instants taken again for those moved or at one."""
     before = sim.sent.copy()
-    sim._snap_thresholds()
+    sim.snap_thresholds()
     vclock.rethreshold(cclk, sim.sent, before, sim.thresholds, sim.now)
 
 
@@ -183,8 +239,8 @@ def _after(sim: Simulator, done: np.ndarray, n_last: int) -> bool | None:
     ``Simulator._advance`` would return (True: decide again, False: re-share only)."""
     before = sim.version
     for c in np.sort(done).tolist():
-        sim._complete(c)
-    sim._settle()
+        sim.complete(c)
+    sim.settle()
     if sim.version != before:
         return True
     return False if n_last else None

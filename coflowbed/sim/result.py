@@ -1,5 +1,5 @@
 """Simulation results as the same records and files an emulated run writes
-(``coflowbed.results``): flows.csv, coflows.csv, iterations.csv, summary.json."""
+(``coflowbed.results.files``): flows.csv, coflows.csv, iterations.csv, summary.json."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from coflowbed.results import (
+from coflowbed.results.files import write_results
+from coflowbed.results.records import (
     CoflowRecord,
     ComputeRecord,
     FlowRecord,
@@ -16,7 +17,6 @@ from coflowbed.results import (
     compute_records,
     iteration_records,
     summarize,
-    write_results,
 )
 from coflowbed.sim.engine import Simulator
 
@@ -112,7 +112,8 @@ class SimResult:
         )
 
     def write(self, out_dir: Path, extra: dict | None = None) -> RunSummary:
-        """Write the result files (``coflowbed.results.write_results``); return the summary."""
+        """Write the result files (``coflowbed.results.files.write_results``); return the
+        summary."""
         return write_results(
             Path(out_dir),
             self.flow_records(),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 from coflowbed.sim import BigSwitch, LeafSpine, coflowsim, simulate
 from coflowbed.sim.levels import StaticPolicy
@@ -73,15 +72,6 @@ def compile_kernels() -> float:
     for name in coflowsim.POLICIES:  # --model coflowsim: its own kernels per policy
         coflowsim.run_trace(tiny_trace(), 3, name)
     return time.perf_counter() - t0
-
-
-def kernels_cached() -> bool:
-    """Whether numba's cache next to the kernels holds compiled code (else the first
-    simulation compiles, ~100 s)."""
-    from coflowbed.sim import kernel
-
-    cache = Path(kernel.__file__).parent / "__pycache__"
-    return all(any(cache.glob(f"{mod}.*.nbi")) for mod in ("kernel", "stepkernel", "groupkernel"))
 
 
 def main() -> int:

@@ -105,6 +105,7 @@ class SwitchKeeper:
 
 def run(args: argparse.Namespace, plan, ports: dict[str, int | str], art: Artifacts) -> int:
     """Build driver, control plane, API; keep the switches connected; block."""
+    # late: these import os-ken, whose hub type ``load`` sets before anything imports it
     from controller.api_server import ApiServer
     from controller.control_plane import ControlPlane
     from controller.p4runtime.driver import P4RuntimeDriver
@@ -143,7 +144,7 @@ def _install_signal_handlers(api, driver, stop: threading.Event) -> None:
 def _inputs(args: argparse.Namespace):
     """Validated (plan, ports, artifacts); ValueError with a one-line reason."""
     os.environ.setdefault("OSKEN_HUB_TYPE", "native")  # controller.app imports os-ken
-    from controller.app import load_plan
+    from controller.app import load_plan  # late: after the hub type above
 
     control_config(args)  # ValueError on a bad --levels
     plan = load_plan(args.plan)

@@ -21,6 +21,7 @@ from finsy.proto import p4i, p4r
 
 from controller.p4runtime.entities import EntityBuilder, N, rule_key_of
 from controller.p4runtime.p4info import decode_uint
+from controller.routing import leaf_groups
 from controller.southbound.base import InstalledMeter, InstalledRule, SwitchState
 from topo.plan import FabricPlan, SwitchPlan
 
@@ -142,8 +143,6 @@ def is_coflow_state(b: EntityBuilder, line: str) -> bool:
 def base_texts(b: EntityBuilder, plan: FabricPlan, sw: SwitchPlan) -> Counter[str]:
     """The static pipeline ``install_base`` writes on ``sw`` (groups left out: their
     members follow the links down), as entity lines."""
-    from controller.routing import leaf_groups
-
     out = Counter(entry_text(e) for e in b.route_entries(plan, sw))
     if sw.role == "leaf":
         out.update(member_text(m) for m in b.ecmp_members(plan))

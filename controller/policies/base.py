@@ -13,15 +13,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from workload.dag import Coflow
 from workload.marking import MAX_LEVELS
-
-if TYPE_CHECKING:  # bigswitch imports this module
-    import numpy as np
-
-    from controller.policies.bigswitch import FlowTable
 
 Rank = tuple  # compared lexicographically; policies return tuples of numbers
 
@@ -83,6 +80,25 @@ class TableDecision:
 
     ranks: list[Rank]
     flow_rates_bps: np.ndarray | None = None
+
+
+@dataclass
+class FlowTable:
+    """Live flows of all coflows, grouped by coflow (``start[c]:start[c+1]``)."""
+
+    flow_ids: Sequence[str]  # may be empty when the caller only needs the arrays
+    coflow: np.ndarray  # int64, owning coflow index per flow, non-decreasing
+    src: np.ndarray  # int64 egress port index
+    dst: np.ndarray  # int64 ingress port index
+    bits: np.ndarray  # float64 bits left
+    start: np.ndarray  # int64, n_coflows + 1 offsets into the flow arrays
+    capacity: np.ndarray  # float64 bit/s per port (2H)
+    n_hosts: int
+
+    @property
+    def n_ports(self) -> int:
+        """Number of ports (egress + ingress)."""
+        return len(self.capacity)
 
 
 class Policy(ABC):

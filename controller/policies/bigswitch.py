@@ -13,26 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from controller.policies.base import CoflowState, FabricView
-
-
-@dataclass
-class FlowTable:
-    """Live flows of all coflows, grouped by coflow (``start[c]:start[c+1]``)."""
-
-    flow_ids: Sequence[str]  # may be empty when the caller only needs the arrays
-    coflow: np.ndarray  # int64, owning coflow index per flow, non-decreasing
-    src: np.ndarray  # int64 egress port index
-    dst: np.ndarray  # int64 ingress port index
-    bits: np.ndarray  # float64 bits left
-    start: np.ndarray  # int64, n_coflows + 1 offsets into the flow arrays
-    capacity: np.ndarray  # float64 bit/s per port (2H)
-    n_hosts: int
-
-    @property
-    def n_ports(self) -> int:
-        """Number of ports (egress + ingress)."""
-        return len(self.capacity)
+from controller.policies.base import CoflowState, FabricView, FlowTable
 
 
 @dataclass

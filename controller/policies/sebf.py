@@ -8,8 +8,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from controller.policies._common import check_bool
-from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
-from controller.policies.bigswitch import FlowTable, PortLoads, flow_table, port_loads
+from controller.policies.base import (
+    CoflowState,
+    Decision,
+    FabricView,
+    FlowTable,
+    Policy,
+    TableDecision,
+)
+from controller.policies.bigswitch import PortLoads, flow_table, port_loads
 from controller.policies.registry import register
 
 # Capacity below this fraction of a port's rate counts as used up (float round-off).

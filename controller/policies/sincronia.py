@@ -8,8 +8,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numba import njit
 
-from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
-from controller.policies.bigswitch import FlowTable, PortLoads, flow_table, port_loads
+from controller.policies.base import (
+    CoflowState,
+    Decision,
+    FabricView,
+    FlowTable,
+    Policy,
+    TableDecision,
+)
+from controller.policies.bigswitch import PortLoads, flow_table, port_loads
 from controller.policies.registry import register
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from coflowbed.results import read_coflows_csv
+from coflowbed.results.files import read_coflows_csv
 from tests.cli import SCENARIOS, coflowbed_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2, pytest.mark.slow]

@@ -17,10 +17,11 @@ moving past it is the emulator drifting."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import asdict
 
 import pytest
 
-from coflowbed.commands.check import compare_run
+from coflowbed.analysis.fidelity import check_run
 from tests.cli import SCENARIOS, coflowbed_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -33,7 +34,7 @@ def test_mechanism_runs_agree_with_their_simulation(tmp_path):
     for i in range(RUNS):
         out = tmp_path / f"run{i}"
         coflowbed_ok("run", SCENARIOS / "mechanism.yaml", "--out", out, timeout=300)
-        for r in compare_run(out):
+        for r in map(asdict, check_run(out)):
             by_coflow.setdefault(r["coflow_id"], []).append(r["ratio"])
     assert set(by_coflow) == {"bulk", "urgent", "metered"}
     for coflow, ratios in by_coflow.items():

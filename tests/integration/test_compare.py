@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from coflowbed.results import read_csv_rows
+from coflowbed.results.files import read_csv_rows
 from tests.cli import SCENARIOS, coflowbed_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]

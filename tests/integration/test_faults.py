@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from coflowbed import runstate
+from coflowbed.emulation import runstate
 from tests import faultrun
 from tests.cli import coflowbed
 from tests.data import MECHANISM_SCENARIO

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coflowbed.results import read_coflows_csv
+from coflowbed.results.files import read_coflows_csv
 from tests.cli import coflowbed_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]

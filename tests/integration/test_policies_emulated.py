@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from coflowbed.results import read_csv_rows
+from coflowbed.results.files import read_csv_rows
 from tests.cli import SCENARIOS, coflowbed_ok
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -109,7 +109,7 @@ def run_old_then_new(
 
 def coflows_of(run: Path) -> dict[str, dict]:
     """The run's coflows.csv rows by coflow id."""
-    from coflowbed.results import read_coflows_csv
+    from coflowbed.results.files import read_coflows_csv
 
     return {r["coflow_id"]: r for r in read_coflows_csv(run / "coflows.csv")}
 

@@ -30,5 +30,5 @@ def test_urgent_overtakes_bulk(coflowbed_run):
 def test_a_users_coflowbed_run_test_passes_on_the_fabric(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     pytester.makepyfile(USER_TEST)
-    result = pytester.runpytest_subprocess("-p", "coflowbed.pytest_plugin", timeout=150)
+    result = pytester.runpytest_subprocess("-p", "coflowbed.testing.pytest_plugin", timeout=150)
     result.assert_outcomes(passed=1)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coflowbed.results import read_coflows_csv, read_csv_rows
+from coflowbed.results.files import read_coflows_csv, read_csv_rows
 from tests.cli import coflowbed
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from coflowbed.report import MAX_ROWS, csv_files
+from coflowbed.analysis.report.html import MAX_ROWS, csv_files
 from tests.cli import SCENARIOS, coflowbed_ok
 
 pytestmark = [pytest.mark.browser, pytest.mark.processes, pytest.mark.slow]

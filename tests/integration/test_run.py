@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coflowbed import runstate
-from coflowbed.results import read_coflows_csv
+from coflowbed.emulation import runstate
+from coflowbed.results.files import read_coflows_csv
 from tests.cli import coflowbed
 from topo.net import interface_names
 from topo.plan import FabricPlan

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coflowbed import runstate
-from coflowbed.cleanup import netns_inodes
+from coflowbed.emulation import runstate
+from coflowbed.emulation.cleanup import netns_inodes
 from tests.cli import coflowbed
 from topo.net import interface_names
 from topo.plan import FabricPlan

@@ -241,7 +241,7 @@ def test_small_moe_each_kind_of_coflow_matches_the_model(small_moe, policy, ctyp
 
 @pytest.mark.parametrize("policy", ["fair", "hermod"])
 def test_small_moe_spine_links_carry_the_bytes_the_model_places_on_them(small_moe, policy):
-    """Switch counters against the model's ECMP placement (``coflowbed.placement``): on
+    """Switch counters against the model's ECMP placement (``coflowbed.analysis.placement``): on
     every leaf-spine link the model loads, the bytes its port sent / the payload the
     model puts there, in every run.  Headers on jumbo frames and the ACKs of flows the
     other way make it 1.005-1.03, a link's retransmissions a little more: measured

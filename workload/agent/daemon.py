@@ -1,6 +1,6 @@
 r"""Per-host traffic agent: sends and receives the flows of replayed coflows.
 
-Run inside each Mininet host (its network namespace) by ``coflowbed.agents``::
+Run inside each Mininet host (its network namespace) by ``coflowbed.emulation.agents.client``::
 
     python -m workload.agent --host h11 --control /abs/run/agents/h11.sock \
         --data-port 5001 --ip 10.0.1.1
@@ -33,10 +33,10 @@ import socket
 import stat
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workload.agent.options import AgentOptions
 from workload.agent.proto import (
     ANY_ADDRESS,
     DATA_PORT,
@@ -64,19 +64,6 @@ from workload.agent.send import TX_CHUNK, Dest, FlowSender, Pool, SendFlow
 
 RX_BUFFER = 1 << 20  # shared receive buffer; payload is discarded
 WATCHDOG_TICK_S = 0.5
-
-
-@dataclass
-class AgentOptions:
-    """Command-line options of one agent."""
-
-    host: str
-    control: Path
-    data_port: int = DATA_PORT
-    ip: str = ANY_ADDRESS
-    connect_timeout_s: float = 5.0
-    stall_timeout_s: float = 60.0  # 0 disables; strict priority may starve a flow a while
-    attach_timeout_s: float = 60.0
 
 
 class Agent(FlowSender):

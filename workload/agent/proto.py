@@ -1,6 +1,6 @@
 """Protocols of the per-host traffic agent (``workload.agent``): what goes on the wire.
 
-Shared by the agent and its orchestrator-side client (``coflowbed.agents``) so that
+Shared by the agent and its orchestrator-side client (``coflowbed.emulation.agents.client``) so that
 neither side redefines the other's:
 
 - **data messages**: connections are opened ahead (``connect``) and carry one flow after

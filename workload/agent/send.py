@@ -27,9 +27,10 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from workload import ecmp, marking
+from workload.agent.options import AgentOptions
 from workload.agent.proto import (
     ANY_ADDRESS,
     ConnectRequest,
@@ -44,9 +45,6 @@ from workload.agent.proto import (
 )
 from workload.agent.sockets import bytes_retransmitted
 from workload.agent.wire import MESSAGE_ACK
-
-if TYPE_CHECKING:  # only for the annotation: workload.agent.daemon imports this module
-    from workload.agent.daemon import AgentOptions
 
 TX_CHUNK = 256 << 10  # bytes offered per send(): small enough to keep the loop responsive
 

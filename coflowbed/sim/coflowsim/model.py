@@ -12,6 +12,7 @@ from coflowbed.sim.coflowsim.loop import CoflowLoop
 from coflowbed.sim.coflowsim.outcome import CsOutcome
 from coflowbed.sim.coflowsim.policies import Dark, Ordered
 from coflowbed.sim.coflowsim.steploop import StepLoop
+from controller.policies import policy_class
 from workload.fbtrace import TraceCoflow
 
 # our policy name -> CoflowSim's SHARING_ALGO
@@ -29,8 +30,6 @@ class CsRun:
 
 def canonical(name: str) -> str:
     """Our policy name for ``name`` or one of its aliases (``varys``, ``aalo``, ...)."""
-    from controller.policies import policy_class
-
     try:
         return policy_class(name).name
     except ValueError:

@@ -1,18 +1,13 @@
 """A CoflowSim-model run as the result records and files every run writes
-(``coflowbed.results``), in seconds: CoflowSim ms / 1024."""
+(``coflowbed.results.files``), in seconds: CoflowSim ms / 1024."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from coflowbed.results import (
-    CoflowRecord,
-    FlowRecord,
-    IterationRecord,
-    RunSummary,
-    write_results,
-)
+from coflowbed.results.files import write_results
+from coflowbed.results.records import CoflowRecord, FlowRecord, IterationRecord, RunSummary
 from coflowbed.sim.coflowsim.consts import DARK_QUEUES, QUANTUM, SECOND
 from coflowbed.sim.coflowsim.model import CsRun
 from workload.dag import CoflowType

@@ -13,19 +13,20 @@ import pytest
 
 import coflowbed
 from coflowbed import api
-from coflowbed.errors import UserError
-from coflowbed.run_result import RunResult
+from coflowbed.core.errors import UserError
+from coflowbed.experiment.scenario import find_scenario
+from coflowbed.results.read import RunResult
 
 REPO = Path(__file__).resolve().parents[3]
 MECHANISM = REPO / "coflowbed" / "scenarios" / "mechanism.yaml"
 
 
 def test_a_bare_name_is_a_shipped_scenario_and_a_file_wins(tmp_path, monkeypatch):
-    assert api.scenario_path("mechanism") == MECHANISM
+    assert find_scenario("mechanism") == MECHANISM
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mechanism").write_text("name: mine\n")
-    assert api.scenario_path("mechanism") == Path("mechanism")
-    assert api.scenario_path("nowhere") == Path("nowhere")
+    assert find_scenario("mechanism") == Path("mechanism")
+    assert find_scenario("nowhere") == Path("nowhere")
     with pytest.raises(UserError, match="nowhere: cannot read"):
         api.load("nowhere")
 

@@ -161,7 +161,7 @@ def test_bmv2_bring_up_sets_the_mtu_in_each_namespace_before_the_switches_start(
     monkeypatch.setattr(bmv2, "bmv2_available", lambda: None)
     monkeypatch.setattr(bmv2, "_build_net", lambda *a: fake)
     monkeypatch.setattr(
-        net,
+        bmv2,
         "run_ip_batch",
         lambda lines, what, netns_pid=None: calls.append(("ip", lines, netns_pid)),
     )

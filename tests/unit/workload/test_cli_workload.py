@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coflowbed.cli import main
+from coflowbed.cli.main import main
 from workload import dagjson
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from workload import dagindex
 from workload.dag import Coflow, Compute, Dag, Flow
 from workload.dagindex import check_acyclic, index_dag
 
@@ -46,4 +47,4 @@ def test_duplicate_unknown_and_cycle_are_named():
     loop = Dag([], [Compute("r", "h0", 1.0), Compute("p", "h0", 1.0, ("q", "r"))])
     loop.computes.append(Compute("q", "h0", 1.0, ("p",)))
     with pytest.raises(ValueError, match=r"cycle among nodes such as \['p', 'q'\]"):
-        loop.validate()
+        dagindex.validate(loop)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from coflowbed.errors import UserError
+from coflowbed.core.errors import UserError
 from workload import dagjson, generate
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Compute, Dag, Flow
 from workload.placement import generic_hosts

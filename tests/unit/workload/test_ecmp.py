@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
 
-from coflowbed.connections import flow_slots
+from coflowbed.emulation.connections import flow_slots
 from coflowbed.sim.fabric import LeafSpine
 from controller.routing import leaf_groups
 from controller.southbound import of_messages as ofm

@@ -7,7 +7,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from workload import generate, sizes
+from workload import dagindex, generate, sizes
 from workload.dag import CoflowType, node_iteration
 from workload.placement import generic_hosts
 from workload.presets import load_preset, preset_names
@@ -34,7 +34,7 @@ def sent_per_host(coflows):
 @pytest.mark.parametrize("name", preset_names())
 def test_presets_give_valid_dags(name):
     job, dag = make(name)
-    dag.validate()  # unique ids, known deps, acyclic
+    dagindex.validate(dag)  # unique ids, known deps, acyclic
     hosts = set(generic_hosts(job.hosts_needed))
     assert dag.hosts() <= hosts
     for cf in dag.coflows:
@@ -268,7 +268,7 @@ def test_interleaved_dag_wraps_pipeline_and_shrinks_bubble():
     from workload import critical_path
 
     job, dag = make("tiny-moe", **INTERLEAVED)
-    dag.validate()
+    dagindex.validate(dag)
     assert job.stage_layers(0) == [0, 1, 4, 5] and job.stage_layers(1) == [2, 3, 6, 7]
     rows = dag.meta["stage_hosts"]
     wrap = next(c for c in dag.coflows if c.coflow_id == "i0.pp.s1-s2.h0.F0")

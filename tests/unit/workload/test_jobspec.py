@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coflowbed.errors import UserError
+from coflowbed.core.errors import UserError
 from workload.jobspec import load_job, preset_path
 
 TINY = yaml.safe_load(preset_path("tiny-moe").read_text())

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from workload import dagindex
 from workload.dag import SETUP_ITERATION, Coflow, CoflowIdentity, CoflowType, Compute, Dag, Flow
 from workload.multijob import JobDag, gpu_intensity, merge_jobs
 
@@ -20,7 +21,7 @@ def small_dag(scale: float = 1.0) -> Dag:
 
 def test_ids_are_prefixed_and_every_node_carries_its_job():
     dag = merge_jobs([JobDag("a", small_dag()), JobDag("b", small_dag())])
-    dag.validate()
+    dagindex.validate(dag)
     assert sorted(c.coflow_id for c in dag.coflows) == ["a/cf", "b/cf"]
     assert {cf.identity.job for cf in dag.coflows} == {"a", "b"}
     assert {(c.node_id, c.job, c.deps) for c in dag.computes if c.job == "b"} == {

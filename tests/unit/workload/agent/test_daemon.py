@@ -1,6 +1,7 @@
 """The agent process itself, driven over its raw control socket on loopback (no root).
 
-``coflowbed.agents.AgentSet`` is tested in tests/unit/coflowbed/test_agents.py; here the
+``coflowbed.emulation.agents.client.AgentSet`` is tested in
+tests/unit/coflowbed/emulation/agents/test_client.py; here the
 agent's own contract: READY line, replies to bad requests, exit paths, stall timeout.
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workload import dagjson
+from workload import dagindex, dagjson
 from workload.imports import ImportOptions, import_workload
 from workload.placement import generic_hosts
 from workload.schema import SpecError
@@ -20,7 +20,7 @@ MiB = 2**20
 def load(name: str, fmt: str, hosts: int, **opts):
     """The example's DAG on ``hosts`` generic hosts."""
     dag = import_workload(EXAMPLES / name, fmt, generic_hosts(hosts), ImportOptions(**opts))
-    dag.validate()
+    dagindex.validate(dag)
     return dag
 
 

@@ -1,0 +1,133 @@
+"""``coflowbed simulate``: run a scenario or a coflow-benchmark trace in the flow-level
+simulator and write the same result files as an emulated run."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from coflowbed.cli.commands import simulate_coflowsim
+from coflowbed.cli.commands.run import add_inter_job, overrides_of
+from coflowbed.core.errors import UserError
+from coflowbed.experiment.binding import SimInputs, make_policy
+from coflowbed.experiment.folders import folder_path
+from coflowbed.experiment.scenario import load_scenario
+from coflowbed.experiment.simulate import run_model, simulate_scenario, write_run
+from coflowbed.results.records import RunSummary
+from coflowbed.sim import FINISH_TOL, check_finish_tol, parse_fabric_spec, parse_levels
+from workload import fbtrace
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``simulate``."""
+    p.add_argument("scenario", type=Path, nargs="?", help="scenario YAML (or use --trace)")
+    p.add_argument("--trace", type=Path, help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt)")
+    p.add_argument("--policy", help="policy name (default: the scenario's; fair for traces)")
+    add_inter_job(p)
+    p.add_argument(
+        "--levels",
+        help="K (1..8) hardware queues or 'exact' (default: the scenario's K; exact for traces)",
+    )
+    p.add_argument(
+        "--fabric",
+        help="bigswitch[:<N>x<rate>], leafspine:<L>x<H>x<S>:<rate>[/<rate>] or "
+        "rail:<servers>x<nics>x<spines>:<nic rate>[/<core rate>] "
+        "(default: the scenario's leaf-spine; bigswitch:<ports>x1Gbps for traces, "
+        "where G/M mean 2^30/2^20 as in the trace's model)",
+    )
+    p.add_argument(
+        "--out", type=Path, help="results folder (default: results/<time>-sim-<name>-<policy>/)"
+    )
+    p.add_argument(
+        "--results", type=Path, default=Path("results"), help="parent of the default folder"
+    )
+    p.add_argument("--limit", type=int, help="trace: simulate only this many coflows")
+    p.add_argument("--skip", type=int, default=0, help="trace: skip this many coflows first")
+    p.add_argument("--time-scale", type=float, default=1.0, help="trace: arrival time factor")
+    p.add_argument("--byte-scale", type=float, default=1.0, help="trace: byte factor")
+    p.add_argument(
+        "--model",
+        default="default",
+        help="default (exact max-min fluid model) or coflowsim (CoflowSim's semantics, "
+        "--trace only; docs/simulator.md)",
+    )
+    p.add_argument(
+        "--finish-tol",
+        type=float,
+        help="a flow within this fraction of its size of the end is done (default: the "
+        "engine's, exact to round-off; looser merges completions, faster, results within "
+        "measured differences: docs/simulator.md, 'A finishing tolerance')",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Simulate, write results, print one summary line; exit 1 if partial."""
+    if simulate_coflowsim.check_model(args.model) == "coflowsim":
+        return simulate_coflowsim.run(args)
+    if (args.scenario is None) == (args.trace is None):
+        raise UserError("simulate", None, "give a scenario YAML or --trace, not both or neither")
+    finish_tol = _finish_tol(args)
+    summary, out = _trace(args, finish_tol) if args.trace else _scenario(args, finish_tol)
+    print(
+        f"{'PARTIAL' if summary.partial else 'complete'}: {summary.coflows}/"
+        f"{summary.coflows_total} coflows, avg CCT {summary.avg_cct_s} s, p95 "
+        f"{summary.p95_cct_s} s, iteration {summary.iteration_time_s} s -> {out}"
+    )
+    return 1 if summary.partial else 0
+
+
+def _levels(args: argparse.Namespace, default: int | None) -> int | None:
+    """--levels parsed, UserError on bad text."""
+    try:
+        return parse_levels(args.levels, default)
+    except ValueError as exc:
+        raise UserError("--levels", None, str(exc)) from None
+
+
+def _finish_tol(args: argparse.Namespace) -> float:
+    """--finish-tol, or the engine's default; UserError when out of range."""
+    if args.finish_tol is None:
+        return FINISH_TOL
+    try:
+        check_finish_tol(args.finish_tol)
+    except ValueError as exc:
+        raise UserError("--finish-tol", None, str(exc)) from None
+    return args.finish_tol
+
+
+def _scenario(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Path]:
+    """A scenario simulated into its folder: (summary, folder)."""
+    scen = load_scenario(args.scenario, overrides_of(args))
+    levels = _levels(args, scen.levels)
+    out = args.out or folder_path(args.results, "sim", scen.name, scen.policy)
+    summary = simulate_scenario(
+        scen, out, fabric_kind=args.fabric, levels=levels, finish_tol=finish_tol
+    )
+    return summary, out
+
+
+def _trace(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Path]:
+    """A coflow-benchmark trace simulated into its folder: (summary, folder)."""
+    try:
+        trace = fbtrace.read_trace(args.trace)
+    except ValueError as exc:
+        raise UserError(str(args.trace), None, str(exc)) from None
+    spec = args.fabric or f"bigswitch:{trace.ports}x1Gbps"
+    try:
+        fabric = parse_fabric_spec(spec, binary=True)
+        dag = fbtrace.to_dag(
+            trace,
+            list(fabric.hosts),
+            limit=args.limit,
+            skip=args.skip,
+            time_scale=args.time_scale,
+            byte_scale=args.byte_scale,
+        )
+    except ValueError as exc:
+        raise UserError("--fabric/--trace options", None, str(exc)) from None
+    policy = make_policy(args.policy or "fair", {}, "--policy")
+    out = args.out or folder_path(args.results, "sim", args.trace.stem, policy.name)
+    t0 = time.perf_counter()
+    result = run_model(SimInputs(dag, fabric, policy, _levels(args, None)), finish_tol=finish_tol)
+    return write_run(result, out, str(args.trace), time.perf_counter() - t0), out
