@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from types import ModuleType
 
 from coflowbed.core.errors import UserError
@@ -33,6 +35,9 @@ COMMANDS = {
     "report": "write report.html (tables, plots, environment, fidelity) in run or comparison "
     "folders",
     "sweep": "run a grid of scenario keys x policies x seeds and write one table",
+    "policies": "list the policies a scenario or --policy can name, with their parameters",
+    "scenarios": "list the shipped scenarios (name one by its bare name in the Python API)",
+    "presets": "list the LLM job presets a scenario's workload.job can name",
 }
 
 
@@ -55,14 +60,30 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in COMMANDS.items():
         p = sub.add_parser(name, help=text, description=text)
         if name == command:
+            add_verbosity(p)
             mod = command_module(name)
             mod.add_arguments(p)
             p.set_defaults(_run=mod.run)
     return parser
+
+
+def add_verbosity(p: argparse.ArgumentParser) -> None:
+    """``-v``/``-q`` after the subcommand too (they add to those before it)."""
+    p.add_argument("-v", "--verbose", dest="sub_verbose", action="count", default=0)
+    p.add_argument("-q", "--quiet", dest="sub_quiet", action="count", default=0)
+
+
+def version() -> str:
+    """The installed coflowbed's version (its package metadata)."""
+    try:
+        return metadata.version("coflowbed")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def setup_logging(verbose: int, quiet: int) -> None:
@@ -79,12 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(chosen(argv)).parse_args(argv)
-    setup_logging(args.verbose, args.quiet)
+    setup_logging(args.verbose + args.sub_verbose, args.quiet + args.sub_quiet)
     try:
         return int(args._run(args) or 0)
     except (UserError, RunBusy) as exc:
         print(f"coflowbed: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (``coflowbed policies | head``)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ YAML), several ``jobs`` (coflowbed.experiment.jobs), or a coflow-benchmark ``tra
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,11 +95,17 @@ def find_scenario(ref: str | Path) -> Path:
     return path
 
 
-def load_scenario(path: Path | str, overrides: Overrides | None = None) -> Scenario:
-    """Read and validate a scenario file, with ``overrides`` (dotted keys) set first;
-    UserError (one line) on any problem, naming the override when it is one."""
+def load_scenario(
+    path: Path | str, overrides: Overrides | None = None, plugins: Sequence[Path] = ()
+) -> Scenario:
+    """Read and validate a scenario file, with ``overrides`` (dotted keys) set first and
+    the policy files ``plugins`` (absolute) added to its own; UserError (one line) on
+    any problem, naming the override when it is one."""
     path = Path(path)
     raw = apply_overrides(load_yaml(path), overrides or {}, str(path))
+    if plugins and isinstance(raw, dict):
+        own = raw.get("plugins") or []
+        raw = {**raw, "plugins": [*own, *(str(f) for f in plugins if str(f) not in own)]}
     with blamed_on_overrides(overrides, str(path)):
         return scenario_from_raw(raw, path)
 

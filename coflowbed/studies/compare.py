@@ -20,7 +20,8 @@ from coflowbed.analysis.report.tables import write_all
 from coflowbed.core import progress
 from coflowbed.core.errors import UserError
 from coflowbed.emulation.precheck import check_can_run
-from coflowbed.experiment.scenario import Scenario, load_scenario
+from coflowbed.experiment.overrides import apply_overrides
+from coflowbed.experiment.scenario import Scenario, scenario_from_raw
 from coflowbed.experiment.simulate import simulate_scenario
 from coflowbed.results.records import RunSummary
 from coflowbed.studies.single import emulate
@@ -95,14 +96,16 @@ def with_policy(scen: Scenario, policy: str) -> Scenario:
 
 
 def with_seed(scen: Scenario, seed: int) -> Scenario:
-    """``scen`` loaded again with ``seed``: the scenario's own ``seed`` (recorded) and, for
-    an LLM job, the job's ``ep_skew.seed`` (the expert routing the workload draws)."""
+    """``scen`` (as loaded: its overrides and plugins kept) again with ``seed``: the
+    scenario's own ``seed`` (recorded) and, for an LLM job, the job's ``ep_skew.seed``
+    (the expert routing the workload draws)."""
     overrides: dict = {"seed": seed}
     work = scen.raw.get("workload")
     if isinstance(work, dict) and "job" in work:
         job_overrides = {**(work.get("overrides") or {}), "ep_skew.seed": seed}
         overrides["workload"] = {**work, "overrides": job_overrides}
-    return load_scenario(scen.source, overrides)
+    raw = apply_overrides(scen.raw, overrides, scen.source)
+    return scenario_from_raw(raw, Path(scen.source))
 
 
 def plan_runs(policies: Sequence[str], seeds: Sequence[int]) -> list[PlannedRun]:

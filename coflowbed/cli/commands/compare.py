@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from coflowbed.analysis.report.tables import answer
-from coflowbed.cli.commands.run import add_no_check
+from coflowbed.cli.options import add_no_check, add_plugin, add_set, overrides_of, plugin_files
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.folders import folder_path
 from coflowbed.experiment.scenario import load_scenario
@@ -38,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "ep_skew.seed",
     )
     add_no_check(p)
+    add_set(p)
+    add_plugin(p)
 
 
 def repeat_count(text: str) -> int:
@@ -71,10 +73,10 @@ def seed_list(text: str | None, repeat: int) -> list[int] | None:
 def run(args: argparse.Namespace) -> int:
     """Run every policy, print the table; return 1 if the comparison is partial (a run
     partial, or interrupted)."""
-    names = parse_policies(args.policies, "command line")
     repeat = repeat_count(args.repeat)
     seeds = seed_list(args.seeds, repeat)
-    scen = load_scenario(args.scenario)
+    scen = load_scenario(args.scenario, overrides_of(args), plugin_files(args))
+    names = parse_policies(args.policies, "command line")  # the plugins' policies known
     for name in names:
         with_policy(scen, name)  # POLICY+MODE needs workload.jobs: fail before any run
     out = args.out or folder_path(Path("results"), "compare", scen.name)

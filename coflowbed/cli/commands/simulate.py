@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from coflowbed.cli.commands import simulate_coflowsim
-from coflowbed.cli.commands.run import add_inter_job, overrides_of
+from coflowbed.cli.options import add_inter_job, add_plugin, add_set, overrides_of, plugin_files
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.binding import SimInputs, make_policy
 from coflowbed.experiment.folders import folder_path
@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", type=Path, help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt)")
     p.add_argument("--policy", help="policy name (default: the scenario's; fair for traces)")
     add_inter_job(p)
+    add_set(p)
+    add_plugin(p)
     p.add_argument(
         "--levels",
         help="K (1..8) hardware queues or 'exact' (default: the scenario's K; exact for traces)",
@@ -98,7 +100,7 @@ def _finish_tol(args: argparse.Namespace) -> float:
 
 def _scenario(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Path]:
     """A scenario simulated into its folder: (summary, folder)."""
-    scen = load_scenario(args.scenario, overrides_of(args))
+    scen = load_scenario(args.scenario, overrides_of(args), plugin_files(args))
     levels = _levels(args, scen.levels)
     out = args.out or folder_path(args.results, "sim", scen.name, scen.policy)
     summary = simulate_scenario(
@@ -126,6 +128,7 @@ def _trace(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Pat
         )
     except ValueError as exc:
         raise UserError("--fabric/--trace options", None, str(exc)) from None
+    plugin_files(args)  # their policies can be named by --policy
     policy = make_policy(args.policy or "fair", {}, "--policy")
     out = args.out or folder_path(args.results, "sim", args.trace.stem, policy.name)
     t0 = time.perf_counter()

@@ -7,11 +7,12 @@ import argparse
 import os
 from pathlib import Path
 
+from coflowbed.cli.options import add_plugin, plugin_files
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.folders import folder_path
 from coflowbed.studies.sweep import backends
 from coflowbed.studies.sweep.driver import run_sweep
-from coflowbed.studies.sweep.spec import find_sweep, load_sweep
+from coflowbed.studies.sweep.spec import find_sweep, load_sweep, with_plugins
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,11 +22,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
     p.add_argument("--out", type=Path, help="folder (default results/<time>-sweep-<name>)")
     p.add_argument("--jobs", type=int, help="local worker processes (default: the core count)")
+    add_plugin(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, print the table's path and counts; 1 if partial, 130 if stopped."""
-    spec = load_sweep(find_sweep(args.sweep))
+    plugins = plugin_files(args)  # imported first: the sweep's policies may be theirs
+    spec = with_plugins(load_sweep(find_sweep(args.sweep)), plugins)
     backend = _backend(args, spec.mode)
     out = args.out or folder_path(Path("results"), "sweep", spec.name)
     outcome = run_sweep(spec, out.resolve(), backend)

@@ -9,8 +9,7 @@ import argparse
 import logging
 from pathlib import Path
 
-import yaml
-
+from coflowbed.cli.options import add_set, parse_sets
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.workload_import import (
     IMPORT_WORD,
@@ -40,33 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: generic names h0..hN-1)",
     )
     hosts.add_argument("--hosts", help="comma-separated host names, used in order")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a job key, e.g. parallelism.dp=64 (YAML value)",
-    )
+    add_set(parser, "job")
     parser.add_argument(
         "--line-rate-mbps",
         type=float,
         help="also print the critical-path lower bound at this host rate",
     )
     add_import_arguments(parser)
-
-
-def parse_sets(items: list[str]) -> dict:
-    """``KEY=VALUE`` strings -> {key: YAML-parsed value}."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError("--set", item, "expected KEY=VALUE")
-        try:
-            out[key] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise UserError("--set", key, f"value is not valid YAML: {exc}") from exc
-    return out
 
 
 def host_names(args: argparse.Namespace, needed: int) -> list[str]:

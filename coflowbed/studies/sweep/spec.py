@@ -3,7 +3,8 @@ seeds, and how to run and draw them (schema in docs/sweeps.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,15 @@ class SweepSpec:
     def keys(self) -> tuple[str, ...]:
         """The grid's dotted scenario keys."""
         return tuple(k for k, _ in self.grid)
+
+
+def with_plugins(spec: SweepSpec, plugins: Sequence[Path]) -> SweepSpec:
+    """``spec`` whose every run also loads the policy files ``plugins`` (absolute)."""
+    if not plugins:
+        return spec
+    own = list(spec.scenario.get("plugins") or [])
+    added = [str(f) for f in plugins if str(f) not in own]
+    return replace(spec, scenario={**spec.scenario, "plugins": own + added})
 
 
 def load_sweep(path: Path) -> SweepSpec:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from coflowbed.cli.commands.run import overrides_of
+from coflowbed.cli.options import overrides_of
 from coflowbed.core.errors import UserError
 from coflowbed.emulation.sampler import Sampler, parse_net_dev, parse_qdiscs
 from coflowbed.experiment.scenario import load_scenario
