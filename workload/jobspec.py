@@ -16,6 +16,7 @@ import yaml
 
 from workload.nccl import ALGORITHMS, DEFAULT_LINK_GBPS
 from workload.schema import Section, SpecError, check_float, check_int
+from workload.yamlfile import parse_yaml, read_text
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved-1f1b")
 DP_MODES = ("zero2", "allreduce")
@@ -168,9 +169,11 @@ def load_job(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Jo
     (e.g. ``{"parallelism.dp": 64}``) applied before validation."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = parse_yaml(read_text(path))
     except OSError as exc:
         raise SpecError(str(path), None, f"cannot read: {exc.strerror}") from exc
+    except ValueError as exc:  # not UTF-8 text
+        raise SpecError(str(path), None, str(exc)) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "?"

@@ -116,3 +116,12 @@ def plugin_files(args: argparse.Namespace) -> list[Path]:
             ) from None
         files.append(file)
     return files
+
+
+def check_window(limit: int | None, skip: int, size: int) -> None:
+    """UserError unless ``--skip`` and ``--limit`` leave at least one of the trace's
+    ``size`` coflows (``--limit`` >= 1, 0 <= ``--skip`` < size)."""
+    if limit is not None and limit < 1:
+        raise UserError("--limit", None, f"must be >= 1, got {limit}")
+    if not 0 <= skip < size:
+        raise UserError("--skip", None, f"must be 0..{size - 1} (the trace has {size}), got {skip}")

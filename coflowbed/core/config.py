@@ -13,16 +13,20 @@ import yaml
 
 from coflowbed.core.errors import UserError
 from workload import schema
+from workload.yamlfile import parse_yaml, read_text
 
 
 def load_yaml(path: Path) -> Any:
-    """Parse a YAML file; UserError on a missing file or a syntax error."""
+    """Parse a YAML file; UserError on a missing or non-text file, a syntax error or a
+    key given twice."""
     try:
-        text = Path(path).read_text()
+        text = read_text(path)
     except OSError as exc:
         raise UserError(str(path), None, f"cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UserError(str(path), None, str(exc)) from None
     try:
-        return yaml.safe_load(text)
+        return parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "YAML"

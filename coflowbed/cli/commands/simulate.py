@@ -8,7 +8,14 @@ import time
 from pathlib import Path
 
 from coflowbed.cli.commands import simulate_coflowsim
-from coflowbed.cli.options import add_inter_job, add_plugin, add_set, overrides_of, plugin_files
+from coflowbed.cli.options import (
+    add_inter_job,
+    add_plugin,
+    add_set,
+    check_window,
+    overrides_of,
+    plugin_files,
+)
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.binding import SimInputs, make_policy
 from coflowbed.experiment.folders import folder_path
@@ -115,6 +122,7 @@ def _trace(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Pat
         trace = fbtrace.read_trace(args.trace)
     except ValueError as exc:
         raise UserError(str(args.trace), None, str(exc)) from None
+    check_window(args.limit, args.skip, len(trace))
     spec = args.fabric or f"bigswitch:{trace.ports}x1Gbps"
     try:
         fabric = parse_fabric_spec(spec, binary=True)

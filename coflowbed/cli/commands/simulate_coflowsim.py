@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from coflowbed.cli.options import check_window
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.folders import folder_path
 from coflowbed.sim import coflowsim
@@ -35,8 +36,6 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise UserError(
                 flag, None, "not with --model coflowsim (its own racks, queues and time steps)"
             )
-    if args.skip < 0 or (args.limit is not None and args.limit < 1):
-        raise UserError("--limit/--skip", None, "need --limit >= 1 and --skip >= 0")
 
 
 def _load(args: argparse.Namespace):
@@ -45,6 +44,7 @@ def _load(args: argparse.Namespace):
         trace = fbtrace.read_trace(args.trace)
     except ValueError as exc:
         raise UserError(str(args.trace), None, str(exc)) from None
+    check_window(args.limit, args.skip, len(trace))
     stop = None if args.limit is None else args.skip + args.limit
     return trace[args.skip : stop], trace.ports
 

@@ -51,7 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def host_names(args: argparse.Namespace, needed: int) -> list[str]:
     """Host names from --fabric, --hosts, or generic ones."""
     if args.hosts:
-        return [h.strip() for h in args.hosts.split(",") if h.strip()]
+        names = [h.strip() for h in args.hosts.split(",") if h.strip()]
+        twice = sorted({h for h in names if names.count(h) > 1})
+        if twice:
+            raise UserError("--hosts", ", ".join(twice), "a host is named twice")
+        return names
     if args.fabric:
         try:
             spines, leaves, hosts = (int(x) for x in args.fabric.lower().split("x"))
@@ -77,8 +81,18 @@ def type_table(dag) -> str:
     return "\n".join(lines)
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """UserError, before any work, for an output folder that does not exist or a line
+    rate that is not a positive number."""
+    if args.output is not None and not Path(args.output).resolve().parent.is_dir():
+        raise UserError("-o/--output", str(args.output), "its folder does not exist")
+    if args.line_rate_mbps is not None and not args.line_rate_mbps > 0:
+        raise UserError("--line-rate-mbps", None, f"must be > 0, got {args.line_rate_mbps:g}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Generate (or import), write and summarise the DAG."""
+    check_outputs(args)
     if args.job == IMPORT_WORD:
         return run_import(args)
     if args.file is not None:

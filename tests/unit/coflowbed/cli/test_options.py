@@ -13,7 +13,7 @@ from coflowbed.cli.main import main
 from coflowbed.results.files import read_csv_rows
 from controller import policies
 from controller.policies.plugins import import_plugin, module_name
-from tests.data import MECHANISM_SCENARIO
+from tests.data import FB_TRACE, MECHANISM_SCENARIO
 
 PLUGIN = '''
 from controller.policies import Decision, Policy, register
@@ -142,3 +142,34 @@ def test_sweep_runs_a_plugins_policy_in_its_workers(tmp_path, plugin):
     assert main([*argv, "--plugin", str(plugin)]) == 0
     rows = {r["policy"]: r for r in read_csv_rows(out / "sweep.csv")}
     assert set(rows) == {"fair", "test-cli-mine"} and rows["test-cli-mine"]["coflows"] == 2
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--limit", "0"], "--limit: must be >= 1, got 0"),
+        (["--skip", "-1"], "--skip: must be 0..525 (the trace has 526), got -1"),
+        (["--skip", "526"], "--skip: must be 0..525 (the trace has 526), got 526"),
+    ],
+)
+def test_a_trace_window_that_leaves_nothing_is_refused(tmp_path, capsys, flags, says):
+    argv = ["simulate", "--trace", str(FB_TRACE), *flags, "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"coflowbed: error: {says}"
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["-o", "{tmp}/no/such/dag.json"], "-o/--output: {tmp}/no/such/dag.json: its folder"),
+        (["--hosts", "h1,h1,h2,h3,h4,h5,h6,h7"], "--hosts: h1: a host is named twice"),
+        (["--line-rate-mbps", "-5", "-o", "{tmp}/d.json"], "--line-rate-mbps: must be > 0"),
+    ],
+)
+def test_workload_refuses_bad_flags_before_writing(tmp_path, capsys, flags, says):
+    argv = ["workload", "tiny-moe", *(f.format(tmp=tmp_path) for f in flags)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"coflowbed: error: {says.format(tmp=tmp_path)}") and "\n" not in err
+    assert list(tmp_path.iterdir()) == []

@@ -43,7 +43,8 @@ def test_writes_the_run_files_with_model_coflowsim(trace, tmp_path, capsys):
         (["--model", "coflowsim", "--policy", "hermod"], "--policy: the coflowsim model has"),
         (["--model", "coflowsim", "--levels", "4"], "--levels: not with --model coflowsim"),
         (["--model", "coflowsim", "--fabric", "bigswitch"], "--fabric: not with --model"),
-        (["--model", "coflowsim", "--limit", "0"], "--limit/--skip: need --limit >= 1"),
+        (["--model", "coflowsim", "--limit", "0"], "--limit: must be >= 1, got 0"),
+        (["--model", "coflowsim", "--skip", "9999"], "--skip: must be 0.."),
     ],
 )
 def test_bad_flags_one_line_exit_2_nothing_written(trace, tmp_path, capsys, extra, message):
