@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from coflowbed.core import progress
 from coflowbed.emulation import calibrate, runstate
 from coflowbed.emulation.agents.client import AgentSet
 from coflowbed.emulation.backend import EmulationBackend, name_losses, retransmitted
@@ -42,6 +43,11 @@ from topo.ovs import restore_sysctl
 from workload.agent.proto import DATA_PORT
 
 log = logging.getLogger("runner")
+# one line per finished coflow, to the run folder's coflows.log only (not the terminal)
+coflow_log = logging.getLogger("runner.coflows")
+coflow_log.propagate = False
+coflow_log.setLevel(logging.INFO)
+COFLOW_LOG = "coflows.log"
 Ports = dict[str, dict[int, PortCount]]  # switch -> port -> counters
 
 START_TIMEOUT_S = 60.0
@@ -134,7 +140,10 @@ def _run(scen: Scenario, out_dir: Path, runtime: Path) -> RunOutcome:
                 else _ports_now(controller)
             )
             executor = DagExecutor(
-                scen.dag, backend, on_coflow_done=_progress(backend), timeline=injector
+                scen.dag,
+                backend,
+                on_coflow_done=_progress(backend, stack, out_dir, len(scen.dag.coflows)),
+                timeline=injector,
             )
             if sampler is not None:
                 sampler.start()
@@ -358,12 +367,20 @@ def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
     return EmulationBackend(job, controller, agents, scen.plan, DATA_PORT, scheduler_client)
 
 
-def _progress(backend: EmulationBackend):
-    """Callback: one line per finished coflow, with the count done / total."""
+def _progress(backend: EmulationBackend, stack: contextlib.ExitStack, out_dir: Path, total: int):
+    """Callback per finished coflow: the run's progress bar (coflows done, elapsed) and one
+    line in the run folder's ``coflows.log`` (the terminal keeps the bar only)."""
+    bar = stack.enter_context(progress.bar(total, "run", unit="coflow"))
+    handler = logging.FileHandler(out_dir / COFLOW_LOG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    coflow_log.addHandler(handler)
+    stack.callback(handler.close)
+    stack.callback(coflow_log.removeHandler, handler)
 
     def report(rec: CoflowRecord, done: int, total: int) -> None:
         rec.level = backend.levels.get(rec.coflow_id)
-        log.info(
+        bar.update(1)
+        coflow_log.info(
             "[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
             done,
             total,

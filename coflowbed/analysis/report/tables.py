@@ -119,6 +119,35 @@ def markdown_row(c: Comparison, ps: PolicyStats, cols: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _g3(v: float | None) -> str:
+    """A number to 3 significant digits (``-`` for none)."""
+    return "-" if v is None else f"{v:.3g}"
+
+
+def short_table(c: Comparison) -> str:
+    """The comparison for a terminal (under 100 columns): per policy the iteration time
+    with its 95 % interval's half-width, the speed-up over the baseline with its
+    interval, the fluid model's speed-up, and emulated / simulated.  The full table is
+    compare.md's."""
+    head = ("policy", "iteration s", "speed-up [95% CI]", "model", "emu/sim")
+    rows = [head]
+    for ps in c.stats:
+        it, fid = ps.metrics.get("iteration_time_s"), ps.metrics.get("fidelity_iter")
+        half = None if it is None or it.ci_high is None or it.mean is None else it.ci_high - it.mean
+        cell = _g3(it.mean if it else None) + ("" if half is None else f" ± {half:.2g}")
+        up = ps.speedups.get("speedup_iteration_time")
+        speed = "-" if up is None or up.value is None else f"x{up.value:.3g}"
+        if ps.policy == c.baseline:
+            speed = "(baseline)"
+        elif up is not None and up.ci_low is not None and up.ci_high is not None:
+            speed += f" [{up.ci_low:.3g}, {up.ci_high:.3g}]"
+        model = _model_speedup(c, ps.metrics)
+        emu = _g3(fid.mean) if fid is not None else "-"
+        rows.append((ps.policy, cell, speed, "-" if model is None else f"x{model:.3g}", emu))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows)
+
+
 ANSWER_PREFIX = "**Answer.** "  # compare.md's one-line answer (the report's headline)
 
 

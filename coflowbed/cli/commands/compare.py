@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from coflowbed.analysis.report.tables import answer
+from coflowbed.analysis.report.tables import answer, short_table
 from coflowbed.cli.options import add_no_check, add_plugin, add_set, overrides_of, plugin_files
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.folders import folder_path
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or folder_path(Path("results"), "compare", scen.name)
     run_one = simulated if args.sim else emulated(scen, args.check)
     result = compare(scen, names, out.resolve(), run_one, repeat, seeds)
-    print((out / "compare.md").read_text(), end="")
+    print(short_table(result))
     print(answer(result))
-    print(f"-> {out}")
+    print(f"-> {out} (full table: compare.md, compare.csv; report: coflowbed report {out})")
     return 1 if result.partial else 0

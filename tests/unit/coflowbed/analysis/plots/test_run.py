@@ -82,7 +82,7 @@ def test_compare_in_the_simulator_from_the_cli(tmp_path, capsys):
     )
     rows = {r["policy"]: r for r in read_csv_rows(tmp_path / "compare.csv")}
     assert rows["fair"]["speedup_iteration_time"] == 1.0
-    assert rows["dp-first"]["iteration_time_s"] > 0 and "| dp-first |" in capsys.readouterr().out
+    assert rows["dp-first"]["iteration_time_s"] > 0 and "\ndp-first " in capsys.readouterr().out
     assert (
         json.loads((tmp_path / "fair" / "r1" / "summary.json").read_text())["mode"] == "simulated"
     )

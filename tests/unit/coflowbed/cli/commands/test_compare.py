@@ -34,7 +34,11 @@ def test_sim_repeat_two_with_seeds(tmp_path, capsys):
     assert dp["n"] == 2 and dp["iteration_time_s_ci_low"] < dp["iteration_time_s_ci_high"]
     # the fluid model: DP-first delays the pipeline, slower than fair beyond doubt
     assert dp["speedup_iteration_time_ci_high"] < 1
-    assert "| dp-first | 2 | False |" in capsys.readouterr().out
+    printed = capsys.readouterr().out.splitlines()
+    row = next(ln for ln in printed if ln.startswith("dp-first "))
+    assert "±" in row and f"x{dp['speedup_iteration_time']:.3g} [" in row  # the short table
+    assert "| dp-first | 2 | False |" in (out / "compare.md").read_text()  # the full one
+    assert all(len(ln) <= 100 for ln in printed[: printed.index(row) + 1])
     for png in ("compare.png", "compare_iteration.png", "compare_cct_cdf.png"):
         assert (out / png).stat().st_size > 1000
 
