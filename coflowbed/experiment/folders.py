@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import platform
 import re
+import shutil
 import subprocess
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -60,8 +62,13 @@ def new_run_dir(base: Path, scen: Scenario, policy: str | None = None) -> Path:
     raise RuntimeError(f"cannot create a run folder under {base}")
 
 
+PLUGINS_DIR = "plugins"  # a run folder's copies of the scenario's plugin files
+
+
 def resolved_scenario(scen: Scenario) -> dict:
-    """The scenario as run: the file's content plus every default made explicit."""
+    """The scenario as run: the file's content plus every default made explicit, its
+    workload files as absolute paths and its plugins as the run folder's copies, so
+    ``coflowbed run|simulate <folder>/scenario.yaml`` runs it again."""
     out = dict(scen.raw)
     out.update(
         name=scen.name,
@@ -75,12 +82,43 @@ def resolved_scenario(scen: Scenario) -> dict:
         policy={"name": scen.policy, "params": scen.policy_params},
     )
     if scen.plugins:
-        out["plugins"] = scen.plugins  # absolute: the run folder is elsewhere
+        out["plugins"] = [f"{PLUGINS_DIR}/{name}" for name in plugin_copies(scen)]
+    if isinstance(out.get("workload"), dict) and Path(scen.source).is_file():
+        out["workload"] = _absolute_files(out["workload"], Path(scen.source).parent)
     if scen.inter_job is not None:  # as run (compare's POLICY+MODE sets it)
         out["workload"] = {**out["workload"], "inter_job": scen.inter_job.mode}
     out["fabric"] = {
         k: v for k, v in scen.plan.to_dict().items() if k not in ("hosts", "switches", "links")
     }
+    return out
+
+
+def plugin_copies(scen: Scenario) -> dict[str, Path]:
+    """Name in the run folder's ``plugins/`` -> the plugin file it copies (numbered, so
+    two files of one name stay two)."""
+    return {f"{i}_{Path(f).name}": Path(f) for i, f in enumerate(scen.plugins)}
+
+
+def _absolute_files(workload: dict, base: Path) -> dict:
+    """``workload`` with the files it names (a job file, a trace, an import, each job of
+    ``jobs``) made absolute against ``base`` (preset names stay names)."""
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str) and (base / value).is_file():
+            return str((base / value).resolve())
+        return value
+
+    out = dict(workload)
+    for key in ("job", "import"):
+        if key in out:
+            out[key] = fix(out[key])
+    if isinstance(out.get("trace"), dict) and "path" in out["trace"]:
+        out["trace"] = {**out["trace"], "path": fix(out["trace"]["path"])}
+    if isinstance(out.get("jobs"), list):
+        out["jobs"] = [
+            {**j, "job": fix(j["job"])} if isinstance(j, dict) and "job" in j else j
+            for j in out["jobs"]
+        ]
     return out
 
 
@@ -122,12 +160,21 @@ def fabric_record(scen: Scenario) -> dict:
 INTER_JOB_FILE = "inter_job.json"  # several jobs: the InterJobSpec the run used
 
 
-def write_inputs(scen: Scenario, out_dir: Path) -> None:
-    """Write the resolved scenario, the DAG, the fabric plan and versions."""
+def write_scenario(scen: Scenario, out_dir: Path) -> None:
+    """What re-creates a run: the resolved ``scenario.yaml``, a copy of every plugin file
+    it uses (``plugins/``) and ``versions.json``; emulated and simulated runs alike."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(yaml.safe_dump(resolved_scenario(scen), sort_keys=False))
+    for name, src in plugin_copies(scen).items():
+        (out_dir / PLUGINS_DIR).mkdir(exist_ok=True)
+        shutil.copyfile(src, out_dir / PLUGINS_DIR / name)
+    (out_dir / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
+
+
+def write_inputs(scen: Scenario, out_dir: Path) -> None:
+    """An emulated run's inputs: ``write_scenario``'s files, the DAG and the fabric plan."""
+    write_scenario(scen, out_dir)
     dagjson.dump(scen.dag, out_dir / "dag.json")
     (out_dir / "fabric.json").write_text(json.dumps(fabric_record(scen), indent=1))
-    (out_dir / "versions.json").write_text(json.dumps(versions(), indent=2) + "\n")
     if scen.inter_job is not None:  # the jobs' classes, for the fidelity replay
         (out_dir / INTER_JOB_FILE).write_text(json.dumps(scen.inter_job.to_wire(), indent=1))

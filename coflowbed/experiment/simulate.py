@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from coflowbed.experiment.binding import SimInputs, bind
+from coflowbed.experiment.folders import write_scenario
 from coflowbed.experiment.scenario import Scenario
 from coflowbed.results.records import RunSummary
 from coflowbed.sim import FINISH_TOL, SimResult, simulate
@@ -59,4 +60,7 @@ def simulate_scenario(
     inputs = bind(scen, fabric_kind, levels)
     t0 = time.perf_counter()
     result = run_model(inputs, finish_tol=finish_tol, wall_limit_s=wall_limit_s)
-    return write_run(result, out, scen.source, time.perf_counter() - t0, summary_only)
+    summary = write_run(result, out, scen.source, time.perf_counter() - t0, summary_only)
+    if not summary_only:  # the folder re-creates the run: simulate <out>/scenario.yaml
+        write_scenario(scen, Path(out))
+    return summary

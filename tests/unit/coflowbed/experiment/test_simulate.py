@@ -83,3 +83,48 @@ def test_summary_only_writes_the_summary_alone(tmp_path):
     scen = load_scenario(SCENARIOS / "mechanism.yaml")
     simulate_scenario(scen, tmp_path / "r", summary_only=True)
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["summary.json"]
+
+
+LCFS = '''
+from controller.policies import Decision, Policy, register
+
+
+@register
+class Lcfs(Policy):
+    """Last-come first-served."""
+
+    name = "test-folder-lcfs"
+    compression = "top"
+
+    def decide(self, states, fabric, now):
+        return {s.coflow_id: Decision(rank=(-s.arrival_seq,)) for s in states}
+'''
+
+
+def test_a_simulated_folder_re_creates_its_run(tmp_path, monkeypatch):
+    """The folder keeps the resolved scenario, versions.json and a copy of the plugin;
+    simulating its scenario.yaml (from elsewhere, the original plugin gone) gives the
+    same run."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "lcfs.py").write_text(LCFS)
+    (src / "s.yaml").write_text(
+        "plugins: [lcfs.py]\npolicy: test-folder-lcfs\nlevels: 4\n"
+        "fabric: {spines: 2, leaves: 2, hosts_per_leaf: 4, host_bw_mbps: 80}\n"
+        "workload: {job: tiny-moe}\n"
+    )
+    try:
+        first = tmp_path / "first"
+        simulate_scenario(load_scenario(src / "s.yaml"), first)
+        assert {"scenario.yaml", "versions.json", "plugins"} <= {f.name for f in first.iterdir()}
+        assert (first / "plugins" / "0_lcfs.py").read_text() == LCFS
+        (src / "lcfs.py").unlink()
+        policies.unregister("test-folder-lcfs")  # as in a new process: known from the copy
+        monkeypatch.chdir(tmp_path)  # relative paths must not lean on the working directory
+        again = tmp_path / "again"
+        assert main(["simulate", str(first / "scenario.yaml"), "--out", str(again)]) == 0
+        assert figures(again) == figures(first)
+        assert (again / "coflows.csv").read_text() == (first / "coflows.csv").read_text()
+    finally:
+        if "test-folder-lcfs" in policies.names():
+            policies.unregister("test-folder-lcfs")
