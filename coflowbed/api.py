@@ -14,7 +14,7 @@ from typing import Any
 from coflowbed.analysis.comparison import Comparison as Table, PolicyStats
 from coflowbed.analysis.stats import Speedup
 from coflowbed.core.errors import UserError
-from coflowbed.emulation.precheck import check_can_run, machine_missing
+from coflowbed.emulation.precheck import check_can_run, machine_lacks, machine_missing
 from coflowbed.experiment.folders import folder_path, new_run_dir
 from coflowbed.experiment.scenario import Scenario, find_scenario, load_scenario
 from coflowbed.experiment.simulate import simulate_scenario
@@ -29,6 +29,7 @@ __all__ = [
     "compare",
     "emulate",
     "load",
+    "machine_lacks",
     "machine_missing",
     "run",
     "simulate",

@@ -25,16 +25,23 @@ def check_can_run(scen: Scenario) -> None:
 
 def machine_missing(scen: Scenario) -> UserError | None:
     """What this machine lacks to emulate ``scen`` (root, BMv2, OVS, Mininet), or None."""
+    lacks = machine_lacks(scen.switch)
+    if lacks is None:
+        return None
+    key = "switch" if lacks.startswith("bmv2") else None
+    return UserError(scen.source, key, lacks)
+
+
+def machine_lacks(switch: str = "ovs") -> str | None:
+    """Why this machine cannot emulate a fabric of ``switch`` switches, or None."""
     if os.geteuid() != 0:
-        return UserError(scen.source, None, "an emulated run needs root (Mininet, OVS, tc)")
-    if scen.switch == "bmv2" and shutil.which("simple_switch_grpc") is None:
-        return UserError(
-            scen.source,
-            "switch",
+        return "an emulated run needs root (Mininet, OVS, tc)"
+    if switch == "bmv2" and shutil.which("simple_switch_grpc") is None:
+        return (
             "bmv2 needs BMv2's simple_switch_grpc, which is not installed here; "
-            "use the Vagrant VM (docs/bmv2.md) or switch: ovs",
+            "use the Vagrant VM (docs/bmv2.md) or switch: ovs"
         )
     for tool in ("ovs-vswitchd", "ovsdb-server", "mnexec"):
         if shutil.which(tool) is None:
-            return UserError(scen.source, None, f"{tool} not installed: run scripts/install.sh")
+            return f"{tool} not installed: run scripts/install.sh"
     return None

@@ -47,6 +47,18 @@ class RunResult:
     coflows: tuple[CoflowRecord, ...]
     fidelity: FidelityRatios | None
 
+    def __repr__(self) -> str:
+        """One line, short enough for an assertion message: folder, policy, coflows
+        finished, iteration time, average CCT, emulated / simulated."""
+        s = self.summary
+        f = self.fidelity
+        fid = "" if f is None else f", emulated/simulated iteration {_g(f.iteration_ratio)}"
+        return (
+            f"RunResult({self.path.name}: {s.policy}, {s.coflows}/{s.coflows_total} coflows"
+            f"{' PARTIAL' if s.partial else ''}, iteration {_g(s.iteration_time_s)} s, "
+            f"avg CCT {_g(s.avg_cct_s)} s{fid})"
+        )
+
     @property
     def partial(self) -> bool:
         """Whether some coflow did not finish (or the run stopped on an error)."""
@@ -119,3 +131,8 @@ def _value(text: str, kind: str) -> Any:
     if text == "" and optional:
         return None
     return _CONVERT[base](text)
+
+
+def _g(v: float | None) -> str:
+    """A figure to 4 significant digits, ``-`` for none."""
+    return "-" if v is None else f"{v:.4g}"

@@ -109,9 +109,63 @@ def test_the_entry_point_is_declared_and_names_the_plugin():
     assert entry_points() == {"coflowbed.testing.pytest_plugin": "coflowbed.testing.pytest_plugin"}
 
 
-def test_the_plugin_is_fixtures_only():
-    hooks = [name for name in vars(plugin) if name.startswith("pytest_")]
-    assert hooks == [] and callable(plugin.coflowbed_run) and callable(plugin.coflowbed_sim)
+def test_the_plugins_hooks_are_the_markers_only():
+    hooks = sorted(name for name in vars(plugin) if name.startswith("pytest_"))
+    assert hooks == ["pytest_configure", "pytest_runtest_setup"]
+    assert callable(plugin.coflowbed_run) and callable(plugin.coflowbed_compare)
+
+
+COMPARE_TEST = """
+def test_hermod_beats_fair(coflowbed_compare):
+    cmp = coflowbed_compare("tiny-moe", ["fair", "hermod"])
+    assert cmp.speedup("hermod").value {op} 1.0
+"""
+
+
+def test_a_comparison_fixture_gives_the_speedup(pytester):
+    pytester.makepyfile(COMPARE_TEST.format(op=">"))
+    pytester.runpytest(*PLUGIN).assert_outcomes(passed=1)
+    pytester.makepyfile(COMPARE_TEST.format(op="<"))
+    pytester.runpytest(*PLUGIN).assert_outcomes(failed=1)
+
+
+MARKED = """
+import pytest
+
+
+@pytest.mark.{marker}
+def test_on_the_fabric():
+    raise AssertionError("ran although the machine cannot")
+"""
+
+
+@pytest.mark.parametrize("marker", ["coflowbed_emulated", "coflowbed_bmv2"])
+def test_a_marked_test_is_skipped_with_the_reason(pytester, monkeypatch, marker):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    pytester.makepyfile(MARKED.format(marker=marker))
+    result = pytester.runpytest(*PLUGIN, "-rs", "--strict-markers")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([f"SKIPPED *{marker}: an emulated run needs root*"])
+
+
+def test_the_bmv2_marker_needs_bmv2(pytester, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda t: None if t == "simple_switch_grpc" else which(t))
+    pytester.makepyfile(MARKED.format(marker="coflowbed_bmv2"))
+    result = pytester.runpytest(*PLUGIN, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED *coflowbed_bmv2: bmv2 needs BMv2*"])
+
+
+def test_a_failed_assertion_shows_a_short_result(pytester):
+    pytester.makepyfile(
+        "def test_x(coflowbed_sim):\n    res = coflowbed_sim('mechanism')\n    assert res is None\n"
+    )
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    line = next(ln for ln in result.outlines if "RunResult(" in ln)
+    assert "static, 3/3 coflows, iteration 4 s" in line and len(line) < 200
 
 
 def test_the_installed_entry_point_loads_the_fixtures_alone_and_beside_p(pytester, monkeypatch):
