@@ -67,15 +67,25 @@ def read_iters(run: Path) -> Iters:
     return Iters(first, steady, len(rows))
 
 
-def tokens(job: str, dp: int | None) -> int:
-    """Tokens one iteration of ``job`` (at ``dp`` if given) trains."""
-    spec = load_preset(job, {"parallelism.dp": dp} if dp else None)
+def tokens(job: str, overrides: dict) -> int:
+    """Tokens one iteration of ``job`` (with its dotted-key ``overrides``) trains."""
+    spec = load_preset(job, overrides)
     return spec.parallelism.dp * spec.microbatches * spec.model.micro_batch * spec.model.seq_len
+
+
+def _job_of(sweep: dict, grid: dict) -> tuple[str, dict]:
+    """The job and its overrides at one grid point of a sweep file's scenario."""
+    wl = sweep["scenario"]["workload"]
+    over = dict(wl.get("overrides") or {})
+    pre = "workload.overrides."
+    over.update({k[len(pre) :]: v for k, v in grid.items() if k.startswith(pre)})
+    return grid.get(JOB_KEY, wl["job"]), over
 
 
 def table(folder: Path) -> None:
     """Print the steady-state table of a sweep folder."""
     data = json.loads((folder / "sweep.json").read_text())
+    sweep = yaml.safe_load(Path(data["source"]).read_text())
     rows = [r for r in data["rows"] if not r.get("error") and r.get("run")]
     keys = list(data["keys"])
     figs: dict[tuple, dict[str, Iters]] = {}
@@ -93,7 +103,7 @@ def table(folder: Path) -> None:
         if fair is None:
             continue
         grid = dict(zip(keys, point))
-        tok = tokens(grid.get(JOB_KEY, data.get("job", "")), grid.get(DP_KEY))
+        tok = tokens(*_job_of(sweep, grid))
         cells = [*map(str, point), f"{fair.steady_s:.3f}", f"{fair.first_s:.3f}"]
         cells.append(f"{tok / fair.steady_s:,.0f}")
         for p in pols:
