@@ -11,7 +11,9 @@ Dependencies (docs/workloads.md has the picture):
 - a MoE layer is split into an attention+gate piece (``a``) and an experts piece (``b``)
   with the EP all-to-all of the whole EP group between them;
 - a layer's DP bucket starts after the layer's last backward on every host of the stage;
-  the next iteration's first forward of that layer waits for its all-gather.
+  the next iteration's first forward of that layer waits for its all-gather;
+- with ``iteration_barrier``, the first compute of every host in iteration i+1 also
+  waits for the last coflow of every DP bucket of iteration i (all stages).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class _Builder:
         self.bwd = job.compute.bwd_factor
         self.last: dict[tuple[int, int], str] = {}  # (stage, host) -> last compute id
         self.ready: dict[tuple[int, int], dict[str, str]] = {}  # (stage, lid) -> AG ids
+        self.dp_done: dict[int, list[str]] = {}  # iteration -> last coflow of each bucket
 
     def build(self) -> None:
         """All iterations, all stages."""
@@ -58,6 +61,9 @@ class _Builder:
         front: Front = {
             j: [self.last[(stage, j)]] if (stage, j) in self.last else [] for j in hosts
         }
+        if self.job.iteration_barrier and it > 0:
+            for deps in front.values():
+                deps.extend(self.dp_done.get(it - 1, []))
         last_bwd: dict[int, list[str]] = {}
         ops = stage_ops(self.job.schedule, p.pp, self.job.microbatches, stage, p.virtual_stages)
         # all-gathers of the previous iteration, consumed by each layer's first forward
@@ -73,6 +79,7 @@ class _Builder:
             done = self.comm.dp(it, stage, lid, last_bwd[lid], self.job.microbatches - 1)
             if done:
                 self.ready[(stage, lid)] = done
+                self.dp_done.setdefault(it, []).extend(done.values())
 
     def _forward(
         self, it: int, stage: int, vs: int, mb: int, front: Front, ready: dict[int, dict[str, str]]
@@ -202,6 +209,7 @@ def job_meta(job: JobSpec, placement: Placement) -> dict:
         "iterations": job.iterations,
         "schedule": job.schedule,
         "dp_mode": job.dp_mode,
+        "iteration_barrier": job.iteration_barrier,
         "gpus_per_host": job.placement.gpus_per_host,
         "nics_per_server": placement.nics,
         "slots_per_server": placement.slots,

@@ -118,6 +118,10 @@ class JobSpec:
     iterations: int = 1
     schedule: str = "1f1b"
     dp_mode: str = "zero2"
+    # True: iteration i+1 starts only when every DP coflow of iteration i is done (the
+    # barrier clip-by-norm puts there); False: a layer's first forward waits only for
+    # its own all-gather, so DP sync of i overlaps the forward of i+1 (clip-by-value).
+    iteration_barrier: bool = False
     placement: PlacementSpec = PlacementSpec()
     compute: ComputeSpec = ComputeSpec(gpu_tflops=312.0)
     ep_skew: float = 0.0
@@ -232,6 +236,7 @@ def parse_job(data: Any, source: str = "<job>") -> JobSpec:
         iterations=top.int("iterations", 1, lo=1),
         schedule=top.str("schedule", "1f1b", SCHEDULES),
         dp_mode=top.str("dp_mode", "zero2", DP_MODES),
+        iteration_barrier=top.bool("iteration_barrier", False),
         placement=place,
         compute=comp,
         ep_skew=skew.float("skew", 0.0, lo=0.0) if skew else 0.0,

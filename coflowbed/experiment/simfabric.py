@@ -6,7 +6,9 @@ its hosts and ``coflowbed run`` refuses the scenario (docs/sweeps.md).
 ``kind: rail`` is rail-optimised: ``hosts`` servers of ``nics`` NICs (``host_gbps``
 each), NIC i of every server on leaf i, ``spines`` joining the leaves; the job's hosts
 are ``slots`` GPU slots per server, filled server by server (``packed``) or slot q of
-every server first (``spread``) (workload.nics, docs/fabric.md)."""
+every server first (``spread``) (workload.nics, docs/fabric.md).  ``kind: fattree`` is a
+full-bisection k-ary fat-tree of ``hosts`` (the smallest even k that holds them), every
+link at ``host_gbps`` (coflowbed.sim.fabric.FatTree)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,15 @@ from dataclasses import dataclass, replace
 
 from coflowbed.core.config import Section, choice, integer, number
 from coflowbed.sim import BigSwitch, LeafSpine, Rail
+from coflowbed.sim.fabric import FatTree
 from workload import ecmp
 from workload.nics import slot_name
 
-KINDS = ("leafspine", "bigswitch", "rail")
+KINDS = ("leafspine", "bigswitch", "rail", "fattree")
 RAIL_ONLY = ("nics", "slots")
 NOT_RAIL = ("hosts_per_leaf",)  # a rail leaf holds one NIC of every server
+# a fat-tree's shape follows from its hosts, and every link runs at host_gbps
+NOT_FATTREE = (*RAIL_ONLY, *NOT_RAIL, "spines", "fabric_gbps", "oversubscription", "placement")
 PLACEMENTS = ("packed", "spread")  # consecutive job hosts on one leaf, or round-robin
 GBPS = 1e9
 
@@ -72,6 +77,8 @@ class SimFabric:
         rail servers ``h1..`` (their NIC endpoints are ``h<s>n<i>``)."""
         if self.kind == "bigswitch":
             return [f"p{i}" for i in range(self.hosts)]
+        if self.kind == "fattree":
+            return [f"t{i}" for i in range(self.hosts)]
         if self.kind == "rail":
             return [f"h{i}" for i in range(1, self.hosts + 1)]
         k = self.hosts_per_leaf
@@ -98,9 +105,14 @@ class SimFabric:
         return [slot_name(s, i, self.slots) for i in q for s in servers]
 
     def model(self):
-        """The simulator's fabric model (``coflowbed.sim`` BigSwitch, LeafSpine, Rail)."""
+        """The simulator's fabric model (``coflowbed.sim`` BigSwitch, LeafSpine, Rail, FatTree)."""
         if self.kind == "bigswitch":
             return BigSwitch(tuple(self.host_names()), self.host_gbps * GBPS)
+        if self.kind == "fattree":
+            k = fattree_k(self.hosts)
+            return FatTree(
+                tuple(self.host_names()), k, self.host_gbps * GBPS, ecmp_seed=self.ecmp_seed
+            )
         if self.kind == "rail":
             names = self.host_names()
             rates = (self.host_gbps * GBPS, self.core_gbps * GBPS)
@@ -140,9 +152,17 @@ def _check(sec: Section, spec: SimFabric) -> None:
     """Key combinations that contradict each other."""
     if spec.fabric_gbps is not None and sec.has("oversubscription"):
         raise sec.fail("oversubscription", "give fabric_gbps or oversubscription, not both")
-    wrong = NOT_RAIL if spec.kind == "rail" else RAIL_ONLY
+    wrong = {"rail": NOT_RAIL, "fattree": NOT_FATTREE}.get(spec.kind, RAIL_ONLY)
     for key in wrong:
         if sec.has(key):
             raise sec.fail(key, f"not a key of a {spec.kind} sim_fabric")
     if spec.kind == "leafspine" and spec.hosts % spec.hosts_per_leaf:
         raise sec.fail("hosts", f"{spec.hosts} hosts do not fill leaves of {spec.hosts_per_leaf}")
+
+
+def fattree_k(hosts: int) -> int:
+    """The smallest even k whose fat-tree holds ``hosts`` hosts (k^3/4 of them)."""
+    k = 2
+    while k**3 // 4 < hosts:
+        k += 2
+    return k

@@ -15,6 +15,8 @@ are padded with the dummy) and rate allocation can stay vectorised.
   (rail) i.  A flow between NICs of one rail crosses only that leaf; between rails it
   crosses a spine.  It is a leaf-spine whose "hosts" are the NIC endpoints
   (``<server>n<i>``, workload.nics), listed rail by rail.
+- ``FatTree``: a full-bisection k-ary fat-tree (edge, aggregation, core), every link at
+  one rate; ECMP per flow over the cores (or the aggregation switches inside a pod).
 
 Link faults (``LinkFault``: scenario faults): a leaf-spine link that is down has
 capacity 0 both ways (``capacity_with``), and flows move to their slot's spine among
@@ -271,6 +273,69 @@ class Rail(LeafSpine):
         ends = rail_endpoints(servers, nics)
         args = (ends, len(servers), spines, nic_bps, core_bps, tuple(servers), nics)
         return cls(*args, ecmp_seed=ecmp_seed)
+
+
+@dataclass
+class FatTree(FabricModel):
+    """Full-bisection k-ary fat-tree (Al-Fares et al. 2008): k pods of k/2 edge and k/2
+    aggregation switches, (k/2)^2 cores, k/2 hosts per edge, every link at ``link_bps``
+    (up to k^3/4 hosts; ``hosts`` fill edges in order, a prefix of a full tree).  A flow
+    crosses host up, then edge->agg, agg->core, core->agg, agg->edge as far as its
+    destination needs, then host down (padded with the dummy to 6 links).  ECMP picks
+    the core of an inter-pod flow (which fixes its aggregation switches) and the
+    aggregation switch of an intra-pod one by the flow's slot (``ecmp_spine``)."""
+
+    k: int = 4
+    link_bps: float = 1e9
+    ecmp_seed: int = field(default=0, kw_only=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        k, h = self.k, len(self.hosts)
+        if k < 2 or k % 2 or h > k**3 // 4:
+            raise ValueError(f"a fat-tree needs an even k >= 2 and <= k^3/4 hosts; k {k}, {h}")
+        if not self.link_bps > 0:
+            raise ValueError("link rates must be > 0 bit/s")
+        half = k // 2
+        self._tier = k * half * half  # links of one tier in one direction
+        links = 2 * h + 4 * self._tier
+        self.capacity_bps = np.concatenate([np.full(links, float(self.link_bps)), [np.inf]])
+        self.width = 6
+        self.description = (
+            f"fattree k={k} ({h} hosts), {self.link_bps:g} bit/s per link{self._seed_text()}"
+        )
+
+    def _seed_text(self) -> str:
+        """``, ECMP seed N`` for a seeded placement ('' for the plain one)."""
+        return f", ECMP seed {self.ecmp_seed}" if self.ecmp_seed else ""
+
+    def paths(self, src, dst, flow_ids, down: Down = NONE_DOWN) -> np.ndarray:
+        """The links of each flow (see the class doc); no link faults."""
+        if down:
+            raise ValueError(f"{self.description}: link faults are not modelled")
+        h, half, t = len(self.hosts), self.k // 2, self._tier
+        si, di = self.host_indices(src), self.host_indices(dst)
+        se, de = si // half, di // half  # global edge switch
+        sp, dp = se // half, de // half  # pod
+        n = half * half
+        pick = (ecmp_spine(a, b, f, n, self.ecmp_seed) for a, b, f in zip(src, dst, flow_ids))
+        core = np.fromiter(pick, np.int64, len(src))
+        agg = np.where(sp == dp, core % half, core // half)  # core c joins agg c // half
+        port = core % half  # the core's link on that aggregation switch
+        e_up, a_up = 2 * h, 2 * h + t  # edge->agg, agg->core
+        c_dn, a_dn = 2 * h + 2 * t, 2 * h + 3 * t  # core->agg, agg->edge
+        rows = np.full((len(src), 6), self.dummy, dtype=np.int64)
+        rows[:, 0], rows[:, 5] = si, di + h
+        cross_edge, cross_pod = se != de, sp != dp
+        rows[:, 1] = np.where(cross_edge, e_up + se * half + agg, self.dummy)
+        rows[:, 4] = np.where(cross_edge, a_dn + de * half + agg, self.dummy)
+        rows[:, 2] = np.where(cross_pod, a_up + (sp * half + agg) * half + port, self.dummy)
+        rows[:, 3] = np.where(cross_pod, c_dn + (dp * half + agg) * half + port, self.dummy)
+        return rows.astype(np.int32)
+
+    def view(self, levels: int = MAX_LEVELS) -> FabricView:
+        """Host links at ``link_bps``; the core is non-blocking for policies."""
+        return FabricView.uniform(self.hosts, self.link_bps, levels)
 
 
 def rail_endpoints(servers: Sequence[str], nics: int) -> tuple[str, ...]:

@@ -82,7 +82,7 @@ def test_unknown_name_lists_valid_names():
 @pytest.mark.parametrize(
     "name, params, words",
     [
-        ("hermod", {"interleave": True}, ["'hermod'", "interleave", "valid: interleaved"]),
+        ("hermod", {"interleave": True}, ["'hermod'", "interleave", "encoding, interleaved"]),
         ("fifo", {"k": 3}, ["'fifo'", "k"]),
         ("hermod", {"interleaved": "yes"}, ["'interleaved'", "true or false", "'yes'"]),
         ("dclas", {"queues": 9}, ["'queues'", "1..8", "9"]),
