@@ -30,6 +30,7 @@ from workload.marking import MAX_LEVELS
 log = logging.getLogger("packet")
 
 RUN_CAP_S = 1e6  # the furthest one bed run goes when no DAG event is due
+TIME_RES_S = 2e-9  # ns-3 keeps time in nanoseconds: a DAG time is reached within this
 
 
 class Bed(Protocol):
@@ -163,16 +164,17 @@ class PacketEngine:
                 target = min(target, now + self.config.decide_every_s)
             if not self.states and not math.isfinite(self.dagstate.next_time()):
                 raise RuntimeError(f"packet engine stalled at t={now:.6f}s: nothing to run")
-            if target > horizon:
-                self.bed.run_until(horizon)
-                self._collect(self.bed.now())
-                break
+            target = min(target, horizon)
             self.bed.run_until(target)
             now = self.bed.now()
+            if now >= target - TIME_RES_S:  # the run reached its end, up to ns-3's rounding
+                now = max(now, target)
             self._collect(now)
             self._settle(now)
             if self.thresholds.size and self._crossed():
                 self.changed = True
+            if now >= horizon:
+                break
             self._decide_if_changed(now)
         self.stats.finished = self.dagstate.all_done()
         self.stats.sim_end_s = self.bed.now()
