@@ -40,7 +40,7 @@ struct Flow {
   double rateBps = 0, paceT0 = 0;  // rate cap (0: none) and when it was set
   uint64_t paceBase = 0;           // bytes handed when the cap was set
   double start = -1, finish = -1, firstRx = -1;
-  uint32_t retransmits = 0;
+  uint64_t retransmitted = 0;  // bytes the sender's TCP sent again
   Ptr<Socket> tx, listen;
   EventId pace;
 };
@@ -264,11 +264,11 @@ class Bed {
   void Connected(Ptr<Socket> s) { Fill(m_bySocket[PeekPointer(s)]); }
   void Failed(Ptr<Socket> s) { NS_FATAL_ERROR("coflowbed: a flow's connection failed"); }
   void Space(Ptr<Socket> s, uint32_t) { Fill(m_bySocket[PeekPointer(s)]); }
-  void Retransmitted(Ptr<const Packet>, const TcpHeader&, const Address&, const Address&,
+  void Retransmitted(Ptr<const Packet> p, const TcpHeader&, const Address&, const Address&,
                      Ptr<const TcpSocketBase> s) {
     ++retransmits;
     auto it = m_bySocket.find(const_cast<Socket*>(static_cast<const Socket*>(PeekPointer(s))));
-    if (it != m_bySocket.end()) ++flows[it->second].retransmits;
+    if (it != m_bySocket.end()) flows[it->second].retransmitted += p->GetSize();
   }
 
   // Hand flow i's socket as many bytes as its buffer and its rate cap allow.

@@ -76,6 +76,10 @@ class Bed(Protocol):
         """When flow ``i``'s last byte arrived (NaN: not yet)."""
         ...
 
+    def retransmitted(self, i: int) -> int:
+        """Bytes flow ``i``'s sender sent again."""
+        ...
+
 
 @dataclass
 class PacketStats:
@@ -99,6 +103,7 @@ class FlowArrays:
     start_s: np.ndarray
     finish_s: np.ndarray
     received: np.ndarray  # bytes delivered (the DAG's bytes, unscaled)
+    retrans: np.ndarray  # bytes sent again (unscaled)
 
 
 @dataclass
@@ -130,6 +135,7 @@ class PacketEngine:
         self.arrays = FlowArrays(
             np.full(len(self.flows), math.nan),
             np.full(len(self.flows), math.nan),
+            np.zeros(len(self.flows), dtype=np.int64),
             np.zeros(len(self.flows), dtype=np.int64),
         )
         self.states: dict[int, CoflowState] = {}  # active coflows in release order
@@ -317,9 +323,12 @@ class PacketEngine:
                 self.rate[i] = r
 
     def _record_bytes(self) -> None:
-        """Bytes each flow delivered (the DAG's bytes; a finished flow all of them)."""
+        """Bytes each flow delivered (the DAG's bytes; a finished flow all of them) and
+        sent again."""
         for i, (_, f) in enumerate(self.flows):
             b = int(self.bed_index[i])
+            if b >= 0:
+                self.arrays.retrans[i] = round(self.bed.retransmitted(b) / self.config.scale)
             if not math.isnan(self.arrays.finish_s[i]):
                 self.arrays.received[i] = f.bytes
             elif b >= 0:

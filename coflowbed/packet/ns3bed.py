@@ -115,9 +115,9 @@ class Ns3Bed:
         t = float(self.cpp.flows[i].finish)
         return t if t >= 0 else float("nan")
 
-    def retransmits(self, i: int) -> int:
-        """TCP retransmissions of flow ``i``'s sender."""
-        return int(self.cpp.flows[i].retransmits)
+    def retransmitted(self, i: int) -> int:
+        """Bytes flow ``i``'s sender's TCP sent again."""
+        return int(self.cpp.flows[i].retransmitted)
 
     def events(self) -> int:
         """Events ns-3 has executed in this simulation."""

@@ -57,13 +57,15 @@ class PacketResult:
         return out
 
     def flow_records(self) -> list[FlowRecord]:
-        """One record per flow (start = connection opened, end = last byte received)."""
+        """One record per flow (start = connection opened, finish = last byte received,
+        retransmitted bytes in the DAG's bytes)."""
         a = self.engine.arrays
         starts, ends, got = a.start_s.tolist(), a.finish_s.tolist(), a.received.tolist()
+        again = a.retrans.tolist()
+        cids = [cf.coflow_id for cf in self.engine.dag.coflows]
         return [
-            FlowRecord(f.flow_id, cf.coflow_id, f.src, f.dst, f.bytes, _opt(s), _opt(e), int(g))
-            for (c, f), s, e, g in zip(self.engine.flows, starts, ends, got)
-            for cf in (self.engine.dag.coflows[c],)
+            FlowRecord(f.flow_id, cids[c], f.src, f.dst, f.bytes, _opt(s), _opt(e), g, r)
+            for (c, f), s, e, g, r in zip(self.engine.flows, starts, ends, got, again)
         ]
 
     def compute_records(self) -> list[ComputeRecord]:
