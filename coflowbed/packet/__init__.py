@@ -69,6 +69,7 @@ def packet_block(engine: PacketEngine) -> dict:
         "ecmp": cfg.ecmp,
         "link_delay_s": cfg.link_delay_s,
         "queue_packets": cfg.queue_packets,
+        "host_queue_packets": cfg.host_queue_packets,
         "mtu": cfg.mtu,
         "drops_per_band": s.drops_per_band,
         "retransmits": s.retransmits,

@@ -50,13 +50,19 @@ class Bed {
   std::vector<Flow> flows;
   std::vector<uint32_t> done;  // flows finished since the last TakeDone
   uint64_t drops[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint64_t marks[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // CE marks (DCTCP)
   uint64_t retransmits = 0;
 
-  // The fabric: hosts listed leaf by leaf, ``perLeaf`` each; rates in bit/s.
+  // The fabric: hosts listed leaf by leaf, ``perLeaf`` each; rates in bit/s; switch
+  // ports hold ``queuePackets`` per band, host NICs ``hostQueuePackets``.
   void Build(uint32_t nHosts, uint32_t perLeaf, uint32_t nSpines, double hostBps,
-             double fabricBps, double delayS, uint32_t queuePackets, bool ecn,
-             uint32_t ecnPackets, uint32_t mtu) {
+             double fabricBps, double delayS, uint32_t queuePackets, uint32_t hostQueuePackets,
+             bool ecn, uint32_t ecnPackets, uint32_t mtu) {
     m_perLeaf = perLeaf;
+    m_ecn = ecn;
+    m_ecnPackets = ecnPackets;
+    m_mtu = mtu;
+    m_delay = delayS;
     m_planes = std::max<uint32_t>(nSpines, 1);
     uint32_t nLeaves = nHosts / perLeaf;
     m_hosts.Create(nHosts);
@@ -72,8 +78,8 @@ class Bed {
     Ipv4AddressHelper links("100.64.0.0", "255.255.255.252");
     for (uint32_t h = 0; h < nHosts; ++h) {
       uint32_t leaf = h / perLeaf;
-      Ipv4InterfaceContainer ifs = Link(m_hosts.Get(h), leaves.Get(leaf), hostBps, delayS,
-                                        queuePackets, ecn, ecnPackets, mtu, links);
+      Ipv4InterfaceContainer ifs =
+          Link(m_hosts.Get(h), leaves.Get(leaf), hostBps, hostQueuePackets, queuePackets, links);
       Ptr<Ipv4> hip = m_hosts.Get(h)->GetObject<Ipv4>();
       for (uint32_t p = 0; p < m_planes; ++p)
         // A /16 per plane: ns-3 picks the source address in the destination's plane,
@@ -86,8 +92,7 @@ class Bed {
     }
     for (uint32_t l = 0; l < nLeaves; ++l) {
       for (uint32_t s = 0; s < nSpines; ++s) {
-        Link(leaves.Get(l), spines.Get(s), fabricBps, delayS, queuePackets, ecn, ecnPackets, mtu,
-             links);
+        Link(leaves.Get(l), spines.Get(s), fabricBps, queuePackets, queuePackets, links);
         Ptr<Ipv4> lip = leaves.Get(l)->GetObject<Ipv4>();
         Ptr<Ipv4> sip = spines.Get(s)->GetObject<Ipv4>();
         staticRouting.GetStaticRouting(lip)->AddNetworkRouteTo(
@@ -108,7 +113,7 @@ class Bed {
     f.dst = dst;
     f.plane = plane % m_planes;
     f.bytes = bytes;
-    f.tos = (56 + level) << 2;
+    f.tos = Tos(level);
     f.port = m_nextPort[dst]++;
     flows.push_back(f);
     return flows.size() - 1;
@@ -120,14 +125,16 @@ class Bed {
     f.start = Simulator::Now().GetSeconds();
     f.paceT0 = f.start;
     f.listen = Socket::CreateSocket(m_hosts.Get(f.dst), TcpSocketFactory::GetTypeId());
+    if (m_ecn) DynamicCast<TcpSocketBase>(f.listen)->SetUseEcn(TcpSocketState::On);
     f.listen->Bind(InetSocketAddress(PlaneAddress(f.dst, f.plane), f.port));
     f.listen->Listen();
     f.listen->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
                                 MakeCallback(&Bed::Accepted, this));
     m_byPort[Key(f.dst, f.port)] = i;
     f.tx = Socket::CreateSocket(m_hosts.Get(f.src), TcpSocketFactory::GetTypeId());
+    if (m_ecn) DynamicCast<TcpSocketBase>(f.tx)->SetUseEcn(TcpSocketState::On);
     f.tx->Bind(InetSocketAddress(PlaneAddress(f.src, f.plane), 0));
-    f.tx->SetIpTos(f.tos);
+    f.tx->TraceConnectWithoutContext("Tx", MakeCallback(&Bed::Marking, this));
     f.tx->SetConnectCallback(MakeCallback(&Bed::Connected, this),
                              MakeCallback(&Bed::Failed, this));
     f.tx->SetSendCallback(MakeCallback(&Bed::Space, this));
@@ -139,8 +146,7 @@ class Bed {
   // Re-mark flow i's packets from now on with ``level``'s code.
   void SetLevel(uint32_t i, uint32_t level) {
     Flow& f = flows[i];
-    f.tos = (56 + level) << 2;
-    if (f.tx) f.tx->SetIpTos(f.tos);
+    f.tos = Tos(level);
   }
 
   // Pace flow i at ``bps`` from now (0: as fast as TCP goes).
@@ -166,23 +172,43 @@ class Bed {
     return out;
   }
 
-  // Per band: packets every egress queue dropped so far.
+  // Per band: packets every egress queue dropped (and marked CE) so far.
   void CountDrops() {
-    for (uint32_t b = 0; b < 8; ++b) drops[b] = 0;
+    for (uint32_t b = 0; b < 8; ++b) drops[b] = marks[b] = 0;
     for (auto& q : m_prios) {
-      for (uint32_t b = 0; b < q->GetNQueueDiscClasses() && b < 8; ++b)
-        drops[b] += q->GetQueueDiscClass(b)->GetQueueDisc()->GetStats().nTotalDroppedPackets;
+      for (uint32_t b = 0; b < q->GetNQueueDiscClasses() && b < 8; ++b) {
+        const QueueDisc::Stats& st = q->GetQueueDiscClass(b)->GetQueueDisc()->GetStats();
+        drops[b] += st.nTotalDroppedPackets;
+        marks[b] += st.nTotalMarkedPackets;
+      }
     }
   }
 
  private:
   NodeContainer m_hosts;
   uint32_t m_perLeaf = 1, m_planes = 1;
+  bool m_ecn = false;  // ECN-capable TCP (DCTCP) and marking queues
+  uint32_t m_ecnPackets = 20, m_mtu = 1500;
+  double m_delay = 0;
   std::vector<uint16_t> m_nextPort;
   std::map<uint64_t, uint32_t> m_byPort;  // (receiver, port) -> flow
   std::map<Socket*, uint32_t> m_bySocket;  // sender or accepted socket -> flow
   std::vector<Ptr<QueueDisc>> m_prios;
   EventId m_wake;
+
+  // The TOS byte of a level: its DSCP code (ECN bits left to TCP).
+  static uint8_t Tos(uint32_t level) { return (56 + level) << 2; }
+
+  // Every segment a flow's sender hands to IP gets the flow's DSCP now, ECN bits as TCP
+  // set them.  (Not Socket::SetIpTos: ns-3's TCP then never sends ECT, so no DCTCP.)
+  void Marking(Ptr<const Packet> p, const TcpHeader&, Ptr<const TcpSocketBase> s) {
+    auto it = m_bySocket.find(const_cast<Socket*>(static_cast<const Socket*>(PeekPointer(s))));
+    if (it == m_bySocket.end()) return;
+    SocketIpTosTag tag;
+    uint8_t ecn = p->PeekPacketTag(tag) ? (tag.GetTos() & 3) : 0;
+    tag.SetTos(flows[it->second].tos | ecn);
+    const_cast<Packet*>(PeekPointer(p))->ReplacePacketTag(tag);
+  }
 
   static uint64_t Key(uint32_t host, uint16_t port) { return (uint64_t(host) << 16) | port; }
 
@@ -191,40 +217,46 @@ class Bed {
     return Ipv4Address((10u << 24) | (p << 16) | (leaf << 8) | (k + 1));
   }
 
-  // A point-to-point link a<->b with the priority queues on both egresses.
-  Ipv4InterfaceContainer Link(Ptr<Node> a, Ptr<Node> b, double bps, double delayS,
-                              uint32_t queuePackets, bool ecn, uint32_t ecnPackets, uint32_t mtu,
+  // A point-to-point link a<->b with a priority queue on each egress (``qa`` and ``qb``
+  // packets per band).
+  Ipv4InterfaceContainer Link(Ptr<Node> a, Ptr<Node> b, double bps, uint32_t qa, uint32_t qb,
                               Ipv4AddressHelper& addresses) {
     PointToPointHelper p2p;
     p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(bps))));
-    p2p.SetDeviceAttribute("Mtu", UintegerValue(mtu));
-    p2p.SetChannelAttribute("Delay", TimeValue(Seconds(delayS)));
+    p2p.SetDeviceAttribute("Mtu", UintegerValue(m_mtu));
+    p2p.SetChannelAttribute("Delay", TimeValue(Seconds(m_delay)));
     p2p.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue("1p"));
     NetDeviceContainer devs = p2p.Install(a, b);
+    Prio(devs.Get(0), qa, bps);
+    Prio(devs.Get(1), qb, bps);
+    Ipv4InterfaceContainer ifs = addresses.Assign(devs);
+    addresses.NewNetwork();
+    return ifs;
+  }
+
+  // The 8-band strict-priority queue of one egress, bands chosen by DSCP; each band a
+  // FIFO of ``packets``, or under DCTCP a RED queue in step-marking mode (CE above K).
+  void Prio(Ptr<NetDevice> dev, uint32_t packets, double bps) {
     TrafficControlHelper tch;
     uint16_t root = tch.SetRootQueueDisc("ns3::PrioQueueDisc", "Priomap",
                                          StringValue("0 1 2 3 4 5 6 7 0 0 0 0 0 0 0 0"));
     TrafficControlHelper::ClassIdList classes = tch.AddQueueDiscClasses(root, 8, "ns3::QueueDiscClass");
-    std::string size = std::to_string(queuePackets) + "p";
+    std::string size = std::to_string(packets) + "p";
     for (uint16_t c : classes) {
-      if (ecn) {
-        // DCTCP's step marking: CE above K packets, drop only when the band is full.
+      if (m_ecn) {
         tch.AddChildQueueDisc(root, c, "ns3::RedQueueDisc", "MaxSize", StringValue(size),
                               "UseEcn", BooleanValue(true), "UseHardDrop", BooleanValue(false),
-                              "MeanPktSize", UintegerValue(mtu), "QW", DoubleValue(1.0),
-                              "MinTh", DoubleValue(ecnPackets), "MaxTh", DoubleValue(ecnPackets),
+                              "MeanPktSize", UintegerValue(m_mtu), "QW", DoubleValue(1.0),
+                              "MinTh", DoubleValue(m_ecnPackets), "MaxTh", DoubleValue(m_ecnPackets + 1),
                               "LinkBandwidth", DataRateValue(DataRate(uint64_t(bps))),
-                              "LinkDelay", TimeValue(Seconds(delayS)));
+                              "LinkDelay", TimeValue(Seconds(m_delay)));
       } else {
         tch.AddChildQueueDisc(root, c, "ns3::FifoQueueDisc", "MaxSize", StringValue(size));
       }
     }
     tch.AddPacketFilter(root, "ns3::CoflowbedDscpBandFilter");
-    QueueDiscContainer qs = tch.Install(devs);
-    for (uint32_t i = 0; i < qs.GetN(); ++i) m_prios.push_back(qs.Get(i));
-    Ipv4InterfaceContainer ifs = addresses.Assign(devs);
-    addresses.NewNetwork();
-    return ifs;
+    QueueDiscContainer qs = tch.Install(dev);
+    m_prios.push_back(qs.Get(0));
   }
 
   void Accepted(Ptr<Socket> s, const Address& from) {

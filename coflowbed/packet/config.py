@@ -32,10 +32,14 @@ class PacketConfig:
     transport: str = "tcp"
     scale: float = 1.0
     link_delay_s: float = 5e-6
-    queue_packets: int = 100  # per band of every egress port
+    queue_packets: int = 100  # per band of every switch egress port
+    # per band of every host NIC: room for a whole send buffer, as a Linux host's TCP
+    # small queues keep a lone flow from dropping at its own NIC
+    host_queue_packets: int = 1000
     ecn_packets: int = 20  # DCTCP: mark CE above this many packets in a band
     mtu: int = 1500
     min_rto_s: float = 0.2  # Linux's minimum retransmission timeout
+    sack: bool = False  # TCP SACK (ns-3 3.44's can stall a flow: docs/packet.md)
     ecmp: str = "fabric"
     hash_seed: int = 1
     decide_every_s: float = 1e-3
@@ -53,6 +57,10 @@ class PacketConfig:
             raise ValueError(f"link_delay_s: must be 0..1 s, got {self.link_delay_s!r}")
         if not 2 <= self.queue_packets <= 100_000:
             raise ValueError(f"queue_packets: must be 2..100000, got {self.queue_packets!r}")
+        if not 2 <= self.host_queue_packets <= 100_000:
+            raise ValueError(
+                f"host_queue_packets: must be 2..100000, got {self.host_queue_packets!r}"
+            )
         if not 1 <= self.ecn_packets < self.queue_packets:
             raise ValueError("ecn_packets: must be >= 1 and below queue_packets")
         if not 576 <= self.mtu <= 9000:

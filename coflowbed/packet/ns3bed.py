@@ -68,6 +68,7 @@ class Ns3Bed:
             fabric_bps * config.scale,
             config.link_delay_s,
             config.queue_packets,
+            config.host_queue_packets,
             config.transport == "dctcp",
             config.ecn_packets,
             config.mtu,
@@ -128,6 +129,11 @@ class Ns3Bed:
         self.cpp.CountDrops()
         return [int(self.cpp.drops[b]) for b in range(8)]
 
+    def marks_per_band(self) -> list[int]:
+        """Packets marked CE so far by the egress queues, per band (DCTCP)."""
+        self.cpp.CountDrops()
+        return [int(self.cpp.marks[b]) for b in range(8)]
+
     def total_retransmits(self) -> int:
         """TCP retransmissions of every sender."""
         return int(self.cpp.retransmits)
@@ -147,5 +153,8 @@ def _set_defaults(ns: Any, config: PacketConfig) -> None:
     cfg.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
     cfg.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.Seconds(config.min_rto_s)))
     cfg.SetDefault("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
+    # ns-3 3.44's SACK scoreboard can leave a flow that lost a burst sending one segment
+    # per RTO for minutes on an idle path (docs/packet.md, "Limits"): off unless asked.
+    cfg.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(config.sack))
     ecn = "On" if config.transport == "dctcp" else "Off"
     cfg.SetDefault("ns3::TcpSocketBase::UseEcn", ns.StringValue(ecn))

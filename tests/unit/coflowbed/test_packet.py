@@ -132,6 +132,7 @@ def test_defaults_pass_their_own_check():
         ("ecmp", "random"),
         ("scale", 0.0),
         ("queue_packets", 1),
+        ("host_queue_packets", 0),
         ("ecn_packets", 100),
         ("mtu", 100),
         ("min_rto_s", 0.0),
