@@ -88,7 +88,7 @@ class PacketStats:
 
     events: int = 0
     policy_calls: int = 0
-    remarks: int = 0  # level changes written to flows already running
+    remarks: int = 0  # level changes of flows after their first decision (re-marks)
     wall_s: float = 0.0
     sim_end_s: float = 0.0
     finished: bool = False
@@ -131,6 +131,7 @@ class PacketEngine:
         self.bed_index = np.full(len(self.flows), -1, dtype=np.int64)  # DAG flow -> bed flow
         self.dag_flow: list[int] = []  # bed flow -> DAG flow
         self.band = np.zeros(len(self.flows), dtype=np.int64)
+        self.decided = np.zeros(len(self.flows), dtype=bool)  # marked by a decision yet
         self.rate = np.zeros(len(self.flows))
         self.arrays = FlowArrays(
             np.full(len(self.flows), math.nan),
@@ -316,7 +317,8 @@ class PacketEngine:
             if self.band[i] != band:
                 self.bed.set_band(b, band)
                 self.band[i] = band
-                self.stats.remarks += 1
+                self.stats.remarks += int(self.decided[i])
+            self.decided[i] = True
             r = (rates or {}).get(self.flows[i][1].flow_id, 0.0) * self.config.scale
             if r != self.rate[i]:
                 self.bed.set_rate(b, r)
