@@ -24,7 +24,7 @@ from coflowbed.sim import BigSwitch, LeafSpine, LinkFault, Rail, SimResult
 from coflowbed.sim.fabric import ecmp_spine
 from controller.policies.base import CoflowState, Decision, FabricView, Policy
 from controller.policies.static import StaticPolicy
-from workload.dag import Coflow, Compute, CoflowIdentity, Dag, Flow
+from workload.dag import Coflow, CoflowIdentity, Compute, Dag, Flow
 from workload.marking import level_dscp, tag_dscp
 
 RATE = 8e6  # the fake bed's rate per flow: 1 MB/s
@@ -41,7 +41,7 @@ class FakeBed:
         self.calls: list[tuple] = []
 
     def add_flow(self, src: int, dst: int, plane: int, nbytes: int, band: int) -> int:
-        self.flows.append(dict(src=src, dst=dst, plane=plane, bytes=nbytes, band=band))
+        self.flows.append({"src": src, "dst": dst, "plane": plane, "bytes": nbytes, "band": band})
         return len(self.flows) - 1
 
     def start_flow(self, i: int) -> None:
