@@ -71,6 +71,7 @@ def packet_block(engine: PacketEngine) -> dict:
         "queue_packets": cfg.queue_packets,
         "host_queue_packets": cfg.host_queue_packets,
         "mtu": cfg.mtu,
+        "rto_max_s": cfg.rto_max_s,
         "drops_per_band": s.drops_per_band,
         "retransmits": s.retransmits,
         "remarks": s.remarks,

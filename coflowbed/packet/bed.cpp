@@ -32,6 +32,23 @@ class DscpBandFilter : public Ipv4PacketFilter {
   }
 };
 
+// TCP's retransmission timer backs off to 60 s in ns-3 (hard-coded): a flow strict
+// priority starved for a while then idles on a free link until its next timeout.  The
+// emulator's hosts cap the back-off at 1 s (topo/hosttcp.py, tcp_rto_max_ms); so does
+// this, through the protected members a derived class may name.
+struct RtoCap : public TcpSocketBase {
+  static void Apply(TcpSocketBase* s, Time cap) {
+    TracedValue<Time>& rto = s->*(&RtoCap::m_rto);
+    if (rto.Get() <= cap) return;
+    rto = cap;
+    EventId& ev = s->*(&RtoCap::m_retxEvent);
+    if (ev.IsPending() && Simulator::GetDelayLeft(ev) > cap) {
+      ev.Cancel();
+      ev = Simulator::Schedule(cap, &RtoCap::ReTxTimeout, s);
+    }
+  }
+};
+
 struct Flow {
   uint32_t src = 0, dst = 0, plane = 0;
   uint16_t port = 0;
@@ -140,6 +157,9 @@ class Bed {
     f.tx->SetSendCallback(MakeCallback(&Bed::Space, this));
     f.tx->TraceConnectWithoutContext("Retransmission", MakeCallback(&Bed::Retransmitted, this));
     m_bySocket[PeekPointer(f.tx)] = i;
+    m_live.push_back(i);
+    if (m_rtoCap > 0 && !m_capEvent.IsPending())
+      m_capEvent = Simulator::Schedule(Seconds(m_rtoCap / 4), &Bed::CapRtos, this);
     f.tx->Connect(InetSocketAddress(PlaneAddress(f.dst, f.plane), f.port));
   }
 
@@ -157,6 +177,9 @@ class Bed {
     f.paceBase = f.handed;
     if (f.tx && f.finish < 0) Fill(i);
   }
+
+  // Cap every running sender's retransmission timeout at ``s`` seconds (0: no cap).
+  void SetRtoCap(double s) { m_rtoCap = s; }
 
   // Run until ``t`` (seconds) or until a flow finishes, whichever comes first.
   void RunUntil(double t) {
@@ -194,7 +217,22 @@ class Bed {
   std::map<uint64_t, uint32_t> m_byPort;  // (receiver, port) -> flow
   std::map<Socket*, uint32_t> m_bySocket;  // sender or accepted socket -> flow
   std::vector<Ptr<QueueDisc>> m_prios;
-  EventId m_wake;
+  EventId m_wake, m_capEvent;
+  double m_rtoCap = 0;
+  std::vector<uint32_t> m_live;  // flows started and not finished (pruned lazily)
+
+  // Every quarter of the cap: bring the senders' backed-off timers down to it.
+  void CapRtos() {
+    std::vector<uint32_t> live;
+    for (uint32_t i : m_live) {
+      if (flows[i].finish >= 0) continue;
+      live.push_back(i);
+      RtoCap::Apply(PeekPointer(DynamicCast<TcpSocketBase>(flows[i].tx)), Seconds(m_rtoCap));
+    }
+    m_live.swap(live);
+    if (!m_live.empty())
+      m_capEvent = Simulator::Schedule(Seconds(m_rtoCap / 4), &Bed::CapRtos, this);
+  }
 
   // The TOS byte of a level: its DSCP code (ECN bits left to TCP).
   static uint8_t Tos(uint32_t level) { return (56 + level) << 2; }

@@ -11,6 +11,7 @@ import math
 import zlib
 from dataclasses import dataclass
 
+from topo.plan import DEFAULT_MTU
 from workload.marking import DSCP_UNTAGGED, LEVEL_CODE_BASE, MAX_LEVELS, level_dscp
 
 TRANSPORTS = ("tcp", "dctcp", "cubic")  # NewReno (as the emulator's hosts), DCTCP, CUBIC
@@ -37,8 +38,12 @@ class PacketConfig:
     # small queues keep a lone flow from dropping at its own NIC
     host_queue_packets: int = 1000
     ecn_packets: int = 20  # DCTCP: mark CE above this many packets in a band
-    mtu: int = 1500
+    mtu: int = DEFAULT_MTU  # the emulator's (topo.plan): 9000-byte frames
     min_rto_s: float = 0.2  # Linux's minimum retransmission timeout
+    # the longest TCP's retransmission timer backs off to, as the emulator's hosts cap it
+    # (topo/hosttcp.py: tcp_rto_max_ms); 0: ns-3's own 60 s
+    rto_max_s: float = 1.0
+    delack_s: float = 0.04  # delayed-ACK timeout (Linux's 40 ms minimum)
     sack: bool = False  # TCP SACK (ns-3 3.44's can stall a flow: docs/packet.md)
     ecmp: str = "fabric"
     hash_seed: int = 1
@@ -67,6 +72,10 @@ class PacketConfig:
             raise ValueError(f"mtu: must be 576..9000 bytes, got {self.mtu!r}")
         if not 1e-3 <= self.min_rto_s <= 5:
             raise ValueError(f"min_rto_s: must be 0.001..5 s, got {self.min_rto_s!r}")
+        if self.rto_max_s != 0 and not self.min_rto_s <= self.rto_max_s <= 60:
+            raise ValueError(f"rto_max_s: must be 0 or min_rto_s..60 s, got {self.rto_max_s!r}")
+        if not 0 < self.delack_s <= 0.5:
+            raise ValueError(f"delack_s: must be > 0 and <= 0.5 s, got {self.delack_s!r}")
         if not self.decide_every_s > 0:
             raise ValueError(f"decide_every_s: must be > 0, got {self.decide_every_s!r}")
         if not self.horizon_s > 0:

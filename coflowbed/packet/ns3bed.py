@@ -73,6 +73,7 @@ class Ns3Bed:
             config.ecn_packets,
             config.mtu,
         )
+        self.cpp.SetRtoCap(config.rto_max_s)
 
     def add_flow(self, src: int, dst: int, plane: int, nbytes: int, band: int) -> int:
         """Register a flow (not started); its index."""
@@ -153,6 +154,9 @@ def _set_defaults(ns: Any, config: PacketConfig) -> None:
     cfg.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
     cfg.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.Seconds(config.min_rto_s)))
     cfg.SetDefault("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
+    # Linux's delayed-ACK timer starts at 40 ms (ns-3: 200 ms, which holds a flow whose
+    # window fell to one segment, after losses or a starved while, to a segment per 200 ms)
+    cfg.SetDefault("ns3::TcpSocket::DelAckTimeout", ns.TimeValue(ns.Seconds(config.delack_s)))
     # ns-3 3.44's SACK scoreboard can leave a flow that lost a burst sending one segment
     # per RTO for minutes on an idle path (docs/packet.md, "Limits"): off unless asked.
     cfg.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(config.sack))

@@ -25,9 +25,14 @@ REPO = Path(__file__).resolve().parents[2]
 RATE = 100e6
 BYTES = 2_500_000
 ALONE_S = BYTES * 8 / RATE  # 0.2 s at the link rate
-# A segment carries 1448 of 1500 bytes on the wire (3.6 %); the handshake and slow start
-# at a ~40 us RTT add well under 1 %: a flow alone ends within 8 % of bytes / rate.
+# A segment carries 8948 of 9000 bytes on the wire (0.6 %); the handshake and slow start
+# over a few store-and-forward hops add a few ms: a flow alone ends within 8 % of
+# bytes / rate.
 OVERHEAD = 1.08
+# Two NewReno flows filling one tail-drop band lose packets every few windows and the
+# link idles while they recover: the pair ends within 15 % of the link's time (DCTCP,
+# marking instead of dropping, within the lone flow's 8 %).
+SHARED = {"tcp": 1.15, "dctcp": OVERHEAD}
 
 
 def fabric() -> LeafSpine:
@@ -57,7 +62,7 @@ def test_two_flows_in_one_band_share_the_bottleneck(transport):
     res = simulate_packets(dag, fabric(), StaticPolicy({}, 3), 8, transport=transport)
     got = ccts(res)
     # the downlink of h2_1 carries both: the last ends at twice the lone time, not before
-    assert 2 * ALONE_S <= max(got.values()) <= OVERHEAD * 2 * ALONE_S
+    assert 2 * ALONE_S <= max(got.values()) <= SHARED[transport] * 2 * ALONE_S
     if transport == "dctcp":  # ECN marks instead of drops
         assert res.packet["drops_per_band"] == [0] * 8
 

@@ -136,6 +136,8 @@ def test_defaults_pass_their_own_check():
         ("ecn_packets", 100),
         ("mtu", 100),
         ("min_rto_s", 0.0),
+        ("rto_max_s", 0.1),
+        ("delack_s", 0.0),
         ("decide_every_s", 0.0),
         ("link_delay_s", -1.0),
     ],
