@@ -1,7 +1,9 @@
-"""Shared fixtures and the skip rules for tests that need root, Open vSwitch or BMv2."""
+"""Shared fixtures and the skip rules for tests that need root, Open vSwitch, BMv2 or
+ns-3 (the packet extra)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -24,12 +26,17 @@ def _root_fabric_missing() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Skip root/bmv2-marked tests with a reason when their requirements are missing."""
+    """Skip root/bmv2/packet-marked tests with a reason when their requirements are missing."""
     root_reason = _root_fabric_missing()
     bmv2_reason = (
         None if shutil.which("simple_switch_grpc") else "simple_switch_grpc (BMv2) not installed"
     )
+    no_ns3 = importlib.util.find_spec("ns3") is None
     for item in items:
+        if no_ns3 and "packet" in item.keywords:
+            item.add_marker(
+                pytest.mark.skip(reason="ns-3 not installed (pip install 'coflowbed[packet]')")
+            )
         if root_reason and ("root" in item.keywords or "bmv2" in item.keywords):
             item.add_marker(pytest.mark.skip(reason=root_reason))
         elif bmv2_reason and "bmv2" in item.keywords:

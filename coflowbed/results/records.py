@@ -210,6 +210,8 @@ class RunSummary:
     sim_finish_tol: float | None = None  # the run's finishing tolerance (Simulator)
     sim_total_wall_s: float | None = None
     model: str | None = None  # simulate --model: None/absent = default, or "coflowsim"
+    # packet-level runs (coflowbed.packet): transport, scale, drops, retransmissions
+    packet: Block | None = None
 
     def to_json(self) -> dict:
         """The JSON object (optional fields only when set, but for ``_ALWAYS``)."""

@@ -1,0 +1,112 @@
+"""Benchmark of the packet-level engine (coflowbed.packet, on ns-3) beside the fluid model.
+
+Per scenario: the time to load ns-3 (once per process), then for the packet run its wall
+time, ns-3 events and events per wall second, policy calls, level re-marks, drops and
+retransmissions, the iteration time and average CCT of both engines, and the
+packet/fluid CCT ratio of every coflow (the first ``--rows``; then per coflow type the
+min, median and max ratio).  Usage::
+
+    .venv/bin/python benchmarks/bench_packet.py [--scenarios mechanism,tiny-moe]
+        [--policy NAME] [--transport tcp|dctcp|cubic] [--scale 1.0] [--rows 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from coflowbed.commands.simulate import scenario_policy, sim_fabric_of  # noqa: E402
+from coflowbed.packet import ns3bed, simulate_packets  # noqa: E402
+from coflowbed.scenario import load_scenario  # noqa: E402
+from coflowbed.sim import simulate  # noqa: E402
+from controller import policies  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scenarios", default="mechanism,tiny-moe", help="names in coflowbed/scenarios")
+    p.add_argument("--policy", help="policy name (default: each scenario's)")
+    p.add_argument("--transport", default="tcp", choices=("tcp", "dctcp", "cubic"))
+    p.add_argument("--scale", type=float, default=1.0, help="factor on bytes and link rates")
+    p.add_argument("--rows", type=int, default=20, help="coflows listed one per line")
+    return p.parse_args(argv)
+
+
+def policy_of(scen, name: str | None):
+    """The scenario's policy, or the registered one named."""
+    return scenario_policy(scen) if name is None else policies.get(name)
+
+
+def bench(name: str, args: argparse.Namespace) -> None:
+    """Run one scenario in both engines and print the figures."""
+    scen = load_scenario(REPO / "coflowbed" / "scenarios" / f"{name}.yaml", {})
+    fab = sim_fabric_of(scen)
+    fluid = simulate(scen.dag, fab, policy_of(scen, args.policy), scen.levels)
+    t0 = time.perf_counter()
+    packet = simulate_packets(
+        scen.dag,
+        fab,
+        policy_of(scen, args.policy),
+        scen.levels,
+        transport=args.transport,
+        scale=args.scale,
+    )
+    wall = time.perf_counter() - t0
+    s, ps, fs = packet.engine.stats, packet.summary(), fluid.summary()
+    flows = sum(len(cf.flows) for cf in scen.dag.coflows)
+    print(
+        f"\n{name}: {len(scen.dag.coflows)} coflows, {flows} flows, policy {ps.policy}, "
+        f"{args.transport}, scale {args.scale:g}, {fab.description}"
+    )
+    print(
+        f"  packet: wall {wall:.2f} s (engine {s.wall_s:.2f} s), {s.events:,} events "
+        f"({s.events / max(s.wall_s, 1e-9):,.0f}/s), simulated {s.sim_end_s:.3f} s, "
+        f"{s.policy_calls} policy calls, {s.remarks} re-marks, drops per band "
+        f"{s.drops_per_band}, {s.retransmits} retransmissions"
+    )
+    print(
+        f"  iteration: fluid {fs.iteration_time_s} s, packet {ps.iteration_time_s} s; "
+        f"avg CCT fluid {fs.avg_cct_s:.4f} s, packet {ps.avg_cct_s:.4f} s"
+    )
+    print_ratios(fluid.coflow_records(), packet.coflow_records(), args.rows)
+
+
+def print_ratios(fluid, packet, rows: int) -> None:
+    """Packet/fluid CCT ratio per coflow (the first ``rows``) and per coflow type."""
+    by_type: dict[str, list[float]] = defaultdict(list)
+    print(f"  {'coflow':<28} {'type':<6} {'fluid s':>9} {'packet s':>9} {'ratio':>6}")
+    for k, (f, p) in enumerate(zip(fluid, packet)):
+        if f.cct_s is None or p.cct_s is None or f.cct_s <= 0:
+            continue
+        ratio = p.cct_s / f.cct_s
+        by_type[f.ctype].append(ratio)
+        if k < rows:
+            print(f"  {f.coflow_id:<28} {f.ctype:<6} {f.cct_s:9.4f} {p.cct_s:9.4f} {ratio:6.3f}")
+    for t, rs in sorted(by_type.items()):
+        print(
+            f"  {t}: {len(rs)} coflows, packet/fluid CCT min {min(rs):.3f} "
+            f"median {statistics.median(rs):.3f} max {max(rs):.3f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load ns-3 once, then benchmark every scenario."""
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    ns3bed.load()
+    print(f"ns-3 loaded in {time.perf_counter() - t0:.1f} s (once per process)")
+    for name in args.scenarios.split(","):
+        bench(name, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
