@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from coflowbed.commands.simulate import scenario_policy, sim_fabric_of  # noqa: E402
+from coflowbed.experiment.binding import scenario_fabric, scenario_policy  # noqa: E402
+from coflowbed.experiment.scenario import load_scenario  # noqa: E402
 from coflowbed.packet import ns3bed, simulate_packets  # noqa: E402
-from coflowbed.scenario import load_scenario  # noqa: E402
 from coflowbed.sim import simulate  # noqa: E402
 from controller import policies  # noqa: E402
 
@@ -48,7 +48,7 @@ def policy_of(scen, name: str | None):
 def bench(name: str, args: argparse.Namespace) -> None:
     """Run one scenario in both engines and print the figures."""
     scen = load_scenario(REPO / "coflowbed" / "scenarios" / f"{name}.yaml", {})
-    fab = sim_fabric_of(scen)
+    fab = scenario_fabric(scen)
     fluid = simulate(scen.dag, fab, policy_of(scen, args.policy), scen.levels)
     t0 = time.perf_counter()
     packet = simulate_packets(

@@ -17,7 +17,7 @@ from coflowbed.core.errors import UserError
 from coflowbed.emulation.precheck import check_can_run, machine_lacks, machine_missing
 from coflowbed.experiment.folders import folder_path, new_run_dir
 from coflowbed.experiment.scenario import Scenario, find_scenario, load_scenario
-from coflowbed.experiment.simulate import simulate_scenario
+from coflowbed.experiment.simulate import Engine, simulate_scenario
 from coflowbed.results.read import RunResult
 from coflowbed.studies import single
 from coflowbed.studies.compare import compare as compare_runs, emulated, parse_policies, simulated
@@ -25,6 +25,7 @@ from coflowbed.studies.compare import compare as compare_runs, emulated, parse_p
 RESULTS = Path("results")  # parent of the default run folders, as for the CLI
 __all__ = [
     "Comparison",
+    "Engine",
     "RunResult",
     "compare",
     "emulate",
@@ -63,13 +64,21 @@ def emulate(scen: Scenario, out: str | Path | None = None, check: bool = True) -
 
 
 def simulate(
-    scenario: str | Path, /, *, out: str | Path | None = None, **overrides: Any
+    scenario: str | Path,
+    /,
+    *,
+    out: str | Path | None = None,
+    engine: str | Engine = "fluid",
+    **overrides: Any,
 ) -> RunResult:
-    """The scenario in the flow-level simulator (its ``sim_fabric`` or its fabric, K
-    levels, policy, faults), into ``out`` (default ``results/<time>-sim-...``)."""
+    """The scenario simulated (its ``sim_fabric`` or its fabric, K levels, policy,
+    faults) into ``out`` (default ``results/<time>-sim-...``); ``engine``: ``"fluid"``
+    (the flow-level model) or ``"packet"`` (ns-3; an ``Engine`` sets its transport and
+    scale)."""
     scen = load(scenario, overrides)
+    how = (Engine(engine) if isinstance(engine, str) else engine).check()
     folder = Path(out) if out is not None else folder_path(RESULTS, "sim", scen.name, scen.policy)
-    simulate_scenario(scen, folder.resolve())
+    simulate_scenario(scen, folder.resolve(), engine=how)
     return RunResult.read(folder)
 
 
@@ -120,6 +129,7 @@ def compare(
     *,
     out: str | Path | None = None,
     sim: bool = False,
+    engine: str | Engine = "fluid",
     check: bool = True,
     repeat: int = 1,
     seeds: Sequence[int] | None = None,
@@ -131,7 +141,8 @@ def compare(
     names = parse_policies(",".join(policies), "coflowbed.compare")
     _check_repeat(repeat, seeds)
     folder = Path(out or folder_path(RESULTS, "compare", scen.name)).resolve()
-    run_one = simulated if sim else emulated(scen, check)
+    how = (Engine(engine) if isinstance(engine, str) else engine).check()
+    run_one = simulated(how) if sim else emulated(scen, check)
     table = compare_runs(scen, names, folder, run_one, repeat, seeds)
     runs: dict[str, list[RunResult]] = {p: [] for p in names}
     for r in table.runs:

@@ -53,5 +53,19 @@ install_venv() {
     want_stamp > "$stamp"
 }
 
+install_extras() {
+    # COFLOWBED_EXTRAS=packet[,ray]: the optional extras of pyproject.toml, pinned there.
+    local extra
+    for extra in ${COFLOWBED_EXTRAS//,/ }; do
+        case "$extra" in
+            packet) "$venv/bin/python" -c "import importlib.util as u, sys; sys.exit(u.find_spec('ns3') is None)" \
+                        || { echo "install.sh: pip install coflowbed[packet]"; "$venv/bin/pip" install -q 'ns3==3.44.post0'; } ;;
+            ray) "$venv/bin/pip" install -q 'ray==2.60.0' ;;
+            *) echo "install.sh: unknown extra '$extra' (packet, ray)" >&2; exit 2 ;;
+        esac
+    done
+}
+
 install_apt
 install_venv
+install_extras

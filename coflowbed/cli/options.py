@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from coflowbed.core.errors import UserError
+from coflowbed.experiment.simulate import ENGINES, Engine
 from controller.policies.plugins import import_plugin
 
 
@@ -125,3 +126,34 @@ def check_window(limit: int | None, skip: int, size: int) -> None:
         raise UserError("--limit", None, f"must be >= 1, got {limit}")
     if not 0 <= skip < size:
         raise UserError("--skip", None, f"must be 0..{size - 1} (the trace has {size}), got {skip}")
+
+
+def add_engine(p: argparse.ArgumentParser) -> None:
+    """``--engine fluid|packet`` and the packet engine's ``--transport``, ``--packet-scale``."""
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="fluid",
+        help="fluid: the flow-level model (default); packet: ns-3 with TCP, strict-priority "
+        "queues and ECMP (pip install 'coflowbed[packet]'; docs/packet.md)",
+    )
+    p.add_argument(
+        "--transport",
+        choices=("tcp", "dctcp", "cubic"),
+        default="tcp",
+        help="--engine packet: the hosts' TCP (default tcp: NewReno)",
+    )
+    p.add_argument(
+        "--packet-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="--engine packet: every flow's bytes and link rate times F, 0 < F <= 1 (fewer "
+        "packets, the same times; default 1)",
+    )
+
+
+def engine_of(args: argparse.Namespace) -> Engine:
+    """The engine the flags choose; UserError naming the flag (or the missing extra)."""
+    engine = Engine(args.engine, args.transport, args.packet_scale)
+    return engine.check()

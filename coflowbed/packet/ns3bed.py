@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from coflowbed.errors import UserError
+from coflowbed.core.errors import UserError
 from coflowbed.packet.config import PacketConfig
 
 log = logging.getLogger("packet")

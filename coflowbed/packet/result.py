@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from coflowbed.packet.engine import PacketEngine
-from coflowbed.results import (
+from coflowbed.results.files import write_results
+from coflowbed.results.records import (
     CoflowRecord,
     ComputeRecord,
     FlowRecord,
@@ -20,7 +21,6 @@ from coflowbed.results import (
     compute_records,
     iteration_records,
     summarize,
-    write_results,
 )
 
 
@@ -104,7 +104,8 @@ class PacketResult:
         )
 
     def write(self, out_dir: Path, extra: dict | None = None) -> RunSummary:
-        """Write the result files (``coflowbed.results.write_results``); return the summary."""
+        """Write the result files (``coflowbed.results.files.write_results``); return
+        the summary."""
         return write_results(
             Path(out_dir),
             self.flow_records(),

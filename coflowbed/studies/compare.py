@@ -22,7 +22,7 @@ from coflowbed.core.errors import UserError
 from coflowbed.emulation.precheck import check_can_run
 from coflowbed.experiment.overrides import apply_overrides
 from coflowbed.experiment.scenario import Scenario, scenario_from_raw
-from coflowbed.experiment.simulate import simulate_scenario
+from coflowbed.experiment.simulate import FLUID, Engine, simulate_scenario
 from coflowbed.results.records import RunSummary
 from coflowbed.studies.single import emulate
 from controller import policies as registry
@@ -78,9 +78,13 @@ def emulated(scen: Scenario, check: bool = True) -> RunOne:
     return one
 
 
-def simulated(scen: Scenario, out: Path) -> RunSummary:
-    """The run of one policy in the flow-level simulator (``RunOne``)."""
-    return simulate_scenario(scen, out)
+def simulated(engine: Engine = FLUID) -> RunOne:
+    """The run of one policy simulated by ``engine`` (the fluid model by default)."""
+
+    def one(s: Scenario, out: Path) -> RunSummary:
+        return simulate_scenario(s, out, engine=engine)
+
+    return one
 
 
 def with_policy(scen: Scenario, policy: str) -> Scenario:

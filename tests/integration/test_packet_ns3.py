@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from coflowbed.commands.simulate import scenario_policy, sim_fabric_of
+from coflowbed.experiment.binding import scenario_fabric, scenario_policy
+from coflowbed.experiment.scenario import load_scenario
 from coflowbed.packet import simulate_packets
-from coflowbed.results import read_csv_rows
-from coflowbed.scenario import load_scenario
+from coflowbed.results.files import read_csv_rows
 from coflowbed.sim import LeafSpine, simulate
 from controller import policies
 from controller.policies.static import StaticPolicy
@@ -84,7 +84,7 @@ def test_strict_priority_lets_the_urgent_coflow_through_first():
 
 def test_mechanism_ccts_match_the_fluid_model_within_packet_overhead(tmp_path):
     scen = load_scenario(REPO / "coflowbed/scenarios/mechanism.yaml", {})
-    fab = sim_fabric_of(scen)
+    fab = scenario_fabric(scen)
     fluid = simulate(scen.dag, fab, scenario_policy(scen), scen.levels)
     packet = simulate_packets(scen.dag, fab, scenario_policy(scen), scen.levels)
     f, p = ccts(fluid), ccts(packet)
@@ -105,7 +105,7 @@ def test_mechanism_ccts_match_the_fluid_model_within_packet_overhead(tmp_path):
 
 def test_a_dynamic_policy_remarks_running_flows():
     scen = load_scenario(REPO / "coflowbed/scenarios/mechanism.yaml", {})
-    res = simulate_packets(scen.dag, sim_fabric_of(scen), policies.get("sebf"), 8)
+    res = simulate_packets(scen.dag, scenario_fabric(scen), policies.get("sebf"), 8)
     # SEBF ranks by the remaining bottleneck: "urgent" arriving at 1 s, and each coflow
     # ending, reorders the others, and their running flows are re-marked
     assert res.packet["remarks"] > 0

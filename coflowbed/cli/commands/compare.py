@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 
 from coflowbed.analysis.report.tables import answer, short_table
-from coflowbed.cli.options import add_no_check, add_plugin, add_set, overrides_of, plugin_files
+from coflowbed.cli.options import (
+    add_engine,
+    add_no_check,
+    add_plugin,
+    add_set,
+    engine_of,
+    overrides_of,
+    plugin_files,
+)
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.folders import folder_path
 from coflowbed.experiment.scenario import load_scenario
@@ -40,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_no_check(p)
     add_set(p)
     add_plugin(p)
+    add_engine(p)
 
 
 def repeat_count(text: str) -> int:
@@ -80,7 +89,10 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         with_policy(scen, name)  # POLICY+MODE needs workload.jobs: fail before any run
     out = args.out or folder_path(Path("results"), "compare", scen.name)
-    run_one = simulated if args.sim else emulated(scen, args.check)
+    engine = engine_of(args)
+    if engine.name != "fluid" and not args.sim:
+        raise UserError("--engine", None, "a simulator's engine: give --sim too")
+    run_one = simulated(engine) if args.sim else emulated(scen, args.check)
     result = compare(scen, names, out.resolve(), run_one, repeat, seeds)
     print(short_table(result))
     print(answer(result))

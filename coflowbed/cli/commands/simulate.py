@@ -9,10 +9,12 @@ from pathlib import Path
 
 from coflowbed.cli.commands import simulate_coflowsim
 from coflowbed.cli.options import (
+    add_engine,
     add_inter_job,
     add_plugin,
     add_set,
     check_window,
+    engine_of,
     overrides_of,
     plugin_files,
 )
@@ -20,7 +22,7 @@ from coflowbed.core.errors import UserError
 from coflowbed.experiment.binding import SimInputs, make_policy
 from coflowbed.experiment.folders import folder_path
 from coflowbed.experiment.scenario import load_scenario
-from coflowbed.experiment.simulate import run_model, simulate_scenario, write_run
+from coflowbed.experiment.simulate import run_engine, simulate_scenario, write_run
 from coflowbed.results.records import RunSummary
 from coflowbed.sim import FINISH_TOL, check_finish_tol, parse_fabric_spec, parse_levels
 from workload import fbtrace
@@ -34,6 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inter_job(p)
     add_set(p)
     add_plugin(p)
+    add_engine(p)
     p.add_argument(
         "--levels",
         help="K (1..8) hardware queues or 'exact' (default: the scenario's K; exact for traces)",
@@ -111,7 +114,12 @@ def _scenario(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, 
     levels = _levels(args, scen.levels)
     out = args.out or folder_path(args.results, "sim", scen.name, scen.policy)
     summary = simulate_scenario(
-        scen, out, fabric_kind=args.fabric, levels=levels, finish_tol=finish_tol
+        scen,
+        out,
+        fabric_kind=args.fabric,
+        levels=levels,
+        finish_tol=finish_tol,
+        engine=engine_of(args),
     )
     return summary, out
 
@@ -140,5 +148,6 @@ def _trace(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Pat
     policy = make_policy(args.policy or "fair", {}, "--policy")
     out = args.out or folder_path(args.results, "sim", args.trace.stem, policy.name)
     t0 = time.perf_counter()
-    result = run_model(SimInputs(dag, fabric, policy, _levels(args, None)), finish_tol=finish_tol)
+    inputs = SimInputs(dag, fabric, policy, _levels(args, None))
+    result = run_engine(inputs, engine_of(args), finish_tol=finish_tol)
     return write_run(result, out, str(args.trace), time.perf_counter() - t0), out

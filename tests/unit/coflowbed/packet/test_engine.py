@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from coflowbed.errors import UserError
+from coflowbed.core.errors import UserError
 from coflowbed.packet import ns3bed
 from coflowbed.packet.config import (
     PacketConfig,
