@@ -34,11 +34,13 @@ class RunSpec:
     results: str
     out_dir: Path
     wall_limit_s: float | None = None
+    packet: tuple[str, float] = ("tcp", 1.0)  # mode packet: (transport, scale)
 
     @property
     def fingerprint(self) -> str:
         """Hash of everything that decides the run's result (not where it is written)."""
-        key = json.dumps([self.scenario_yaml, self.mode, self.results, self.wall_limit_s])
+        parts = [self.scenario_yaml, self.mode, self.results, self.wall_limit_s]
+        key = json.dumps(parts + ([list(self.packet)] if self.mode == "packet" else []))
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -68,6 +70,7 @@ def expand(spec: SweepSpec, out_dir: Path) -> list[RunSpec]:
                         spec.results,
                         out_dir / "runs" / rid,
                         spec.wall_limit_s,
+                        spec.packet,
                     )
                 )
     return runs

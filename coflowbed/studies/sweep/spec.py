@@ -15,7 +15,8 @@ from controller import policies
 
 SHIPPED_SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
 
-MODES = ("sim", "emulate")
+MODES = ("sim", "emulate", "packet")  # fluid model, emulated fabric, ns-3 packet engine
+TRANSPORTS = ("tcp", "dctcp", "cubic")
 RESULTS = ("full", "summary")  # every result file of a run, or summary.json only
 SERIES_METRICS = ("speedup_iteration", "speedup_avg_cct", "iteration_time_s", "avg_cct_s")
 
@@ -46,6 +47,7 @@ class SweepSpec:
     results: str = "full"
     wall_limit_s: float | None = None
     plot: PlotSpec | None = None
+    packet: tuple[str, float] = ("tcp", 1.0)  # mode packet: (transport, scale)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -79,9 +81,23 @@ def load_sweep(path: Path) -> SweepSpec:
         top.get("results", "full", choice(RESULTS)),
         top.get("wall_limit_s", None, number(positive=True)),
         _plot(top, [k for k, _ in grid]),
+        _packet(top),
     )
     top.done()
     return spec
+
+
+def _packet(top: Section) -> tuple[str, float]:
+    """``packet: {transport, scale}`` of a ``mode: packet`` sweep (docs/packet.md)."""
+    sec = top.section("packet", required=False)
+    if sec is None:
+        return ("tcp", 1.0)
+    out = (
+        sec.get("transport", "tcp", choice(TRANSPORTS)),
+        sec.get("scale", 1.0, number(positive=True, hi=1.0)),
+    )
+    sec.done()
+    return out
 
 
 def _scenario(top: Section, path: Path) -> tuple[dict, Path]:

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from coflowbed.experiment.scenario import scenario_from_raw
-from coflowbed.experiment.simulate import simulate_scenario
+from coflowbed.experiment.simulate import FLUID, Engine, simulate_scenario
 from coflowbed.results.records import RunSummary
 from coflowbed.studies.single import emulate
 from coflowbed.studies.sweep.grid import RunSpec
@@ -76,7 +76,10 @@ def _run(spec: RunSpec, out: Path) -> RunSummary:
     if spec.mode == "emulate":
         return emulate(scen, out).summary
     limit = spec.wall_limit_s or math.inf
-    return simulate_scenario(scen, out, wall_limit_s=limit, summary_only=spec.results != "full")
+    engine = Engine("packet", *spec.packet) if spec.mode == "packet" else FLUID
+    return simulate_scenario(
+        scen, out, wall_limit_s=limit, summary_only=spec.results != "full", engine=engine
+    )
 
 
 def result_of(spec: RunSpec, s: RunSummary, wall_s: float) -> SweepResult:

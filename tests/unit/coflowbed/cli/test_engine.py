@@ -55,3 +55,31 @@ def test_the_packet_engine_runs_a_scenario_from_the_cli_and_the_api(tmp_path):
     )
     ratio = packet.coflow("urgent").cct_s / fluid.coflow("urgent").cct_s
     assert 0.95 < ratio < 1.25
+
+
+SWEEP = """name: pk
+scenario: {scenario}
+mode: packet
+packet: {{transport: {transport}, scale: 0.1}}
+policies: [fair]
+"""
+
+
+def test_a_packet_sweeps_settings_are_checked(tmp_path, capsys):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(SWEEP.format(scenario=MECHANISM_SCENARIO, transport="quic"))
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "packet.transport" in err and "quic" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.packet
+@pytest.mark.slow
+def test_a_sweep_runs_on_the_packet_engine(tmp_path):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(SWEEP.format(scenario=MECHANISM_SCENARIO, transport="dctcp"))
+    out = tmp_path / "o"
+    assert main(["sweep", str(sweep), "--jobs", "1", "--out", str(out)]) == 0
+    (run,) = (out / "runs").iterdir()
+    packet = json.loads((run / "summary.json").read_text())["packet"]
+    assert (packet["transport"], packet["scale"]) == ("dctcp", 0.1)
