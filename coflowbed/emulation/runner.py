@@ -369,7 +369,7 @@ def _backend(scen: Scenario, controller, agents) -> EmulationBackend:
 
 def _progress(backend: EmulationBackend, stack: contextlib.ExitStack, out_dir: Path, total: int):
     """Callback per finished coflow: the run's progress bar (coflows done, elapsed) and one
-    line in the run folder's ``coflows.log`` (the terminal keeps the bar only)."""
+    line in the run folder's ``coflows.log`` (on the terminal with ``-v`` only)."""
     bar = stack.enter_context(progress.bar(total, "run", unit="coflow"))
     handler = logging.FileHandler(out_dir / COFLOW_LOG)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
@@ -380,16 +380,12 @@ def _progress(backend: EmulationBackend, stack: contextlib.ExitStack, out_dir: P
     def report(rec: CoflowRecord, done: int, total: int) -> None:
         rec.level = backend.levels.get(rec.coflow_id)
         bar.update(1)
-        coflow_log.info(
-            "[%d/%d] coflow %s (%s) done: CCT %.3f s, %d bytes, level %s",
-            done,
-            total,
-            rec.coflow_id,
-            rec.ctype,
-            rec.cct_s,
-            rec.bytes,
-            rec.level,
+        line = (
+            f"[{done}/{total}] coflow {rec.coflow_id} ({rec.ctype}) done: CCT "
+            f"{rec.cct_s:.3f} s, {rec.bytes} bytes, level {rec.level}"
         )
+        coflow_log.info("%s", line)
+        log.debug("%s", line)  # on the terminal too with -v
 
     return report
 

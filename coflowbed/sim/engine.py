@@ -78,8 +78,9 @@ class Simulator:
     faults: Sequence[LinkFault] = ()  # leaf-spine links down for a while (scenario faults)
     fast: bool = True  # flow completions on path groups (groupkernel); False: per flow
     incremental: bool = False  # path groups re-share only the levels that changed (groupalloc)
-    # A flow within this fraction of its size of the end is done (docs/simulator.md,
-    # "A finishing tolerance"): looser merges completions into fewer events.
+    # A flow within this fraction of its size of the end is done (docs/measurements/
+    # simulator-speed.md, "A finishing tolerance"): looser merges completions into fewer
+    # events.
     finish_tol: float = FINISH_TOL
 
     def __post_init__(self) -> None:

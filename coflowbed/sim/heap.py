@@ -1,14 +1,14 @@
 """Keep freed memory in the process heap while the simulator runs (glibc only).
 
-Every compiled run and every decision allocates and frees arrays of 10^4-10^6 entries
-(path groups, saved filling rounds, per-group clocks).  With glibc's default settings
-the top of the heap is given back to the kernel when freed (``brk``: 2,922 calls on
-the first 200 coflows of the Facebook trace under D-CLAS) and large arrays are mapped
-and unmapped one by one, so the next allocation takes its pages again: faults and
-zeroing by the kernel, 13 % of D-CLAS's run on the whole trace (17.3-17.8 s against
-14.9-15.2 s with the heap kept; docs/simulator.md, "Freed memory kept").  The settings
-below keep up to ``TRIM`` bytes of freed heap and map only arrays over ``MAP`` bytes.
-The process's resident size then stays at its peak until it exits.
+Every compiled run and every decision allocates and frees arrays of 10^4-10^6 entries (path
+groups, saved filling rounds, per-group clocks).  With glibc's default settings the top of
+the heap is given back to the kernel when freed (``brk``: 2,922 calls on the first 200
+coflows of the Facebook trace under D-CLAS) and large arrays are mapped and unmapped one by
+one, so the next allocation takes its pages again: faults and zeroing by the kernel, 13 % of
+D-CLAS's run on the whole trace (17.3-17.8 s against 14.9-15.2 s with the heap kept;
+docs/measurements/simulator-speed.md, "Freed memory kept").  The settings below keep up to
+``TRIM`` bytes of freed heap and map only arrays over ``MAP`` bytes. The process's resident
+size then stays at its peak until it exits.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ GROUP_MIN = 64  # levels with fewer flows are filled flow by flow (no grouping p
 def ix(i):
     """``i`` (never negative) as an unsigned index: numba then skips its wraparound of
     negative indices, several instructions per access, in the loops that index a dozen
-    arrays per group (docs/simulator.md, "Unsigned indices")."""
+    arrays per group (docs/measurements/simulator-speed.md, "Unsigned indices")."""
     return np.uint64(i)
 
 

@@ -14,12 +14,12 @@ the bound; the answers are the same, exactly, as a pass over every group.
 
 With byte thresholds (one coflow per group) each coflow's bytes sent are a line too:
 ``sent(t) = sent0 + c_rate * (t - c_t0)``, with ``t_thr`` the instant it reaches its next
-threshold.  ``c_rate`` is summed over the coflow's groups when the run starts; after
-that each change of a group (its rate, or members finishing) adds its difference to
-``c_delta`` and the coflow's line is redone once per event with the sum of them.  A
-coflow of thousands of groups is then not summed again for the few that changed; the
-sum differs from summing again in the last digits only (docs/simulator.md, "Freed
-memory kept, coflow rates by differences, restarts from round 0").
+threshold.  ``c_rate`` is summed over the coflow's groups when the run starts; after that
+each change of a group (its rate, or members finishing) adds its difference to ``c_delta``
+and the coflow's line is redone once per event with the sum of them.  A coflow of thousands
+of groups is then not summed again for the few that changed; the sum differs from summing
+again in the last digits only (docs/measurements/simulator-speed.md, "Freed memory kept,
+coflow rates by differences, restarts from round 0").
 
 Layout: ``clk`` = (t0, h_left, h_tol, t_end, t_due); ``cclk`` = (c_rate, c_t0, t_thr,
 coflows of the run, touched flags, touched list, [touched count], c_delta).

@@ -59,7 +59,7 @@ def coflow(cid: str, arrival: float, src: str, dst: str, nbytes: int) -> dict:
 def start_run(path: Path, out: Path) -> subprocess.Popen:
     """``coflowbed run`` in the background, its log on a pipe."""
     return subprocess.Popen(
-        [sys.executable, "-m", "coflowbed", "run", str(path), "--out", str(out)],
+        [sys.executable, "-m", "coflowbed", "-v", "run", str(path), "--out", str(out)],
         cwd=REPO,
         text=True,
         stderr=subprocess.PIPE,

@@ -72,7 +72,8 @@ def test_a_light_scenario_records_its_calibration_and_gets_no_warning(tmp_path):
 
 def test_an_overloaded_scenario_warns_before_traffic_starts(tmp_path):
     """4 hosts at 5 Gbit/s each ask 20 Gbit/s of 2 cores: the warning comes first."""
-    res = coflowbed("run", one_coflow_scenario(tmp_path, "heavy", 5000), "--out", tmp_path / "run")
+    scen = one_coflow_scenario(tmp_path, "heavy", 5000)
+    res = coflowbed("-v", "run", scen, "--out", tmp_path / "run")  # -v: each coflow's line
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stderr.splitlines()
     warn = [

@@ -69,7 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="a flow within this fraction of its size of the end is done (default: the "
         "engine's, exact to round-off; looser merges completions, faster, results within "
-        "measured differences: docs/simulator.md, 'A finishing tolerance')",
+        "measured differences: docs/measurements/simulator-speed.md, "
+        "'A finishing tolerance')",
     )
 
 

@@ -77,10 +77,11 @@ def test_a_tolerance_below_the_gap_keeps_them_apart(fast):
 @pytest.mark.parametrize("policy", ["dclas", "sincronia"])
 def test_on_a_trace_prefix_fewer_events_and_ccts_within_the_tolerance(policy):
     """The first 120 coflows of the Facebook trace at 1e-4 against the default: D-CLAS
-    and Sincronia put small coflows first, so no coflow waits behind a long one that
-    ends early, and each CCT stays within 1e-4 of the default's (docs/simulator.md, "A
-    finishing tolerance": 1.3e-5 and 1.6e-5 here, 6.5e-5 and 4.9e-5 on the whole
-    trace); about 40 % of the events merge (1,456 to 859 and 1,337 to 741)."""
+    and Sincronia put small coflows first, so no coflow waits behind a long one that ends
+    early, and each CCT stays within 1e-4 of the default's
+    (docs/measurements/simulator-speed.md, "A finishing tolerance": 1.3e-5 and 1.6e-5 here,
+    6.5e-5 and 4.9e-5 on the whole trace); about 40 % of the events merge (1,456 to 859 and
+    1,337 to 741)."""
     trace = fbtrace.read_trace(FB_TRACE)
     dag = fbtrace.to_dag(trace, None, limit=120)
     fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
