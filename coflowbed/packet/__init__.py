@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from coflowbed.packet.config import PacketConfig
 from coflowbed.packet.engine import PacketEngine, check_inputs, fabric_shape
-from coflowbed.packet.ns3bed import missing_message, ns3_available
+from coflowbed.packet.ns3bed import Ns3Bed, missing_message, ns3_available  # ns-3: on first use
 from coflowbed.packet.result import PacketResult
 from coflowbed.sim.fabric import FabricModel
 from controller.policies.base import Policy
@@ -41,8 +41,6 @@ def simulate_packets(
     the same times); ``config`` sets the rest (``PacketConfig``; ``transport``, ``scale``
     and ``horizon_s`` given here override it).  ValueError on a setting out of range or a
     fabric it cannot model; UserError naming the extra when ns3 is not installed."""
-    from coflowbed.packet.ns3bed import Ns3Bed  # ns-3 itself is loaded on first use
-
     base = config or PacketConfig()
     cfg = PacketConfig(
         **{**base.__dict__, "transport": transport, "scale": scale, "horizon_s": horizon_s}

@@ -20,9 +20,9 @@ import numpy as np
 
 from coflowbed.packet.config import PacketConfig, band_of_level, hashed_spine, scaled_bytes
 from coflowbed.sim.dagstate import DagState
-from coflowbed.sim.engine import CoflowOutcome
 from coflowbed.sim.fabric import BigSwitch, FabricModel, LeafSpine, ecmp_spine
 from coflowbed.sim.levels import assign_levels
+from coflowbed.sim.outcome import CoflowOutcome
 from controller.policies.base import CoflowState, Decision, Policy
 from workload.dag import Dag
 from workload.marking import MAX_LEVELS
