@@ -3,6 +3,7 @@ inputs (``scenario.yaml``, ``dag.json``, ``fabric.json``) and the versions of wh
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import re
@@ -124,7 +125,13 @@ def _absolute_files(workload: dict, base: Path) -> dict:
 
 def versions() -> dict:
     """Versions of what ran: python, packages, OVS (and the datapath it can use),
-    kernel, git commit."""
+    kernel, git commit (asked once per process: a sweep writes them for every run)."""
+    return dict(_versions())
+
+
+@functools.cache
+def _versions() -> dict:
+    """``versions``, computed (three subprocesses and package metadata)."""
     out: dict[str, str | None] = {
         "python": platform.python_version(),
         "kernel": platform.release(),

@@ -35,10 +35,10 @@ class Engine:
         """This engine, or UserError naming the flag of what is wrong."""
         if self.name not in ENGINES:
             raise UserError("--engine", None, f"choose {' or '.join(ENGINES)}, got {self.name!r}")
-        if self.name == "packet" and not ns3_available():
-            raise UserError("--engine packet", None, missing_message())
         if not (isinstance(self.scale, int | float) and 0 < self.scale <= 1):
             raise UserError("--packet-scale", None, f"must be in (0, 1], got {self.scale!r}")
+        if self.name == "packet" and not ns3_available():  # last: the flags first
+            raise UserError("--engine packet", None, missing_message())
         return self
 
 

@@ -89,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         with_policy(scen, name)  # POLICY+MODE needs workload.jobs: fail before any run
     out = args.out or folder_path(Path("results"), "compare", scen.name)
-    engine = engine_of(args)
-    if engine.name != "fluid" and not args.sim:
+    if args.engine != "fluid" and not args.sim:
         raise UserError("--engine", None, "a simulator's engine: give --sim too")
+    engine = engine_of(args)
     run_one = simulated(engine) if args.sim else emulated(scen, args.check)
     result = compare(scen, names, out.resolve(), run_one, repeat, seeds)
     print(short_table(result))

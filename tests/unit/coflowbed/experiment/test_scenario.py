@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from coflowbed.core.errors import UserError
+from coflowbed.experiment import folders as rundir
 from coflowbed.experiment.scenario import load_scenario
 from tests.data import MECHANISM_SCENARIO as MECHANISM
 
@@ -116,10 +117,10 @@ def test_fabric_ecmp_seed_reaches_the_plan_the_model_and_the_run_folder(tmp_path
     assert "ecmp_seed" not in fabric_record(load_scenario(MECHANISM))
 
 
-def test_fabric_json_and_versions_record_the_ovs_datapath(monkeypatch):
-    from coflowbed.experiment import folders as rundir
-
+def test_fabric_json_and_versions_record_the_ovs_datapath(monkeypatch, request):
     monkeypatch.setattr(rundir, "detect_datapath", lambda: "system")
+    rundir._versions.cache_clear()  # asked once per process: ask again under the patch
+    request.addfinalizer(rundir._versions.cache_clear)  # and not keep the patched answer
     scen = load_scenario(MECHANISM)
     assert rundir.fabric_record(scen)["datapath"] == "system"
     assert rundir.versions()["ovs_datapath"] == "system"
