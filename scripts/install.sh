@@ -56,7 +56,7 @@ install_venv() {
 install_extras() {
     # COFLOWBED_EXTRAS=packet[,ray]: the optional extras of pyproject.toml, pinned there.
     local extra
-    for extra in ${COFLOWBED_EXTRAS//,/ }; do
+    for extra in ${COFLOWBED_EXTRAS:+${COFLOWBED_EXTRAS//,/ }}; do
         case "$extra" in
             packet) "$venv/bin/python" -c "import importlib.util as u, sys; sys.exit(u.find_spec('ns3') is None)" \
                         || { echo "install.sh: pip install coflowbed[packet]"; "$venv/bin/pip" install -q 'ns3==3.44.post0'; } ;;
