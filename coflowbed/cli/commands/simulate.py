@@ -81,7 +81,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--control-delay",
-        type=float,
         metavar="SECONDS",
         help="a controller's delay from a decision to the level in force, on every release "
         "and re-rank, for policies that decide while running (0-10 s; default: the "
@@ -133,8 +132,13 @@ def _control_delay(args: argparse.Namespace) -> ControlDelay | None:
     range."""
     if args.control_delay is None:
         return None
+    text = args.control_delay  # parsed here, not by argparse: one line for text too
     try:
-        return ControlDelay.of(check_control_delay(args.control_delay))
+        seconds = float(text)
+    except ValueError:
+        raise UserError("--control-delay", None, f"must be seconds, got {text!r}") from None
+    try:
+        return ControlDelay.of(check_control_delay(seconds))
     except ValueError as exc:
         raise UserError("--control-delay", None, str(exc)) from None
 
