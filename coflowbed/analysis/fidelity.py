@@ -446,11 +446,10 @@ def with_delay(
     """``fid`` with the iteration against the model with the run's control ``delay``:
     simulated again under the ``policy`` reference, the same figure under ``levels``
     (levels fixed for the DAG pay no delay) or without a measured delay."""
-    got = {} if delay is None else {"control_delay": delay.to_json()}
+    fid = replace(fid, control_delay=None if delay is None else delay.to_json())
     if delay is None or not delay or fid.reference != POLICY:
         return replace(
             fid,
-            **got,
             iteration_ratio_with_delay=fid.iteration_ratio,
             sim_iteration_time_with_delay_s=fid.sim_iteration_time_s,
         )
@@ -458,7 +457,6 @@ def with_delay(
     ratio, sim_it = iteration_ratio(rp.result, emulated_its)
     return replace(
         fid,
-        **got,
         iteration_ratio_with_delay=ratio,
         sim_iteration_time_with_delay_s=sim_it,
         sim_wall_s=round(fid.sim_wall_s + rp.wall_s, 3),
