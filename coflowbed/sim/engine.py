@@ -109,8 +109,10 @@ class Simulator:
         self.states: dict[int, CoflowState] = {}  # active coflows, release order
         self.level_of = np.zeros(n, dtype=np.int64)  # installed (in force)
         self.decided = np.full(n, -1, dtype=np.int64)  # the last decision's; -1: none yet
-        # Level changes decided and not yet in force: (time, seq, coflow, level).
+        # Level changes decided and not yet in force: (time, seq, coflow, level); their
+        # own sequence numbers (``_seq`` numbers the coflows' arrivals).
         self._relevel: list[tuple[float, int, int, int]] = []
+        self._relevel_seq = 0
         self.caps = np.full(len(self.flows), np.inf)
         self.sent = np.zeros(n)  # bytes delivered per coflow
         self.moved = np.zeros(n, dtype=bool)  # delivered bytes since the last decide
@@ -467,8 +469,8 @@ class Simulator:
         moved = ~first & (old != lv)
         due = self.now + self.delay.rerank_s
         for c, level in zip(cs[moved].tolist(), lv[moved].tolist()):
-            self._seq += 1
-            heapq.heappush(self._relevel, (due, self._seq, c, level))
+            self._relevel_seq += 1
+            heapq.heappush(self._relevel, (due, self._relevel_seq, c, level))
         self.decided[cs] = lv
 
     def _apply_relevels(self) -> None:

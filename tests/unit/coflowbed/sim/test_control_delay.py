@@ -14,9 +14,17 @@ import pytest
 from coflowbed.cli.main import main
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.scenario import load_scenario
-from coflowbed.sim import BigSwitch, ControlDelay, Simulator, StaticPolicy, simulate
+from coflowbed.sim import (
+    BigSwitch,
+    ControlDelay,
+    Simulator,
+    StaticPolicy,
+    parse_fabric_spec,
+    simulate,
+)
 from controller import policies
-from workload import generate
+from tests.data import FB_TRACE
+from workload import fbtrace, generate
 from workload.dag import Coflow, Dag, Flow
 from workload.placement import generic_hosts
 from workload.presets import load_preset
@@ -127,15 +135,23 @@ def test_policies_with_levels_fixed_for_the_dag_run_exactly_as_without_it(fast, 
     assert timeline(runs[1]) == timeline(runs[0])
 
 
-@pytest.mark.parametrize("policy", ["fifo", "dclas", "sincronia", "sebf"])
-def test_per_flow_and_compiled_loops_agree_with_a_delay(policy):
-    """tiny-moe under the dynamic policies with 2 ms to install a release and 5 ms a
-    re-rank: the compiled loop gives the per-flow loop's events, decisions and
-    times; and the delay moved something."""
-    dag, fabric = tiny_moe()
+def fb_prefix() -> tuple[Dag, BigSwitch]:
+    """The first 45 Facebook coflows on the trace's big switch (150 ports at 1 Gbit/s)."""
+    trace = fbtrace.read_trace(FB_TRACE)
+    fabric = parse_fabric_spec(f"bigswitch:{trace.ports}x1Gbps", binary=True)
+    return fbtrace.to_dag(trace, None, limit=45), fabric
+
+
+@pytest.mark.parametrize("workload,levels", [(tiny_moe, 8), (fb_prefix, None)])
+@pytest.mark.parametrize("policy", ["fifo", "dclas", "sincronia", "sebf", "sebf-levels"])
+def test_per_flow_and_compiled_loops_agree_with_a_delay(policy, workload, levels):
+    """tiny-moe (8 levels) and 45 trace coflows (exact levels) under the dynamic
+    policies with 2 ms to install a release and 5 ms a re-rank: the compiled loop gives
+    the per-flow loop's events, decisions and times; and the delay moved something."""
+    dag, fabric = workload()
     delay = ControlDelay(0.002, 0.005)
     ref, new, plain = (
-        Simulator(dag, fabric, policies.get(policy), 8, fast=fast, control=c).run()
+        Simulator(dag, fabric, policies.get(policy), levels, fast=fast, control=c).run()
         for fast, c in ((False, delay), (True, delay), (True, ControlDelay()))
     )
     assert ref.stats.finished and new.stats.finished
