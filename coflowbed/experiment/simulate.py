@@ -54,7 +54,9 @@ def run_engine(
         return run_model(inputs, finish_tol=finish_tol)
     if inputs.control_delay:  # before the engine's own check (ns-3 installed)
         raise UserError(
-            "--control-delay", None, "the packet engine models no control delay (use fluid)"
+            "--control-delay/sim_control_delay_s",
+            None,
+            "the packet engine models no control delay (use fluid)",
         )
     engine.check()
     return simulate_packets(

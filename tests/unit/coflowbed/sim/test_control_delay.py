@@ -232,3 +232,24 @@ def test_a_bad_scenario_key_exits_2_before_anything_is_written(tmp_path, capsys)
     err = capsys.readouterr().err.strip()
     assert "sim_control_delay_s" in err and "\n" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "extra,msg",
+    [
+        (["--engine", "packet"], "the packet engine models no control delay"),
+        (["--model", "coflowsim"], "--control-delay: not with --model coflowsim"),
+    ],
+)
+def test_engines_without_a_delay_refuse_it_in_one_line(tmp_path, capsys, extra, msg):
+    """The packet engine (refused before asking whether ns-3 is installed) and the
+    CoflowSim model have no control delay to model."""
+    out = tmp_path / "out"
+    trace = tmp_path / "t.txt"
+    trace.write_text("2 2\n1 0 1 0 1 1:1.0\n")
+    source = ["--trace", str(trace)] if "coflowsim" in extra else [str(scenario(tmp_path))]
+    argv = ["simulate", *source, "--control-delay", "0.01", "--out", str(out), *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert msg in err and "\n" not in err
+    assert not out.exists()
