@@ -19,8 +19,8 @@ Which simulation is the reference (``reference``):
 
 Each figure comes twice: against the model without a control delay (``iteration_ratio``)
 and against the model with the delay the run measured (``iteration_ratio_with_delay``:
-``measured_delay``, from summary.json's ``release`` and ``level_change_s``), which only
-the ``policy`` reference pays (``coflowbed.sim.control``).
+``measured_delay``, from summary.json's ``release`` and ``level_change_s``), which the
+reference policy pays unless its levels are fixed for the DAG (``coflowbed.sim.control``).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from coflowbed.sim import (
     LeafSpine,
     LinkFault,
     SimResult,
+    pays_control_delay,
 )
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
 from controller.policies.interjob import InterJobPolicy, InterJobSpec
@@ -422,7 +423,7 @@ def measure(
     its = iteration_times(read_csv_rows(need(run_dir / "iterations.csv")))
     links = spine_link_ratio(run_dir, inputs, dag.coflows, partial)
     fid = replace(figure(rp, inputs, rows, its, partial), spine_link_ratio=links)
-    return with_delay(fid, inputs, dag, used, its, delay)
+    return with_delay(fid, (inputs, dag, used, rp.policy), its, delay)
 
 
 def _replay_whole(inputs: RunInputs, dag, used: Mapping[str, int], delay: ControlDelay) -> Replay:
@@ -437,17 +438,16 @@ def _replay_whole(inputs: RunInputs, dag, used: Mapping[str, int], delay: Contro
 
 def with_delay(
     fid: Fidelity,
-    inputs: RunInputs,
-    dag,
-    used: Mapping[str, int],
+    replayed: tuple[RunInputs, Any, Mapping[str, int], Policy],
     emulated_its: Mapping[tuple[str, int], float],
     delay: ControlDelay | None,
 ) -> Fidelity:
-    """``fid`` with the iteration against the model with the run's control ``delay``:
-    simulated again under the ``policy`` reference, the same figure under ``levels``
-    (levels fixed for the DAG pay no delay) or without a measured delay."""
+    """``fid`` with the iteration against the model with the run's control ``delay``
+    (``replayed``: the run's inputs, DAG and levels, the reference policy): simulated
+    again, or the same figure when there is no delay or the policy pays none."""
+    inputs, dag, used, policy = replayed
     fid = replace(fid, control_delay=None if delay is None else delay.to_json())
-    if delay is None or not delay or fid.reference != POLICY:
+    if delay is None or not delay or not pays_control_delay(policy):
         return replace(
             fid,
             iteration_ratio_with_delay=fid.iteration_ratio,

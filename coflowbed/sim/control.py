@@ -3,9 +3,11 @@ level being in force on the switches, which the fluid model otherwise takes to b
 ``release_s``: a released coflow's flows start that long after its release (the
 emulator's ``register`` round trip, answered once the coflow's entry is written);
 ``rerank_s``: a coflow already running gets a new level that long after the decision
-that moved it (the re-rank's write).  Only policies whose levels change during the run
-pay it: those with levels fixed for the whole DAG (``ranks_by_identity``, the scenario's
-``static``) have them installed before the run.  See docs/simulator.md, "Control delay".
+that moved it (the re-rank's write).  Policies with levels fixed for the whole DAG
+(``ranks_by_identity``: fair, Hermod, Lina, ...) pay none: the emulator installs them
+before the run.  Every other policy pays it, the scenario's ``static`` too: the emulator
+registers each of its releases as a dynamic policy's (its levels never move, so it pays
+only on release).  See docs/simulator.md, "Control delay".
 """
 
 from __future__ import annotations
@@ -55,9 +57,10 @@ class ControlDelay:
 
 
 def pays_control_delay(policy: Policy) -> bool:
-    """Whether ``policy``'s levels are decided during the run (dynamic: FIFO, SEBF,
-    D-CLAS, Sincronia, user policies) rather than fixed for the DAG before it."""
-    return not (policy.ranks_by_identity or policy.levels_given)
+    """Whether a release under ``policy`` waits for the controller, as in the emulator
+    (``controller.scheduler.LiveScheduler``: levels are fixed for the DAG, and written
+    before the run, only for ``ranks_by_identity`` policies)."""
+    return not policy.ranks_by_identity
 
 
 def check_control_delay(value: object) -> float:

@@ -607,16 +607,27 @@ def test_a_dynamic_run_is_compared_with_and_without_its_measured_delay(tmp_path)
     assert "x1.024 with the run's control delay (50.00 ms / 20.00 ms)" in fidelity.describe(out)
 
 
-@pytest.mark.parametrize("write_ms", [None, 50.0])
-def test_levels_fixed_for_the_dag_pay_no_delay_in_the_model(tmp_path, write_ms):
-    """STATIC (levels reference): both figures are the one figure, whatever was measured."""
+def test_levels_fixed_for_the_dag_measure_no_delay_and_get_one_figure(tmp_path):
+    """fair on TWO (levels reference): its releases made no round trip (no
+    ``write_ms``), so both figures are the one figure."""
+    run = tmp_path / "run"
+    summary = write_run(run, TWO, {"a": 1.5, "b": 3.0}, {"a": 0, "b": 0}, 4.0, policy="fair")
+    out = fidelity.attach(run, with_writes(summary, None, None)).fidelity
+    assert out["control_delay"] is None
+    assert out["iteration_ratio_with_delay"] == out["iteration_ratio"] == pytest.approx(2.0)
+    assert out["sim_iteration_time_with_delay_s"] == out["sim_iteration_time_s"]
+
+
+def test_static_levels_pay_their_measured_release_round_trip(tmp_path):
+    """STATIC registers each release in the emulator: with 50 ms hi runs 0.05-1.05 s and
+    lo, below it on h11's uplink, 1.05-2.05 s: iteration 2.05 s in the model with the
+    delay, 2.0 s without; measured 3.3 s."""
     run = tmp_path / "run"
     summary = write_run(run, STATIC, {"hi": 1.2, "lo": 3.0}, {"hi": 0, "lo": 3}, 3.3)
-    out = fidelity.attach(run, with_writes(summary, write_ms, None)).fidelity
-    assert out["iteration_ratio_with_delay"] == out["iteration_ratio"] == pytest.approx(1.65)
-    assert out["sim_iteration_time_with_delay_s"] == pytest.approx(2.0)
-    delay = None if write_ms is None else {"release_s": 0.05, "rerank_s": 0.05}
-    assert out["control_delay"] == delay
+    out = fidelity.attach(run, with_writes(summary, 50.0, None)).fidelity
+    assert out["control_delay"] == {"release_s": 0.05, "rerank_s": 0.05}
+    assert out["iteration_ratio"] == pytest.approx(1.65)
+    assert out["iteration_ratio_with_delay"] == pytest.approx(3.3 / 2.05)
 
 
 @pytest.mark.parametrize(

@@ -116,23 +116,38 @@ def timeline(sim: Simulator) -> list[tuple]:
 
 
 @LOOPS
-@pytest.mark.parametrize("policy", ["fair", "hermod", "lina", "pp-first", "static"])
+@pytest.mark.parametrize("policy", ["fair", "hermod", "lina", "pp-first", "bytescheduler"])
 def test_policies_with_levels_fixed_for_the_dag_run_exactly_as_without_it(fast, policy):
     """Their levels are installed before the run (the emulator writes none while it
     goes): a 20 ms delay changes no time, level or counter."""
     dag, fabric = tiny_moe()
-
-    def make():
-        if policy == "static":
-            return StaticPolicy({cf.coflow_id: i % 4 for i, cf in enumerate(dag.coflows)}, 7)
-        return policies.get(policy)
-
     runs = [
-        Simulator(dag, fabric, make(), 8, fast=fast, control=ControlDelay(d, d)).run()
+        Simulator(dag, fabric, policies.get(policy), 8, fast=fast, control=ControlDelay(d, d))
         for d in (0.0, 0.02)
     ]
     assert not runs[1].delay
-    assert timeline(runs[1]) == timeline(runs[0])
+    assert timeline(runs[1].run()) == timeline(runs[0].run())
+
+
+@LOOPS
+def test_the_scenarios_static_levels_pay_on_release_only(fast):
+    """The scenario's ``static`` registers every release in the emulator (its levels
+    are not fixed for the DAG there), so it waits too: sharing() at levels a 1, b 0
+    with 10 ms: a alone 0.01-0.26 s (31.25 MB), b (installed 0.26) takes the downlink
+    and runs 0.26-0.76 s, a ends its 93.75 MB left at 1.51 s.  Its levels never move."""
+    d = 0.01
+    sim = Simulator(
+        sharing(),
+        FABRIC,
+        StaticPolicy({"a": 1, "b": 0}, 7),
+        8,
+        fast=fast,
+        control=ControlDelay(d, d),
+    ).run()
+    a, b = sim.outcomes
+    assert (a.start_s, b.start_s) == pytest.approx((d, 0.25 + d), abs=1e-12)
+    assert (b.finish_s, a.finish_s) == pytest.approx((0.75 + d, 1.5 + d), abs=1e-12)
+    assert (a.level, b.level, sim.stats.relevels) == (1, 0, 0)
 
 
 def fb_prefix() -> tuple[Dag, BigSwitch]:
