@@ -22,12 +22,12 @@ path groups (``grouprun``/``groupkernel``); ``fast=False`` keeps this per-flow l
 them (the reference).  ``incremental=True`` makes those runs skip the levels whose
 inputs did not change (``groupalloc``; the same rates, bit for bit).
 
-A control delay (``control``) puts a controller's cost in, for policies that decide
-levels while the run goes: a released coflow is handed to the policy and starts only
-``release_s`` after its release (``DagState.install_after``), and a coflow already
-running gets a new level ``rerank_s`` after the decision that moved it (a level change
-due is an event of the fault kind, so the compiled runs stop before it as before a
-fault).  Rates (caps) take effect at the decision.
+A control delay (``control``) puts a controller's cost in, for policies without levels
+fixed for the DAG (``control.pays_control_delay``): a released coflow is handed to the
+policy and starts only ``release_s`` after its release (``DagState.install_after``),
+and a coflow already running gets a new level ``rerank_s`` after the decision that
+moved it (a level change due is an event of the fault kind, so the compiled runs stop
+before it as before a fault).  Rates (caps) take effect at the decision.
 """
 
 from __future__ import annotations

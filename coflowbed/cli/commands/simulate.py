@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--control-delay",
         metavar="SECONDS",
         help="a controller's delay from a decision to the level in force, on every release "
-        "and re-rank, for policies that decide while running (0-10 s; default: the "
+        "and re-rank, for policies without levels fixed for the DAG (0-10 s; default: the "
         "scenario's sim_control_delay_s, else 0; docs/simulator.md, 'Control delay')",
     )
 

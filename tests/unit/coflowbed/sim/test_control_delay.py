@@ -1,8 +1,9 @@
 """The simulator's control delay (``ControlDelay``, ``simulate(control_delay=)``,
-``simulate --control-delay``, the scenario's ``sim_control_delay_s``): a dynamic
-policy's coflow starts exactly the delay after its release and a re-ranked coflow keeps
-its old level for the delay, in the per-flow loop and the compiled one alike; policies
-with levels fixed for the DAG run exactly as without it."""
+``simulate --control-delay``, the scenario's ``sim_control_delay_s``): a coflow of a
+dynamic policy (or of the scenario's ``static``) starts exactly the delay after its
+release and a re-ranked coflow keeps its old level for the delay, in the per-flow loop
+and the compiled one alike; policies with levels fixed for the DAG run exactly as
+without it."""
 
 from __future__ import annotations
 
@@ -218,7 +219,7 @@ def test_the_delay_reaches_the_run_and_its_summary(tmp_path, argv, key, delay):
     out = tmp_path / "out"
     assert main(["simulate", str(scenario(tmp_path, extra)), "--out", str(out), *argv]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    paid = delay > 0  # a delay given, under a policy that decides while running
+    paid = delay > 0  # a delay given, under a policy without levels fixed for the DAG
     assert summary["sim_control_delay"] == {"release_s": delay, "rerank_s": delay, "paid": paid}
     assert summary["iteration_time_s"] == pytest.approx(1.0 + delay, rel=1e-6)
 
