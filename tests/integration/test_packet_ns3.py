@@ -2,7 +2,8 @@
 lone flow's completion time is its bytes over the link rate (plus header overhead), two
 flows in one band share the bottleneck (round robin, as max-min shares it), strict
 priority lets the urgent coflow through as if alone, and on the mechanism scenario every
-coflow's CCT is the fluid model's within the per-packet overhead.  Skipped with a reason when ns3 is not installed."""
+coflow's CCT is the fluid model's within the per-packet overhead.  Skipped with a reason
+when ns3 is not installed."""
 
 from __future__ import annotations
 
