@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run_one(engine: str, scenario: str, policy: str, out: Path) -> RunResult:
     """One run of ``scenario`` under ``policy`` in ``engine`` into ``out``."""
     if engine == "emulated":
-        return api.run(scenario, out=out, check=False, policy=policy)
+        return api.run(scenario, out=out, policy=policy)
     return api.simulate(scenario, out=out, engine=engine, policy=policy)
 
 
