@@ -30,7 +30,12 @@ from workload import fbtrace
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``simulate``."""
-    p.add_argument("scenario", type=Path, nargs="?", help="scenario YAML (or use --trace)")
+    p.add_argument(
+        "scenario",
+        type=Path,
+        nargs="?",
+        help="scenario YAML, or a shipped one by name (coflowbed scenarios); or use --trace",
+    )
     p.add_argument("--trace", type=Path, help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt)")
     p.add_argument("--policy", help="policy name (default: the scenario's; fair for traces)")
     add_inter_job(p)

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         )
     refuse_import_flags(args)
 
-    job = load_job(resolve(args.job), parse_sets(args.set))
+    job = load_job(resolve(args.job), parse_sets(args.set), ("--set", ""))
     hosts = (
         None
         if job.placement.stage_hosts and not args.hosts and not args.fabric
