@@ -1,9 +1,9 @@
 """Scenario overrides: ``{"policy": "hermod", "fabric.host_bw_mbps": 200}`` set keys of a
-scenario's YAML before it is validated.  A dotted key reaches into nested mappings; the
-scenario loader then checks every value and rejects unknown keys as it does for the file,
-and an error about an overridden key names the override, not the file's text: the flag
-that set it (``--set: fabric.host_bw_mbps: ...``) when the overrides came from the
-command line (``FlagOverrides``), else ``<file> (overrides)``."""
+scenario's YAML before it is validated (null removes one).  A dotted key reaches into
+nested mappings; the scenario loader then checks every value and rejects unknown keys as
+it does for the file, and an error about an overridden key names the override, not the
+file's text: the flag that set it (``--set: fabric.host_bw_mbps: ...``) when the
+overrides came from the command line (``FlagOverrides``), else ``<file> (overrides)``."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ class FlagOverrides(dict[str, Any]):
         super().__init__(values)
         self.flags = dict(flags)
 
+    def merged(self, values: Mapping[str, Any], flag: str) -> FlagOverrides:
+        """These overrides and ``values``, set by ``flag``."""
+        return FlagOverrides({**self, **values}, {**self.flags, **dict.fromkeys(values, flag)})
+
 
 def apply_overrides(raw: Any, overrides: Overrides, source: str) -> Any:
     """A copy of the scenario mapping ``raw`` with every dotted key of ``overrides`` set;
@@ -47,7 +51,8 @@ def _parts(key: Any, source: str) -> list[str]:
 
 
 def _set(data: dict, parts: list[str], value: Any, source: str) -> None:
-    """Set ``data[p0][p1]...[pn] = value``, making absent mappings on the way."""
+    """Set ``data[p0][p1]...[pn] = value``, making absent mappings on the way; a null
+    ``value`` removes the key (its default applies again), as in a job's overrides."""
     node = data
     for i, part in enumerate(parts[:-1]):
         child = node.get(part)
@@ -61,7 +66,10 @@ def _set(data: dict, parts: list[str], value: Any, source: str) -> None:
                 f"{where} is {child!r}, not a mapping: override {where} itself",
             )
         node = child
-    node[parts[-1]] = value
+    if value is None:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
 
 
 def override_source(source: str) -> str:
@@ -81,9 +89,10 @@ def blamed_on_overrides(overrides: Overrides | None, source: str) -> Iterator[No
         key = next((k for k in overrides or {} if touches(exc.key, k)), None)
         if key is None:
             raise
-        flag = getattr(overrides, "flags", {}).get(key)
+        flags = getattr(overrides, "flags", {})
+        flag = flags.get(key)
         if flag is None:
             raise UserError(override_source(source), exc.key, exc.reason) from None
-        # --set names the key; --policy and the like are the key
-        shown = exc.key if flag == "--set" or exc.key != key else None
-        raise UserError(flag, shown, exc.reason) from None
+        # a flag that sets one key (--policy) is that key; --set, --fabric name theirs
+        sole = flag != "--set" and list(flags.values()).count(flag) == 1
+        raise UserError(flag, None if sole and exc.key == key else exc.key, exc.reason) from None

@@ -150,6 +150,43 @@ CASES = {
         lambda t: ["workload", "tiny-moe", "--set", "microbatches=2.5e0"],
         "--set: microbatches: must be an integer, got 2.5",
     ),
+    # --fabric: one grammar (spines x leaves x hosts per leaf, as the fabric keys)
+    "--fabric in the older order": (
+        lambda t: simulate("tiny-moe", "--fabric", "leafspine:4x2x2:100Mbps"),
+        "--fabric: leafspine:4x2x2:100Mbps: the spines now come first, as in a scenario's "
+        "fabric keys: write leafspine:2x4x2@100Mbps (spines x leaves x hosts per leaf)",
+    ),
+    "--fabric beyond the emulated fabric": (
+        lambda t: simulate("tiny-moe", "--fabric", "9x4x2"),
+        "--fabric: fabric.spines: must be <= 8, got 9",
+    ),
+    "--fabric unknown kind": (
+        lambda t: simulate("tiny-moe", "--fabric", "torus"),
+        "--fabric: torus: expected KIND, or [leafspine:]SxLxH[@RATE[/RATE]]",
+    ),
+    "--fabric a sized big switch for an emulated fabric": (
+        lambda t: simulate("tiny-moe", "--fabric", "bigswitch:8@1Gbps"),
+        "--fabric: bigswitch:8@1Gbps: a scenario without sim_fabric is a leafspine or rail; "
+        "write bigswitch alone",
+    ),
+    "--fabric a sim_fabric without sizes": (
+        lambda t: simulate("thesis-gpt3-13b", "--fabric", "leafspine"),
+        "--fabric: leafspine: give the sim_fabric's sizes, e.g. leafspine:2x4x2@100Gbps",
+    ),
+    "--fabric of a trace without a rate": (
+        lambda t: simulate(
+            "--trace", str(REPO / "data" / "FB2010-1Hr-150-0.txt"), "--fabric", "bigswitch"
+        ),
+        "--fabric: bigswitch: give its size and rate, e.g. bigswitch:150@1Gbps",
+    ),
+    "workload --fabric of another kind": (
+        lambda t: ["workload", "tiny-moe", "--fabric", "rail:4x2x2"],
+        "--fabric: rail:4x2x2: expected a leaf-spine's SxLxH, e.g. 2x4x2",
+    ),
+    "check --fabric with sizes": (
+        lambda t: ["check", str(t / "run"), "--fabric", "2x4x2"],
+        "--fabric: 2x4x2: check simulates the run's own fabric: leafspine or bigswitch",
+    ),
 }
 
 
