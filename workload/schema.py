@@ -16,8 +16,11 @@ from typing import Any, Literal, Self, overload
 
 from workload.errors import UserError
 
-# How alike an unknown key and a known one must be (difflib's ratio) to be called its typo.
+# How alike an unknown key and a known one must be (difflib's ratio) to be called its typo:
+# once every known key of a section has been read, and (stricter, as a key not read yet
+# may be a valid one: mid and id are 0.8 alike) while reading fails.
 TYPO_CUTOFF = 0.75
+GUESS_CUTOFF = 0.85
 
 
 class _Required:
@@ -35,9 +38,11 @@ class SpecError(UserError, ValueError):
 _READING: ContextVar[list[Section] | None] = ContextVar("_READING", default=None)
 
 
-def did_you_mean(word: str, known: Iterator[str] | list[str] | set[str]) -> str:
+def did_you_mean(
+    word: str, known: Iterator[str] | list[str] | set[str], cutoff: float = TYPO_CUTOFF
+) -> str:
     """``; did you mean 'X'?`` when ``word`` is close to one of ``known``, else ""."""
-    close = difflib.get_close_matches(word, sorted(known), 1, TYPO_CUTOFF)
+    close = difflib.get_close_matches(word, sorted(known), 1, cutoff)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -265,7 +270,7 @@ class Section:
         for key in self._unknown():
             if key in self._present:
                 continue
-            hint = did_you_mean(key, wanted - {key})
+            hint = did_you_mean(key, wanted - {key}, GUESS_CUTOFF)
             if hint:
                 return self.error(key, f"unknown key ({hint[2:]})")
         return None

@@ -69,3 +69,17 @@ def test_a_whole_float_is_an_integer(value, out):
 def test_a_fraction_a_bool_or_text_is_not(value):
     with pytest.raises(ValueError, match="must be an integer"):
         check_int(value, ValueError)
+
+
+def test_a_valid_key_not_read_yet_is_not_taken_for_a_typo():
+    # mid (valid, read later) is 0.8 like the absent id: the real error stands
+    def read(data):
+        sec = Section(data, "f.yaml")
+        sec.str("id", "c1")
+        sec.int("level", 0, hi=7)
+        sec.int("mid", 0)
+        sec.done()
+
+    with pytest.raises(SpecError, match=r"^f.yaml: level: must be in \[-inf, 7\], got 9$"):
+        with typos_first():
+            read({"mid": 1, "level": 9})
