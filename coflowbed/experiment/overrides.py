@@ -93,6 +93,8 @@ def blamed_on_overrides(overrides: Overrides | None, source: str) -> Iterator[No
         flag = flags.get(key)
         if flag is None:
             raise UserError(override_source(source), exc.key, exc.reason) from None
-        # a flag that sets one key (--policy) is that key; --set, --fabric name theirs
+        # a bad value of a flag that sets one key (--policy) needs no key; --set, --fabric
+        # and a key the scenario has not (--inter-job with one job) name it
         sole = flag != "--set" and list(flags.values()).count(flag) == 1
-        raise UserError(flag, None if sole and exc.key == key else exc.key, exc.reason) from None
+        value = exc.key == key and not exc.reason.startswith("unknown key")
+        raise UserError(flag, None if sole and value else exc.key, exc.reason) from None

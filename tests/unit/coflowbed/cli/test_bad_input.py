@@ -95,6 +95,10 @@ CASES = {
         lambda t: simulate("tiny-moe", "--policy", "hermd"),
         "--policy: unknown policy 'hermd'; did you mean 'hermod'? (known: ",
     ),
+    "--inter-job on a scenario of one job": (
+        lambda t: simulate("tiny-moe", "--inter-job", "crux"),
+        "--inter-job: workload.inter_job: unknown key (known: job, overrides)",
+    ),
     "--set typo on a job": (
         lambda t: ["workload", "tiny-moe", "--set", "microbatch=3"],
         "--set: microbatch: unknown key (did you mean 'microbatches'?)",
