@@ -8,6 +8,7 @@ min, median and max ratio).  Usage::
 
     .venv/bin/python benchmarks/bench_packet.py [--scenarios mechanism,tiny-moe]
         [--policy NAME] [--transport tcp|dctcp|cubic] [--scale 1.0] [--rows 20]
+        [--fair-queue-buckets 16]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from coflowbed.experiment.binding import scenario_fabric, scenario_policy  # noqa: E402
 from coflowbed.experiment.scenario import load_scenario  # noqa: E402
-from coflowbed.packet import ns3bed, simulate_packets  # noqa: E402
+from coflowbed.packet import PacketConfig, ns3bed, simulate_packets  # noqa: E402
 from coflowbed.sim import simulate  # noqa: E402
 from controller import policies  # noqa: E402
 
@@ -37,6 +38,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--transport", default="tcp", choices=("tcp", "dctcp", "cubic"))
     p.add_argument("--scale", type=float, default=1.0, help="factor on bytes and link rates")
     p.add_argument("--rows", type=int, default=20, help="coflows listed one per line")
+    p.add_argument(
+        "--fair-queue-buckets",
+        type=int,
+        default=PacketConfig().fair_queue_buckets,
+        help="round-robin buckets per band of every port (0: one FIFO per band)",
+    )
     return p.parse_args(argv)
 
 
@@ -58,6 +65,7 @@ def bench(name: str, args: argparse.Namespace) -> None:
         scen.levels,
         transport=args.transport,
         scale=args.scale,
+        config=PacketConfig(fair_queue_buckets=args.fair_queue_buckets),
     )
     wall = time.perf_counter() - t0
     s, ps, fs = packet.engine.stats, packet.summary(), fluid.summary()

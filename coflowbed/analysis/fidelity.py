@@ -16,6 +16,11 @@ Which simulation is the reference (``reference``):
   same policy (name and parameters) decides in the simulator, its ranks compressed onto
   the run's K levels, and its per-flow rates enforced as the emulator enforces them
   (``policy_rates``: meters or pacing, both hard caps; a rate of 0 installs no cap).
+
+Each figure comes twice: against the model without a control delay (``iteration_ratio``)
+and against the model with the delay the run measured (``iteration_ratio_with_delay``:
+``measured_delay``, from summary.json's ``release`` and ``level_change_s``), which the
+reference policy pays unless its levels are fixed for the DAG (``coflowbed.sim.control``).
 """
 
 from __future__ import annotations
@@ -42,7 +47,15 @@ from coflowbed.experiment.folders import INTER_JOB_FILE
 from coflowbed.experiment.simulate import run_model
 from coflowbed.results.files import read_csv_rows
 from coflowbed.results.records import RunSummary, mean, percentile
-from coflowbed.sim import LeafSpine, LinkFault, SimResult
+from coflowbed.sim import (
+    MAX_CONTROL_DELAY_S,
+    NO_DELAY,
+    ControlDelay,
+    LeafSpine,
+    LinkFault,
+    SimResult,
+    pays_control_delay,
+)
 from controller.policies.base import CoflowState, Decision, FabricView, Policy, TableDecision
 from controller.policies.interjob import InterJobPolicy, InterJobSpec
 from controller.policies.static import StaticPolicy
@@ -120,6 +133,12 @@ class Fidelity(_Block):
     # [smallest, largest] over the leaf-spine links of the bytes their switch ports sent
     # / the payload the model places on them (coflowbed.analysis.placement; None: not checked)
     spine_link_ratio: tuple[float, float] | None = None
+    # The control delay the run measured (``measured_delay``: release_s, rerank_s; None
+    # when it made no controller round trip: levels fixed for the DAG), and the
+    # iteration against the model with it (the same as without it under ``levels``)
+    control_delay: Mapping[str, float] | None = None
+    iteration_ratio_with_delay: float | None = None
+    sim_iteration_time_with_delay_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -325,13 +344,15 @@ def replay(
     reference: str = AUTO,
     fabric_kind: str = "leafspine",
     wall_limit_s: float = math.inf,
+    control_delay: ControlDelay = NO_DELAY,
 ) -> Replay:
-    """Simulate ``dag`` on the run's fabric and K levels with the reference policy."""
+    """Simulate ``dag`` on the run's fabric and K levels with the reference policy (and
+    ``control_delay``, which only a dynamic policy pays)."""
     kind, policy = reference_policy(inputs, used, reference)
     fabric = plan_fabric(inputs.plan, fabric_kind)
     t0 = time.perf_counter()
     faults = inputs.faults if isinstance(fabric, LeafSpine) else ()  # a big switch: no spines
-    bound = SimInputs(dag, fabric, policy, inputs.levels, tuple(faults))
+    bound = SimInputs(dag, fabric, policy, inputs.levels, tuple(faults), control_delay)
     result = run_model(bound, wall_limit_s=wall_limit_s)
     return Replay(kind, policy, result, time.perf_counter() - t0)
 
@@ -387,22 +408,86 @@ def write_table(rows: Sequence[CoflowComparison], path: Path) -> None:
 # --- the figure ----------------------------------------------------------------------------
 
 
-def measure(run_dir: Path, partial: bool) -> Fidelity | FidelitySkipped:
-    """The fidelity figure of the run in ``run_dir`` (writes ``fidelity.csv`` there)."""
+def measure(
+    run_dir: Path, partial: bool, delay: ControlDelay | None = None
+) -> Fidelity | FidelitySkipped:
+    """The fidelity figure of the run in ``run_dir`` (writes ``fidelity.csv`` there),
+    also against the model with the run's measured control ``delay`` (None: none)."""
     inputs, measured = read_inputs(run_dir), read_measured(run_dir)
     if not any(r.get("cct_s") is not None for r in measured.values()):
         return FidelitySkipped("no coflow finished")
     used, dag = used_levels(measured), read_dag(run_dir)
-    rp = replay(inputs, dag, used, AUTO, wall_limit_s=WALL_LIMIT_S)
-    if rp.result.partial:
-        raise RuntimeError(
-            f"simulation stopped unfinished after {rp.wall_s:.0f} s (limit {WALL_LIMIT_S:.0f} s)"
-        )
+    rp = _replay_whole(inputs, dag, used, NO_DELAY)
     rows = compare_coflows(rp.result, measured, used)
     write_table(rows, run_dir / TABLE)
     its = iteration_times(read_csv_rows(need(run_dir / "iterations.csv")))
     links = spine_link_ratio(run_dir, inputs, dag.coflows, partial)
-    return replace(figure(rp, inputs, rows, its, partial), spine_link_ratio=links)
+    fid = replace(figure(rp, inputs, rows, its, partial), spine_link_ratio=links)
+    return with_delay(fid, (inputs, dag, used, rp.policy), its, delay)
+
+
+def _replay_whole(inputs: RunInputs, dag, used: Mapping[str, int], delay: ControlDelay) -> Replay:
+    """The reference replay within ``WALL_LIMIT_S``; RuntimeError if it stopped short."""
+    rp = replay(inputs, dag, used, AUTO, wall_limit_s=WALL_LIMIT_S, control_delay=delay)
+    if rp.result.partial:
+        raise RuntimeError(
+            f"simulation stopped unfinished after {rp.wall_s:.0f} s (limit {WALL_LIMIT_S:.0f} s)"
+        )
+    return rp
+
+
+def with_delay(
+    fid: Fidelity,
+    replayed: tuple[RunInputs, Any, Mapping[str, int], Policy],
+    emulated_its: Mapping[tuple[str, int], float],
+    delay: ControlDelay | None,
+) -> Fidelity:
+    """``fid`` with the iteration against the model with the run's control ``delay``
+    (``replayed``: the run's inputs, DAG and levels, the reference policy): simulated
+    again, or the same figure when there is no delay or the policy pays none."""
+    inputs, dag, used, policy = replayed
+    fid = replace(fid, control_delay=None if delay is None else delay.to_json())
+    if delay is None or not delay or not pays_control_delay(policy):
+        return replace(
+            fid,
+            iteration_ratio_with_delay=fid.iteration_ratio,
+            sim_iteration_time_with_delay_s=fid.sim_iteration_time_s,
+        )
+    rp = _replay_whole(inputs, dag, used, delay)
+    ratio, sim_it = iteration_ratio(rp.result, emulated_its)
+    return replace(
+        fid,
+        iteration_ratio_with_delay=ratio,
+        sim_iteration_time_with_delay_s=sim_it,
+        sim_wall_s=round(fid.sim_wall_s + rp.wall_s, 3),
+    )
+
+
+def measured_delay(summary: RunSummary) -> ControlDelay | None:
+    """The run's control delay: release -> installed, the median ``register`` round trip
+    (``release.write_ms``: answered once the coflow's entry is written, or decided for a
+    meters-only entry, its flows marked with the level's code meanwhile); re-rank ->
+    installed, the median switch write (``level_change_s``; the round trip if none).
+    None when no release waited for the controller (levels fixed for the DAG)."""
+    write = ((summary.release or {}).get("write_ms") or {}).get("median")
+    if write is None:
+        return None
+    release_s = min(float(write) / 1e3, MAX_CONTROL_DELAY_S)
+    rerank = (summary.level_change_s or {}).get("median")
+    rerank_s = release_s if rerank is None else min(float(rerank), MAX_CONTROL_DELAY_S)
+    return ControlDelay(release_s, rerank_s)
+
+
+def iteration_ratio(
+    result: SimResult, emulated_its: Mapping[tuple[str, int], float]
+) -> tuple[float | None, float | None]:
+    """(emulated / simulated mean iteration time, the simulated mean) over the
+    iterations both finished."""
+    sim_its = sim_iteration_times(result)
+    common = sorted(emulated_its.keys() & sim_its.keys())
+    sim_it = mean([sim_its[i] for i in common])
+    emu_it = mean([emulated_its[i] for i in common])
+    return (emu_it / sim_it if sim_it and emu_it is not None else None), sim_it
 
 
 def spine_link_ratio(
@@ -437,14 +522,9 @@ def figure(
     """The block from a replay, its per-coflow rows and the run's iteration times."""
     compared = [r for r in rows if r.ratio is not None and math.isfinite(r.ratio)]
     ratios = [r.ratio for r in compared if r.ratio is not None]
-    sim_its = {
-        (it.job, it.iteration): it.time_s
-        for it in rp.result.iteration_records()
-        if it.time_s is not None
-    }
+    sim_its = sim_iteration_times(rp.result)
     common = sorted(emulated_its.keys() & sim_its.keys())
-    sim_it = mean([sim_its[i] for i in common])
-    emu_it = mean([emulated_its[i] for i in common])
+    it_ratio, sim_it = iteration_ratio(rp.result, emulated_its)
     return Fidelity(
         reference=rp.reference,
         sim_policy=rp.policy.name,
@@ -454,7 +534,7 @@ def figure(
         partial=partial,
         coflows_compared=len(compared),
         coflows_total=len(rows),
-        iteration_ratio=emu_it / sim_it if sim_it and emu_it is not None else None,
+        iteration_ratio=it_ratio,
         cct_ratio_p50=percentile(ratios, 50),
         cct_ratio_p90=percentile(ratios, 90),
         sim_iteration_time_s=sim_it,
@@ -463,6 +543,15 @@ def figure(
         job_iteration_ratio=job_ratios(emulated_its, sim_its, common),
         cct_sum_ratio_by_type=sum_ratios_by_type(compared),
     )
+
+
+def sim_iteration_times(result: SimResult) -> dict[tuple[str, int], float]:
+    """{(job, iteration): time_s} of the model's finished iterations."""
+    return {
+        (it.job, it.iteration): it.time_s
+        for it in result.iteration_records()
+        if it.time_s is not None
+    }
 
 
 def job_ratios(
@@ -503,16 +592,17 @@ def attach(run_dir: Path, summary: RunSummary, skip: str | None = None) -> RunSu
     """``summary`` with its ``fidelity`` block (measured unless ``skip`` gives a reason),
     rewritten to ``run_dir/summary.json``.  A failing simulation is logged and recorded
     as ``{"error": ...}``: the run's results stay as written."""
-    block = FidelitySkipped(skip) if skip else _measure_or_error(run_dir, summary.partial)
+    block = FidelitySkipped(skip) if skip else _measure_or_error(run_dir, summary)
     summary = replace(summary, fidelity=block.to_json())
     summary.write(run_dir)
     return summary
 
 
-def _measure_or_error(run_dir: Path, partial: bool) -> FidelityBlock:
-    """``measure``; any exception becomes a logged FidelityError (not a lost run)."""
+def _measure_or_error(run_dir: Path, summary: RunSummary) -> FidelityBlock:
+    """``measure`` (with the control delay the run measured); any exception becomes a
+    logged FidelityError (not a lost run)."""
     try:
-        return measure(run_dir, partial)
+        return measure(run_dir, summary.partial, measured_delay(summary))
     except Exception as exc:  # the model or its inputs failed; the measurement stands
         error = f"{type(exc).__name__}: {exc}"
         log.error("fidelity simulation failed (results kept without it): %s", error)
@@ -534,7 +624,20 @@ def describe(block: Mapping[str, Any] | None) -> str:
         f"iteration x{_fmt(block['iteration_ratio'])}, CCT x{_fmt(block['cct_ratio_p50'])} "
         f"p50 / x{_fmt(block['cct_ratio_p90'])} p90 over {block['coflows_compared']} "
         f"coflows{_by_type(block.get('cct_sum_ratio_by_type'))}"
-        f"{_links(block.get('spine_link_ratio'))}, simulated in {block['sim_wall_s']:.2f} s"
+        f"{_links(block.get('spine_link_ratio'))}{_delayed(block)}, "
+        f"simulated in {block['sim_wall_s']:.2f} s"
+    )
+
+
+def _delayed(block: Mapping[str, Any]) -> str:
+    """``, iteration x1.050 with the run's control delay (5.20 ms / 2.90 ms)`` when the
+    run measured one."""
+    delay = block.get("control_delay")
+    if not delay:
+        return ""
+    return (
+        f", iteration x{_fmt(block.get('iteration_ratio_with_delay'))} with the run's "
+        f"control delay ({delay['release_s'] * 1e3:.2f} ms / {delay['rerank_s'] * 1e3:.2f} ms)"
     )
 
 

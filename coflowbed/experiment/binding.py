@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.faults import sim_faults
 from coflowbed.experiment.scenario import Scenario
-from coflowbed.sim import BigSwitch, FabricModel, LeafSpine, LinkFault
+from coflowbed.sim import NO_DELAY, BigSwitch, ControlDelay, FabricModel, LeafSpine, LinkFault
 from controller import policies
 from controller.messages import PolicySpec
 from controller.policies.base import Policy
@@ -26,13 +26,15 @@ FABRIC_KINDS = ("leafspine", "bigswitch")  # what an emulated plan can be simula
 @dataclass(frozen=True)
 class SimInputs:
     """What one simulation runs: ``dag`` on ``fabric`` under ``policy`` with ``levels``
-    hardware queues (None: an exact total order), with ``faults`` (links down)."""
+    hardware queues (None: an exact total order), with ``faults`` (links down) and a
+    controller's ``control_delay`` (the fluid model; dynamic policies only)."""
 
     dag: Dag
     fabric: FabricModel
     policy: Policy
     levels: int | None
     faults: tuple[LinkFault, ...] = ()
+    control_delay: ControlDelay = NO_DELAY
 
 
 def make_policy(name: str, params: dict, source: str) -> Policy:
@@ -98,7 +100,7 @@ def scenario_faults(scen: Scenario, fabric: FabricModel) -> tuple[LinkFault, ...
 def bind(scen: Scenario, fabric_kind: str | None = None, levels: int | None = None) -> SimInputs:
     """Everything a simulation of ``scen`` needs: its DAG, fabric (``fabric_kind``: a
     choice for scenarios without ``sim_fabric``), policy, K levels (``levels`` when
-    given, else the scenario's) and faults."""
+    given, else the scenario's), faults and control delay."""
     fabric = scenario_fabric(scen, fabric_kind)
     return SimInputs(
         scen.dag,
@@ -106,4 +108,5 @@ def bind(scen: Scenario, fabric_kind: str | None = None, levels: int | None = No
         scenario_policy(scen),
         scen.levels if levels is None else levels,
         scenario_faults(scen, fabric),
+        ControlDelay.of(scen.sim_control_delay_s),
     )

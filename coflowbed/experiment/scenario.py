@@ -19,6 +19,7 @@ from coflowbed.experiment.jobs import parse_jobs
 from coflowbed.experiment.overrides import Overrides, apply_overrides, blamed_on_overrides
 from coflowbed.experiment.simfabric import SimFabric, parse_sim_fabric
 from coflowbed.experiment.workload_import import dag_from_scenario
+from coflowbed.sim.control import check_control_delay
 from controller import policies
 from controller.policies.interjob import InterJobSpec
 from controller.policies.plugins import import_plugin
@@ -80,6 +81,8 @@ class Scenario:
     sample_period_s: float = DEFAULT_PERIOD_S  # 0: no sampling (coflowbed.emulation.sampler)
     sim_fabric: SimFabric | None = None  # simulator-only fabric (the DAG is on its hosts)
     inter_job: InterJobSpec | None = None  # workload.jobs: how the jobs share the levels
+    # The model's decision -> level installed, s (simulator only; docs/simulator.md)
+    sim_control_delay_s: float = 0.0
 
     @property
     def byte_scale(self) -> float:
@@ -190,6 +193,7 @@ def _parse(top: Section, path: Path) -> Scenario:
         period,
         sim,
         inter_job,
+        top.get("sim_control_delay_s", 0.0, check_control_delay),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from coflowbed.core.errors import UserError
@@ -17,7 +17,7 @@ from coflowbed.experiment.folders import write_scenario
 from coflowbed.experiment.scenario import Scenario
 from coflowbed.packet import PacketResult, missing_message, ns3_available, simulate_packets
 from coflowbed.results.records import RunSummary
-from coflowbed.sim import FINISH_TOL, SimResult, simulate
+from coflowbed.sim import FINISH_TOL, ControlDelay, SimResult, simulate
 
 ENGINES = ("fluid", "packet")
 
@@ -52,6 +52,12 @@ def run_engine(
     when it is not installed; ValueError on a fabric it cannot model)."""
     if engine.name == "fluid":
         return run_model(inputs, finish_tol=finish_tol)
+    if inputs.control_delay:  # before the engine's own check (ns-3 installed)
+        raise UserError(
+            "--control-delay/sim_control_delay_s",
+            None,
+            "the packet engine models no control delay (use fluid)",
+        )
     engine.check()
     return simulate_packets(
         inputs.dag,
@@ -76,6 +82,7 @@ def run_model(
         wall_limit_s=wall_limit_s,
         faults=inputs.faults,
         finish_tol=finish_tol,
+        control_delay=inputs.control_delay,
     )
 
 
@@ -107,11 +114,14 @@ def simulate_scenario(
     wall_limit_s: float = math.inf,
     summary_only: bool = False,
     engine: Engine = FLUID,
+    control_delay: ControlDelay | None = None,
 ) -> RunSummary:
     """``scen`` simulated by ``engine`` (the fluid model by default), written to ``out``:
     on its ``sim_fabric`` or its emulated fabric as ``fabric_kind``, with ``levels``
-    (default: its K) queues."""
+    (default: its K) queues and ``control_delay`` (default: its ``sim_control_delay_s``)."""
     inputs = bind(scen, fabric_kind, levels)
+    if control_delay is not None:
+        inputs = replace(inputs, control_delay=control_delay)
     t0 = time.perf_counter()
     result: SimResult | PacketResult
     if engine.name == "fluid":

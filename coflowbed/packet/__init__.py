@@ -68,6 +68,7 @@ def packet_block(engine: PacketEngine) -> dict:
         "link_delay_s": cfg.link_delay_s,
         "queue_packets": cfg.queue_packets,
         "host_queue_packets": cfg.host_queue_packets,
+        "fair_queue_buckets": cfg.fair_queue_buckets,
         "mtu": cfg.mtu,
         "rto_max_s": cfg.rto_max_s,
         "drops_per_band": s.drops_per_band,

@@ -70,6 +70,12 @@ class Bed {
   uint64_t marks[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // CE marks (DCTCP)
   uint64_t retransmits = 0;
 
+  // How every port serves a band (before Build): ``buckets`` > 0, round robin over that
+  // many hash buckets of flows, as the emulator's ports do (topo/qos.py: 16 buckets per
+  // level at every host NIC and switch port, and TCP small queues in the hosts); 0, one
+  // FIFO.  DCTCP's marking queues stay FIFOs.
+  void SetFairQueue(uint32_t buckets) { m_buckets = buckets; }
+
   // The fabric: hosts listed leaf by leaf, ``perLeaf`` each; rates in bit/s; switch
   // ports hold ``queuePackets`` per band, host NICs ``hostQueuePackets``.
   void Build(uint32_t nHosts, uint32_t perLeaf, uint32_t nSpines, double hostBps,
@@ -217,6 +223,7 @@ class Bed {
   std::map<uint64_t, uint32_t> m_byPort;  // (receiver, port) -> flow
   std::map<Socket*, uint32_t> m_bySocket;  // sender or accepted socket -> flow
   std::vector<Ptr<QueueDisc>> m_prios;
+  uint32_t m_buckets = 0;
   EventId m_wake, m_capEvent;
   double m_rtoCap = 0;
   std::vector<uint32_t> m_live;  // flows started and not finished (pruned lazily)
@@ -273,7 +280,8 @@ class Bed {
   }
 
   // The 8-band strict-priority queue of one egress, bands chosen by DSCP; each band a
-  // FIFO of ``packets``, or under DCTCP a RED queue in step-marking mode (CE above K).
+  // FIFO of ``packets`` (or, with SetFairQueue, round robin over buckets of flows holding
+  // ``packets`` in all), or under DCTCP a RED queue in step-marking mode (CE above K).
   void Prio(Ptr<NetDevice> dev, uint32_t packets, double bps) {
     TrafficControlHelper tch;
     uint16_t root = tch.SetRootQueueDisc("ns3::PrioQueueDisc", "Priomap",
@@ -288,12 +296,20 @@ class Bed {
                               "MinTh", DoubleValue(m_ecnPackets), "MaxTh", DoubleValue(m_ecnPackets + 1),
                               "LinkBandwidth", DataRateValue(DataRate(uint64_t(bps))),
                               "LinkDelay", TimeValue(Seconds(m_delay)));
+      } else if (m_buckets > 0) {  // CoDel's drops off: targets of 100 s
+        tch.AddChildQueueDisc(root, c, "ns3::FqCoDelQueueDisc", "MaxSize", StringValue(size),
+                              "Flows", UintegerValue(m_buckets), "Target", StringValue("100s"),
+                              "Interval", StringValue("1000s"));
       } else {
         tch.AddChildQueueDisc(root, c, "ns3::FifoQueueDisc", "MaxSize", StringValue(size));
       }
     }
     tch.AddPacketFilter(root, "ns3::CoflowbedDscpBandFilter");
     QueueDiscContainer qs = tch.Install(dev);
+    if (m_buckets > 0 && !m_ecn)  // a child cannot read its device's MTU: one frame
+      for (uint32_t b = 0; b < qs.Get(0)->GetNQueueDiscClasses(); ++b)
+        DynamicCast<FqCoDelQueueDisc>(qs.Get(0)->GetQueueDiscClass(b)->GetQueueDisc())
+            ->SetQuantum(m_mtu + 100);
     m_prios.push_back(qs.Get(0));
   }
 

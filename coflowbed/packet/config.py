@@ -37,6 +37,10 @@ class PacketConfig:
     # per band of every host NIC: room for a whole send buffer, as a Linux host's TCP
     # small queues keep a lone flow from dropping at its own NIC
     host_queue_packets: int = 1000
+    # each band of every port: round robin over this many hash buckets of flows, as the
+    # emulator's ports (topo/qos.py) and its hosts' TCP small queues share a level; 0: a
+    # FIFO (docs/packet.md, "Ports as the emulator's")
+    fair_queue_buckets: int = 16
     ecn_packets: int = 20  # DCTCP: mark CE above this many packets in a band
     mtu: int = DEFAULT_MTU  # the emulator's (topo.plan): 9000-byte frames
     min_rto_s: float = 0.2  # Linux's minimum retransmission timeout
@@ -65,6 +69,10 @@ class PacketConfig:
         if not 2 <= self.host_queue_packets <= 100_000:
             raise ValueError(
                 f"host_queue_packets: must be 2..100000, got {self.host_queue_packets!r}"
+            )
+        if not 0 <= self.fair_queue_buckets <= 1024:
+            raise ValueError(
+                f"fair_queue_buckets: must be 0..1024, got {self.fair_queue_buckets!r}"
             )
         if not 1 <= self.ecn_packets < self.queue_packets:
             raise ValueError("ecn_packets: must be >= 1 and below queue_packets")

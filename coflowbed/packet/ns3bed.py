@@ -59,6 +59,7 @@ class Ns3Bed:
         self.ns = gbl.ns3
         _set_defaults(self.ns, config)
         self.cpp = gbl.coflowbed_packet.Bed()
+        self.cpp.SetFairQueue(config.fair_queue_buckets)
         hosts, per_leaf, spines, host_bps, fabric_bps = shape
         self.cpp.Build(
             hosts,

@@ -208,6 +208,7 @@ class RunSummary:
     sim_wall_s: float | None = None
     sim_end_s: float | None = None
     sim_finish_tol: float | None = None  # the run's finishing tolerance (Simulator)
+    sim_control_delay: Block | None = None  # release_s, rerank_s, paid (coflowbed.sim.control)
     sim_total_wall_s: float | None = None
     model: str | None = None  # simulate --model: None/absent = default, or "coflowsim"
     # packet-level runs (coflowbed.packet): transport, scale, drops, retransmissions

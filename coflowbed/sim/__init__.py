@@ -14,6 +14,13 @@ import math
 from collections.abc import Sequence
 
 from coflowbed.sim import kernelcache
+from coflowbed.sim.control import (
+    MAX_CONTROL_DELAY_S,
+    NO_DELAY,
+    ControlDelay,
+    check_control_delay,
+    pays_control_delay,
+)
 from coflowbed.sim.engine import FINISH_TOL, Simulator, check_finish_tol
 from coflowbed.sim.fabric import (
     BigSwitch,
@@ -40,12 +47,15 @@ def simulate(
     wall_limit_s: float = math.inf,
     faults: Sequence[LinkFault] = (),
     finish_tol: float = FINISH_TOL,
+    control_delay: ControlDelay | float | None = None,
 ) -> SimResult:
     """Run ``dag`` on ``fabric`` under ``policy``; ``levels`` = K queues or None (exact
     total order).  Stops (partial result) once simulated time passes ``horizon_s`` or
     the run has taken ``wall_limit_s`` seconds of wall time.  ``faults``: leaf-spine links
     down for a while (capacity 0, ECMP over the spines left).  ``finish_tol``: a flow
-    within this fraction of its size of the end is done (``Simulator.finish_tol``)."""
+    within this fraction of its size of the end is done (``Simulator.finish_tol``).
+    ``control_delay``: a controller's decision -> level installed, in seconds (one
+    number: on release and re-rank alike) or a ``ControlDelay``; dynamic policies only."""
     if not kernelcache.kernels_cached():
         log.info("compiling the simulator's kernels (once after install or 'make clean', ~100 s)")
     sim = Simulator(
@@ -57,13 +67,17 @@ def simulate(
         wall_limit_s=wall_limit_s,
         faults=faults,
         finish_tol=finish_tol,
+        control=ControlDelay.of(control_delay),
     )
     return SimResult(sim.run())
 
 
 __all__ = [
     "FINISH_TOL",
+    "MAX_CONTROL_DELAY_S",
+    "NO_DELAY",
     "BigSwitch",
+    "ControlDelay",
     "FabricModel",
     "LeafSpine",
     "LinkFault",
@@ -72,8 +86,10 @@ __all__ = [
     "Simulator",
     "StaticPolicy",
     "assign_levels",
+    "check_control_delay",
     "check_finish_tol",
     "parse_fabric_spec",
     "parse_levels",
+    "pays_control_delay",
     "simulate",
 ]

@@ -1,16 +1,17 @@
 """Dependency bookkeeping of a simulated DAG: when a node's dependencies are done, a
 compute node runs for its duration and a coflow is released (not before its
-``release_s``).  Times of both are kept per (job, iteration) for ``iterations.csv``;
-nodes of ``SETUP_ITERATION`` (a job's start delay) count in none.
-
-Nodes are integers (``workload.dagindex``: computes first, then coflows, so coflow c
-is node ``n_computes + c``); dependency counts and children are plain lists and CSR
-arrays rather than dicts of string ids."""
+``release_s``), and handed to the engine once its level is installed (a control delay,
+``install_after``; it counts as released at its release).  Times of both are kept per
+(job, iteration) for ``iterations.csv``; nodes of ``SETUP_ITERATION`` (a job's start
+delay) count in none.  Nodes are integers (``workload.dagindex``: computes first,
+then coflows, so coflow c is node ``n_computes + c``); dependency counts and children
+are plain lists and CSR arrays rather than dicts of string ids."""
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,16 +19,18 @@ import numpy as np
 from workload.dag import SETUP_ITERATION, Coflow, Compute, Dag, node_iteration
 from workload.dagindex import check_acyclic, index_dag
 
-_RELEASE, _COMPUTE_END = 0, 1
+_RELEASE, _COMPUTE_END, _INSTALL = 0, 1, 2
 
 
 @dataclass
 class DagState:
-    """Tracks dependencies; ``ready`` collects coflow indices released and not yet
-    taken by the engine."""
+    """Tracks dependencies; ``ready`` collects coflow indices released (and installed,
+    ``install_after`` seconds later: per coflow, or None for none) and not yet taken by
+    the engine."""
 
     dag: Dag
     ready: list[int] = field(default_factory=list)
+    install_after: Sequence[float] | None = None
 
     def __post_init__(self) -> None:
         ix = index_dag(self.dag)
@@ -75,9 +78,21 @@ class DagState:
             t, _, kind, i = heapq.heappop(heap)
             if kind == _RELEASE:
                 self._start[i] = t
+                wait = self.install_after[i - nc] if self.install_after is not None else 0.0
+                if wait > 0:
+                    self._seq += 1
+                    heapq.heappush(heap, (t + wait, self._seq, _INSTALL, i))
+                else:
+                    self.ready.append(i - nc)
+            elif kind == _INSTALL:
                 self.ready.append(i - nc)
             else:
                 self._done(i, t)
+
+    def release_time(self, c: int) -> float:
+        """When coflow ``c`` was released (its dependencies done, not before its
+        ``release_s``); NaN if not yet."""
+        return self._start[self.n_computes + c]
 
     def node_done(self, nid: str, now: float) -> None:
         """Mark ``nid`` finished at ``now`` and schedule children whose deps are done."""

@@ -21,6 +21,13 @@ Otherwise, without caps, the flow completions between two decisions run compiled
 path groups (``grouprun``/``groupkernel``); ``fast=False`` keeps this per-flow loop for
 them (the reference).  ``incremental=True`` makes those runs skip the levels whose
 inputs did not change (``groupalloc``; the same rates, bit for bit).
+
+A control delay (``control``) puts a controller's cost in, for policies without levels
+fixed for the DAG (``control.pays_control_delay``): a released coflow is handed to the
+policy and starts only ``release_s`` after its release (``DagState.install_after``),
+and a coflow already running gets a new level ``rerank_s`` after the decision that
+moved it (a level change due is an event of the fault kind, so the compiled runs stop
+before it as before a fault).  Rates (caps) take effect at the decision.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import numpy as np
 from coflowbed.core import progress
 from coflowbed.sim import grouprun, heap, stepkernel
 from coflowbed.sim.alloc import allocate
+from coflowbed.sim.control import NO_DELAY, ControlDelay
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
 from coflowbed.sim.flowtable import FlowTable
@@ -82,19 +90,29 @@ class Simulator:
     # simulator-speed.md, "A finishing tolerance"): looser merges completions into fewer
     # events.
     finish_tol: float = FINISH_TOL
+    # Decision -> level installed (docs/simulator.md, "Control delay"); a policy with
+    # levels fixed for the DAG pays none (``ControlDelay.for_policy``).
+    control: ControlDelay = NO_DELAY
 
     def __post_init__(self) -> None:
         check_finish_tol(self.finish_tol)
         self.flows = FlowTable.build(self.dag.coflows, self.fabric)
-        self.dagstate = DagState(self.dag)
+        self.delay = self.control.for_policy(self.policy)
+        self.left = np.diff(self.flows.offsets)  # unfinished flows per coflow
+        wait = np.where(self.left > 0, self.delay.release_s, 0.0) if self.delay else None
+        self.dagstate = DagState(self.dag, install_after=None if wait is None else wait.tolist())
         n = len(self.dag.coflows)
         self.outcomes = [CoflowOutcome() for _ in range(n)]
         self._bar: Any = None  # a progress bar once the run takes long (_report_progress)
         self._report_at = math.inf  # wall time of the next progress line (set by run)
         self.view = self.fabric.view(self.levels or MAX_LEVELS)
         self.states: dict[int, CoflowState] = {}  # active coflows, release order
-        self.left = np.diff(self.flows.offsets)  # unfinished flows per coflow
-        self.level_of = np.zeros(n, dtype=np.int64)
+        self.level_of = np.zeros(n, dtype=np.int64)  # installed (in force)
+        self.decided = np.full(n, -1, dtype=np.int64)  # the last decision's; -1: none yet
+        # Level changes decided and not yet in force: (time, seq, coflow, level); their
+        # own sequence numbers (``_seq`` numbers the coflows' arrivals).
+        self._relevel: list[tuple[float, int, int, int]] = []
+        self._relevel_seq = 0
         self.caps = np.full(len(self.flows), np.inf)
         self.sent = np.zeros(n)  # bytes delivered per coflow
         self.moved = np.zeros(n, dtype=bool)  # delivered bytes since the last decide
@@ -206,7 +224,10 @@ class Simulator:
             heapq.heappush(self._fault_heap, (t + lf.down_s, self._seq, -1, lf.links))
 
     def next_fault(self) -> float:
-        return self._fault_heap[0][0] if self._fault_heap else math.inf
+        """When the next link fault starts or ends or a delayed level change comes into
+        force (inf if none)."""
+        t = self._fault_heap[0][0] if self._fault_heap else math.inf
+        return min(t, self._relevel[0][0]) if self._relevel else t
 
     def _apply_faults(self) -> None:
         """Links due to change state now: capacities, and every flow's path over the
@@ -260,12 +281,13 @@ class Simulator:
     def _release(self, c: int) -> bool:
         """Coflow ``c`` is released now; True if it has flows to start (``_activate``)."""
         cf = self.dag.coflows[c]
-        self.outcomes[c].release_s = self.now
+        released = self.dagstate.release_time(c)  # before now by a control delay
+        self.outcomes[c].release_s = released
         if self.left[c] == 0:
             self.complete(c)
             return False
         self.version += 1
-        self.states[c] = CoflowState(cf, self.now, self._seq)
+        self.states[c] = CoflowState(cf, released, self._seq)
         self._seq += 1
         self.moved[c] = True
         return True
@@ -308,7 +330,7 @@ class Simulator:
         if redecide:
             cs, ranks, caps = self.decide()
             levels = self.levels_for(cs, ranks)
-            self.level_of[cs] = levels
+            self.install(cs, levels)
             self.act_level = self.level_of[self.act_cof]
             self.capped = caps is not None
             if caps is not None:
@@ -433,6 +455,38 @@ class Simulator:
         )
         return [levels[cid] for cid in ids]
 
+    def install(self, cs: np.ndarray, levels: list[int]) -> None:
+        """The levels just decided for the coflows ``cs`` into ``level_of``: at once,
+        except (with a re-rank delay) for a coflow already decided before and moved,
+        which keeps its level until the change comes into force (``_apply_relevels``)."""
+        lv = np.asarray(levels, dtype=np.int64)
+        if self.delay.rerank_s <= 0:
+            self.level_of[cs] = lv
+            return
+        old = self.decided[cs]
+        first = old < 0
+        self.level_of[cs[first]] = lv[first]
+        moved = ~first & (old != lv)
+        due = self.now + self.delay.rerank_s
+        for c, level in zip(cs[moved].tolist(), lv[moved].tolist()):
+            self._relevel_seq += 1
+            heapq.heappush(self._relevel, (due, self._relevel_seq, c, level))
+        self.decided[cs] = lv
+
+    def _apply_relevels(self) -> None:
+        """Level changes due now into force (those of coflows still active), and the
+        live flows' levels with them."""
+        changed = False
+        while self._relevel and self._relevel[0][0] <= self.now + 1e-12:
+            _t, _seq, c, level = heapq.heappop(self._relevel)
+            if c in self.states:
+                self.level_of[c] = level
+                changed = True
+        if changed:
+            live = self.act_level >= 0  # retired flows keep -1
+            self.act_level[live] = self.level_of[self.act_cof[live]]
+            self.stats.relevels += 1
+
     def record_first(self, cs: np.ndarray, ranks: list, levels: list[int]) -> None:
         """Remember each coflow's level and rank at its first decision."""
         for c, r, lv in zip(cs.tolist(), ranks, levels):
@@ -519,6 +573,7 @@ class Simulator:
         self.settle()
         if why == "fault":
             self._apply_faults()  # after the flows that ended on the way: rates again
+            self._apply_relevels()
             return True if self.version != before else False
         if why == "threshold" or self.version != before:
             return True

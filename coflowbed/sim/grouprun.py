@@ -91,6 +91,8 @@ class Simulator(Protocol):
 
     def levels_for(self, cs: np.ndarray, ranks: list) -> list[int]: ...
 
+    def install(self, cs: np.ndarray, levels: list[int]) -> None: ...
+
     def record_first(self, cs: np.ndarray, ranks: list, levels: list[int]) -> None: ...
 
     def snap_thresholds(self) -> None: ...
@@ -197,7 +199,7 @@ def _decided(sim: Simulator, out: tuple, grp: tuple, kept: tuple, spent: int) ->
     sent = None if sim.thresholds.size else groupkernel.sent_now(grp, sim.act_cof, sim.sent)
     cs, ranks, caps = sim.decide(rows, sent)
     levels = sim.levels_for(cs, ranks)
-    sim.level_of[cs] = levels
+    sim.install(cs, levels)  # a re-rank delay keeps the moved ones where they are
     if caps is None and groupkernel.same_coflow_levels(grp, sim.act_cof, sim.level_of):
         sim.record_first(cs, ranks, levels)
         return KEPT

@@ -29,4 +29,5 @@ class SimStats:
     flow_visits: int = 0  # sum over events of the active flows (the per-flow work floor)
     wall_s: float = 0.0
     sim_end_s: float = 0.0
+    relevels: int = 0  # instants at which delayed level changes came into force
     finished: bool = False

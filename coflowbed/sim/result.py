@@ -67,6 +67,9 @@ class SimResult(RecordedRun):
             "sim_wall_s": round(s.wall_s, 3),
             "sim_end_s": s.sim_end_s,
             "sim_finish_tol": sim.finish_tol,
+            # decision -> level installed; ``paid``: whether this run paid it (a policy
+            # with levels fixed for the DAG pays none)
+            "sim_control_delay": {**sim.control.to_json(), "paid": bool(sim.delay)},
             "flows": len(sim.flows),
             "byte_scale": sim.dag.meta.get("byte_scale", 1.0),
         }

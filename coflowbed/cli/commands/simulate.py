@@ -27,7 +27,13 @@ from coflowbed.experiment.scenario import find_scenario, load_scenario
 from coflowbed.experiment.simfabric import parse_fabric_flag
 from coflowbed.experiment.simulate import run_engine, simulate_scenario, write_run
 from coflowbed.results.records import RunSummary
-from coflowbed.sim import FINISH_TOL, check_finish_tol, parse_levels
+from coflowbed.sim import (
+    FINISH_TOL,
+    ControlDelay,
+    check_control_delay,
+    check_finish_tol,
+    parse_levels,
+)
 from workload import fbtrace
 
 
@@ -83,6 +89,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "measured differences: docs/measurements/simulator-speed.md, "
         "'A finishing tolerance')",
     )
+    p.add_argument(
+        "--control-delay",
+        metavar="SECONDS",
+        help="a controller's delay from a decision to the level in force, on every release "
+        "and re-rank, for policies without levels fixed for the DAG (0-10 s; default: the "
+        "scenario's sim_control_delay_s, else 0; docs/simulator.md, 'Control delay')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
     if (args.scenario is None) == (args.trace is None):
         raise UserError("simulate", None, "give a scenario YAML or --trace, not both or neither")
     finish_tol = _finish_tol(args)
-    summary, out = _trace(args, finish_tol) if args.trace else _scenario(args, finish_tol)
+    delay = _control_delay(args)
+    if args.trace:
+        summary, out = _trace(args, finish_tol, delay)
+    else:
+        summary, out = _scenario(args, finish_tol, delay)
     print(
         f"{'PARTIAL' if summary.partial else 'complete'}: {summary.coflows}/"
         f"{summary.coflows_total} coflows, avg CCT {summary.avg_cct_s} s, p95 "
@@ -120,7 +137,25 @@ def _finish_tol(args: argparse.Namespace) -> float:
     return args.finish_tol
 
 
-def _scenario(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Path]:
+def _control_delay(args: argparse.Namespace) -> ControlDelay | None:
+    """--control-delay as a ControlDelay (None: the scenario's); UserError when out of
+    range."""
+    if args.control_delay is None:
+        return None
+    text = args.control_delay  # parsed here, not by argparse: one line for text too
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise UserError("--control-delay", None, f"must be seconds, got {text!r}") from None
+    try:
+        return ControlDelay.of(check_control_delay(seconds))
+    except ValueError as exc:
+        raise UserError("--control-delay", None, str(exc)) from None
+
+
+def _scenario(
+    args: argparse.Namespace, finish_tol: float, delay: ControlDelay | None
+) -> tuple[RunSummary, Path]:
     """A scenario simulated into its folder: (summary, folder)."""
     overrides, kind = _fabric_overrides(args)
     scen = load_scenario(args.scenario, overrides, plugin_files(args))
@@ -133,6 +168,7 @@ def _scenario(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, 
         levels=levels,
         finish_tol=finish_tol,
         engine=engine_of(args),
+        control_delay=delay,
     )
     return summary, out
 
@@ -155,7 +191,9 @@ def _fabric_overrides(args: argparse.Namespace) -> tuple[FlagOverrides | None, s
     return base or None, flag.kind
 
 
-def _trace(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Path]:
+def _trace(
+    args: argparse.Namespace, finish_tol: float, delay: ControlDelay | None
+) -> tuple[RunSummary, Path]:
     """A coflow-benchmark trace simulated into its folder: (summary, folder)."""
     try:
         trace = fbtrace.read_trace(args.trace)
@@ -179,6 +217,6 @@ def _trace(args: argparse.Namespace, finish_tol: float) -> tuple[RunSummary, Pat
     policy = make_policy(args.policy or "fair", {}, "--policy")
     out = args.out or folder_path(args.results, "sim", args.trace.stem, policy.name)
     t0 = time.perf_counter()
-    inputs = SimInputs(dag, fabric, policy, _levels(args, None))
+    inputs = SimInputs(dag, fabric, policy, _levels(args, None), (), ControlDelay.of(delay))
     result = run_engine(inputs, engine_of(args), finish_tol=finish_tol)
     return write_run(result, out, str(args.trace), time.perf_counter() - t0), out

@@ -30,6 +30,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--levels", args.levels),
         ("--fabric", args.fabric),
         ("--finish-tol", args.finish_tol),
+        ("--control-delay", args.control_delay),
     )
     for flag, value in flags:
         if value is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -578,3 +578,63 @@ def write_results_again(run: Path):
     from coflowbed.results.records import RunSummary
 
     return RunSummary.read(run)
+
+
+# --- the control delay the run measured (summary.json release / level_change_s) ---------
+
+
+def with_writes(summary, write_ms: float | None, change_s: float | None):
+    """``summary`` as a run whose releases waited ``write_ms`` (median) for their
+    register round trip and whose switch writes took ``change_s`` (median)."""
+    release = None if write_ms is None else {"releases": 2, "write_ms": {"median": write_ms}}
+    changes = None if change_s is None else {"count": 3, "median": change_s}
+    return replace(summary, release=release, level_change_s=changes)
+
+
+def test_a_dynamic_run_is_compared_with_and_without_its_measured_delay(tmp_path):
+    """TWO under FIFO, releases waiting 50 ms, writes of 20 ms: in the model with the
+    delay a runs 0.05-1.05 s, b (released 0.5, installed 0.55) waits for it and runs
+    1.05-2.05 s (its re-rank to level 0 comes when it is alone): iteration 2.05 s
+    against 2.0 s without.  Measured 2.1 s: x1.05 and x2.1/2.05."""
+    run = tmp_path / "run"
+    summary = with_writes(write_run(run, TWO, {"a": 1.05, "b": 1.6}, {}, 2.1), 50.0, 0.02)
+    out = fidelity.attach(run, summary).fidelity
+    assert out["control_delay"] == {"release_s": 0.05, "rerank_s": 0.02}
+    assert out["iteration_ratio"] == pytest.approx(1.05)
+    assert out["sim_iteration_time_with_delay_s"] == pytest.approx(2.05)
+    assert out["iteration_ratio_with_delay"] == pytest.approx(2.1 / 2.05)
+    assert json.loads((run / "summary.json").read_text())["fidelity"] == out
+    assert "x1.024 with the run's control delay (50.00 ms / 20.00 ms)" in fidelity.describe(out)
+
+
+def test_levels_fixed_for_the_dag_measure_no_delay_and_get_one_figure(tmp_path):
+    """fair on TWO (levels reference): its releases made no round trip (no
+    ``write_ms``), so both figures are the one figure."""
+    run = tmp_path / "run"
+    summary = write_run(run, TWO, {"a": 1.5, "b": 3.0}, {"a": 0, "b": 0}, 4.0, policy="fair")
+    out = fidelity.attach(run, with_writes(summary, None, None)).fidelity
+    assert out["control_delay"] is None
+    assert out["iteration_ratio_with_delay"] == out["iteration_ratio"] == pytest.approx(2.0)
+    assert out["sim_iteration_time_with_delay_s"] == out["sim_iteration_time_s"]
+
+
+def test_static_levels_pay_their_measured_release_round_trip(tmp_path):
+    """STATIC registers each release in the emulator: with 50 ms hi runs 0.05-1.05 s and
+    lo, below it on h11's uplink, 1.05-2.05 s: iteration 2.05 s in the model with the
+    delay, 2.0 s without; measured 3.3 s."""
+    run = tmp_path / "run"
+    summary = write_run(run, STATIC, {"hi": 1.2, "lo": 3.0}, {"hi": 0, "lo": 3}, 3.3)
+    out = fidelity.attach(run, with_writes(summary, 50.0, None)).fidelity
+    assert out["control_delay"] == {"release_s": 0.05, "rerank_s": 0.05}
+    assert out["iteration_ratio"] == pytest.approx(1.65)
+    assert out["iteration_ratio_with_delay"] == pytest.approx(3.3 / 2.05)
+
+
+@pytest.mark.parametrize(
+    "write_ms,change_s,want",
+    [(None, 0.02, None), (6.5, None, (0.0065, 0.0065)), (6.5, 0.003, (0.0065, 0.003))],
+)
+def test_the_measured_delay_is_the_median_round_trip_and_write(tmp_path, write_ms, change_s, want):
+    summary = write_run(tmp_path / "run", TWO, {"a": 1.0, "b": 1.5}, {}, 2.0)
+    got = fidelity.measured_delay(with_writes(summary, write_ms, change_s))
+    assert (None if got is None else (got.release_s, got.rerank_s)) == want

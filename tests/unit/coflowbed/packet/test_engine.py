@@ -133,6 +133,8 @@ def test_defaults_pass_their_own_check():
         ("scale", 0.0),
         ("queue_packets", 1),
         ("host_queue_packets", 0),
+        ("fair_queue_buckets", -1),
+        ("fair_queue_buckets", 2000),
         ("ecn_packets", 100),
         ("mtu", 100),
         ("min_rto_s", 0.0),
