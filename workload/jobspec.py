@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,14 @@ from typing import Any
 import yaml
 
 from workload.nccl import ALGORITHMS, DEFAULT_LINK_GBPS
-from workload.schema import Section, SpecError, check_float, check_int
+from workload.schema import (
+    Section,
+    SpecError,
+    blamed_on,
+    check_float,
+    check_int,
+    typos_first,
+)
 from workload.yamlfile import parse_yaml, read_text
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved-1f1b")
@@ -168,12 +176,26 @@ class JobSpec:
         return [lid for q in range(v) for lid in self.chunk_layers(q * p + stage)]
 
 
-def load_job(path: str | Path, overrides: Mapping[str, Any] | None = None) -> JobSpec:
+def load_job(
+    path: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+    written_at: tuple[str, str] = ("", ""),
+) -> JobSpec:
     """Read and validate a job YAML; ``overrides`` maps dotted keys to values
-    (e.g. ``{"parallelism.dp": 64}``) applied before validation."""
+    (e.g. ``{"parallelism.dp": 64}``) applied before validation.  An error about an
+    overridden key names where the override was written, ``written_at`` (source, key
+    prefix: ``("s.yaml", "workload.overrides")``, ``("--set", "")``), when given."""
     path = Path(path)
+    data = _read_job_yaml(path)
+    blame = blamed_on(str(path), overrides or {}, *written_at) if written_at[0] else nullcontext()
+    with blame:
+        return parse_job(apply_overrides(data, overrides or {}, str(path)), str(path))
+
+
+def _read_job_yaml(path: Path) -> Any:
+    """The parsed YAML of job file ``path``; SpecError naming it on any problem."""
     try:
-        data = parse_yaml(read_text(path))
+        return parse_yaml(read_text(path))
     except OSError as exc:
         raise SpecError(str(path), None, f"cannot read: {exc.strerror}") from exc
     except ValueError as exc:  # not UTF-8 text
@@ -184,7 +206,6 @@ def load_job(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Jo
         raise SpecError(
             str(path), None, f"invalid YAML at {where}: {getattr(exc, 'problem', exc)}"
         ) from exc
-    return parse_job(apply_overrides(data, overrides or {}, str(path)), str(path))
 
 
 def preset_path(name: str) -> Path | None:
@@ -221,6 +242,12 @@ def _merge(node: dict, key: str, value: Any) -> None:
 
 def parse_job(data: Any, source: str = "<job>") -> JobSpec:
     """Validate a job mapping (as read from YAML) into a JobSpec."""
+    with typos_first():
+        return _parse_job(data, source)
+
+
+def _parse_job(data: Any, source: str) -> JobSpec:
+    """``parse_job`` without the typo check."""
     top = Section(data, source)
     model = _model(top.section("model"))
     par = _parallel(top.section("parallelism"))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from workload.jobspec import PRESET_DIR, JobSpec, load_job, preset_path
-from workload.schema import SpecError
+from workload.schema import SpecError, did_you_mean
 
 
 def preset_names() -> list[str]:
@@ -15,12 +15,28 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
 
 
+def job_file(ref: str, folder: Path) -> Path | None:
+    """The job a scenario's ``job: ref`` names: the preset ``ref``, else the file ``ref``
+    relative to the scenario's ``folder``; None when it is neither."""
+    path = preset_path(ref) or folder / ref
+    return path if path.is_file() else None
+
+
+def unknown_job(ref: str) -> str:
+    """Why ``ref`` names no job, with the presets it could name."""
+    names = preset_names()
+    hint = did_you_mean(ref, names)
+    return f"no such preset or job file {ref!r}{hint} (presets: {', '.join(names)})"
+
+
 def require_preset(name: str) -> Path:
     """Path of preset ``name``; SpecError listing the known ones otherwise."""
     path = preset_path(name)
     if path is None:
+        names = preset_names()
+        hint = did_you_mean(name, names)
         raise SpecError(
-            name, None, f"no such job file or preset (presets: {', '.join(preset_names())})"
+            name, None, f"no such job file or preset{hint} (presets: {', '.join(names)})"
         )
     return path
 

@@ -8,10 +8,19 @@ checked where it is read, and every error names the file, the key path and the r
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping
+import contextlib
+import difflib
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, Literal, Self, overload
 
 from workload.errors import UserError
+
+# How alike an unknown key and a known one must be (difflib's ratio) to be called its typo:
+# once every known key of a section has been read, and (stricter, as a key not read yet
+# may be a valid one: mid and id are 0.8 alike) while reading fails.
+TYPO_CUTOFF = 0.75
+GUESS_CUTOFF = 0.85
 
 
 class _Required:
@@ -23,6 +32,57 @@ _REQUIRED = _Required()
 
 class SpecError(UserError, ValueError):
     """Bad value or unknown key in a user file: ``<file>: <key>: <reason>``."""
+
+
+# The sections read inside ``typos_first`` (None outside it).
+_READING: ContextVar[list[Section] | None] = ContextVar("_READING", default=None)
+
+
+def did_you_mean(
+    word: str, known: Iterator[str] | list[str] | set[str], cutoff: float = TYPO_CUTOFF
+) -> str:
+    """``; did you mean 'X'?`` when ``word`` is close to one of ``known``, else ""."""
+    close = difflib.get_close_matches(word, sorted(known), 1, cutoff)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+@contextlib.contextmanager
+def typos_first() -> Iterator[None]:
+    """Read a file's sections inside this: when reading fails for another reason while
+    a section holds an unknown key close to a key it looked up and did not find (a typo
+    of a key with a default, whose default then caused the error), the unknown key is
+    reported instead."""
+    token = _READING.set([])
+    try:
+        yield
+    except UserError as exc:
+        typo = next((t for s in _READING.get() or [] if (t := s.typo()) is not None), None)
+        if typo is None or typo.key == exc.key:
+            raise
+        raise typo from None
+    finally:
+        _READING.reset(token)
+
+
+def touches(error_key: str | None, key: str) -> bool:
+    """Whether an error about ``error_key`` concerns the overridden dotted ``key``."""
+    if error_key is None:
+        return False
+    return error_key == key or error_key.startswith((f"{key}.", f"{key}["))
+
+
+@contextlib.contextmanager
+def blamed_on(source: str, keys: Mapping[str, Any], where: str, prefix: str) -> Iterator[None]:
+    """Re-raise a UserError about ``source``'s key set by one of the overrides ``keys``
+    as one about where the user wrote that override: ``where``, key ``prefix.KEY``
+    (``prefix`` "" for a flag such as ``--set``)."""
+    try:
+        yield
+    except UserError as exc:
+        if exc.source != source or not any(touches(exc.key, k) for k in keys):
+            raise
+        key = _join(prefix, exc.key) if prefix and exc.key else exc.key
+        raise SpecError(where, key, exc.reason) from None
 
 
 def _join(path: str, key: str | int) -> str:
@@ -44,6 +104,11 @@ class Section:
             raise SpecError(source, path or None, f"must be a mapping, got {_kind(data)}")
         self.data, self.source, self.path = data, source, path
         self._seen: set[str] = set()
+        self._absent: set[str] = set()  # keys looked up and not given
+        self._present: set[str] = set()  # keys asked about (``has``) and given
+        reading = _READING.get()
+        if reading is not None:
+            reading.append(self)
 
     def error(self, key: str | int | None, reason: str) -> SpecError:
         """A SpecError for ``key`` inside this section."""
@@ -53,14 +118,19 @@ class Section:
 
     def has(self, key: str) -> bool:
         """Whether ``key`` is present (and not null)."""
-        return self.data.get(key) is not None
+        if self.data.get(key) is None:
+            self._absent.add(key)
+            return False
+        self._present.add(key)
+        return True
 
     def raw(self, key: str, default: Any = _REQUIRED) -> Any:
         """The unchecked value of ``key`` (marked as read); error if required and absent."""
         self._seen.add(key)
         if self.data.get(key) is None:
+            self._absent.add(key)
             if default is _REQUIRED:
-                raise self.error(key, "is required")
+                raise self.typo(key) or self.error(key, "is required")
             return default
         return self.data[key]
 
@@ -187,10 +257,26 @@ class Section:
     def done(self, hints: Mapping[builtins.str, builtins.str] | None = None) -> None:
         """Reject keys that were never read; ``hints`` give the reason for keys known
         to be unsupported (instead of "unknown key")."""
-        unknown = sorted(str(k) for k in self.data if k not in self._seen)
+        unknown = self._unknown()
         if unknown:
-            reason = (hints or {}).get(unknown[0], f"unknown key (known: {self._known()})")
-            raise self.error(unknown[0], reason)
+            hint = did_you_mean(unknown[0], self._seen)
+            reason = hint[2:] if hint else f"known: {self._known()}"
+            raise self.error(unknown[0], (hints or {}).get(unknown[0], f"unknown key ({reason})"))
+
+    def typo(self, missing: builtins.str | None = None) -> SpecError | None:
+        """The error for an unknown key of this section that looks like a typo of
+        ``missing`` (default: of any key looked up and not found), or None."""
+        wanted = self._absent if missing is None else {missing}
+        for key in self._unknown():
+            if key in self._present:
+                continue
+            hint = did_you_mean(key, wanted - {key}, GUESS_CUTOFF)
+            if hint:
+                return self.error(key, f"unknown key ({hint[2:]})")
+        return None
+
+    def _unknown(self) -> builtins.list[builtins.str]:
+        return sorted(str(k) for k in self.data if k not in self._seen)
 
     def _known(self) -> builtins.str:
         return ", ".join(sorted(self._seen)) or "none"
@@ -199,11 +285,20 @@ class Section:
 def check_int(
     v: Any, err: Callable[[str], Exception], lo: int | None = None, hi: int | None = None
 ) -> int:
-    """``v`` if it is an int (not bool) within [lo, hi]; else raise ``err(reason)``."""
+    """``v`` as int if it is an integer (not a bool; a whole float such as ``1e9``
+    counts) within [lo, hi]; else raise ``err(reason)``."""
+    v = whole(v)
     if not isinstance(v, int) or isinstance(v, bool):
         raise err(f"must be an integer, got {v!r}")
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise err(f"must be in {_range(lo, hi)}, got {v}")
+    return v
+
+
+def whole(v: Any) -> Any:
+    """``v`` as an int when it is a float with a whole value (``1e9``, ``8.0``), else ``v``."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
     return v
 
 

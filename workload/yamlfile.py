@@ -1,9 +1,12 @@
 """Reading the project's YAML files strictly: a mapping that gives one key twice is an
 error (PyYAML's ``safe_load`` silently keeps the last one), and a file that is not UTF-8
-text is one too.  Scenario, sweep and job files are all read here."""
+text is one too.  A number written ``1e15`` is a number, as YAML 1.2 reads it (YAML 1.1,
+PyYAML's, wants ``1.0e+15`` and reads ``1e15`` as a string).  Scenario, sweep and job
+files and ``--set`` values are all read here."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,13 @@ class _StrictLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+
+# 1e15, -2E-3, 5e+2, 1.5e3: exponent forms YAML 1.1's float pattern misses (no dot or no sign)
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789.")
+)
 
 
 def parse_yaml(text: str) -> Any:

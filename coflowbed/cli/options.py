@@ -10,8 +10,10 @@ from pathlib import Path
 import yaml
 
 from coflowbed.core.errors import UserError
+from coflowbed.experiment.overrides import FlagOverrides
 from coflowbed.experiment.simulate import ENGINES, Engine
 from controller.policies.plugins import import_plugin
+from workload.yamlfile import parse_yaml
 
 
 def add_inter_job(p: argparse.ArgumentParser) -> None:
@@ -82,23 +84,25 @@ def parse_sets(items: list[str], flag: str = "--set") -> dict:
         if not sep or not key:
             raise UserError(flag, item, "expected KEY=VALUE")
         try:
-            out[key] = yaml.safe_load(value)
+            out[key] = parse_yaml(value)
         except yaml.YAMLError as exc:
             raise UserError(flag, key, f"value is not valid YAML: {exc}") from exc
     return out
 
 
-def overrides_of(args: argparse.Namespace) -> dict | None:
+def overrides_of(args: argparse.Namespace) -> FlagOverrides | None:
     """Scenario keys the flags override (``--set``, then ``--policy``, ``--inter-job``,
-    ``--sample-period``)."""
+    ``--sample-period``), each remembering its flag for error messages."""
     out: dict = parse_sets(getattr(args, "set", None) or [])
-    if getattr(args, "policy", None):
-        out["policy"] = args.policy
-    if getattr(args, "inter_job", None):
-        out["workload.inter_job"] = args.inter_job
-    if getattr(args, "sample_period", None) is not None:
-        out["sample_period_s"] = args.sample_period
-    return out or None
+    flags = dict.fromkeys(out, "--set")
+    for flag, key, value in (
+        ("--policy", "policy", getattr(args, "policy", None) or None),
+        ("--inter-job", "workload.inter_job", getattr(args, "inter_job", None) or None),
+        ("--sample-period", "sample_period_s", getattr(args, "sample_period", None)),
+    ):
+        if value is not None:
+            out[key], flags[key] = value, flag
+    return FlagOverrides(out, flags) if out else None
 
 
 def plugin_files(args: argparse.Namespace) -> list[Path]:

@@ -59,14 +59,15 @@ class Section(schema.Section):
         """Value of required key ``name``."""
         if not self.has(name):
             self.raw(name, None)  # mark it read
-            raise self.fail(name, "missing required key")
+            raise self.typo(name) or self.fail(name, "missing required key")
         return self.get(name, None, check)
 
 
 def integer(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
-    """Checker: an int (not bool) within [lo, hi]."""
+    """Checker: an integer (not bool; a whole float counts) within [lo, hi]."""
 
     def check(v: Any) -> int:
+        v = schema.whole(v)  # 1e9 (a float in YAML) is the integer it names
         if not isinstance(v, int) or isinstance(v, bool):
             raise ValueError(f"must be an integer, got {v!r}")
         _bounds(v, lo, hi)

@@ -26,8 +26,9 @@ from controller.policies.interjob import DEFAULT_MODE, INTER_JOB_MODES, InterJob
 from topo.plan import FabricPlan
 from workload import generate
 from workload.dag import Dag
-from workload.jobspec import load_job, preset_path
+from workload.jobspec import load_job
 from workload.multijob import JobDag, gpu_intensity, merge_jobs
+from workload.presets import job_file, unknown_job
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,9 @@ def parse_jobs(sec: Section, plan: FabricPlan, path: Path) -> MultiJob:
 def _entry(js: Section, i: int, plan: FabricPlan, path: Path) -> JobEntry:
     """One job entry: its file, name, hosts and options, checked against the fabric."""
     ref = js.need("job", string)
-    job_path = preset_path(ref) or path.parent / ref
+    job_path = job_file(ref, path.parent)
+    if job_path is None:
+        raise js.fail("job", unknown_job(ref))
     hosts = _hosts(js, plan)
     name = js.get("name", None, string) or _job_name(js, job_path)
     entry = JobEntry(
@@ -99,7 +102,8 @@ def _entry(js: Section, i: int, plan: FabricPlan, path: Path) -> JobEntry:
 def _job_name(js: Section, job_path: Path) -> str:
     """The job's own name (its file's ``name``), read before the job is generated."""
     try:
-        return load_job(job_path, overrides=js.get("overrides", {}, _mapping)).name
+        overrides = js.get("overrides", {}, _mapping)
+        return load_job(job_path, overrides, (js.source, f"{js.path}.overrides")).name
     except UserError:
         raise
     except ValueError as exc:
@@ -177,7 +181,7 @@ def _check_overlaps(sec: Section, entries: Sequence[JobEntry]) -> None:
 def _generate(sec: Section, e: JobEntry) -> Dag:
     """The entry's DAG on its hosts; UserError when the job does not fit them."""
     try:
-        job = load_job(e.path, overrides=e.overrides)
+        job = load_job(e.path, e.overrides, (sec.source, f"{sec.path}.jobs[{e.index}].overrides"))
     except UserError:
         raise
     except ValueError as exc:

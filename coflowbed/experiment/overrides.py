@@ -1,7 +1,9 @@
 """Scenario overrides: ``{"policy": "hermod", "fabric.host_bw_mbps": 200}`` set keys of a
-scenario's YAML before it is validated.  A dotted key reaches into nested mappings; the
-scenario loader then checks every value and rejects unknown keys as it does for the file,
-and an error about an overridden key names the override, not the file's text."""
+scenario's YAML before it is validated (null removes one).  A dotted key reaches into
+nested mappings; the scenario loader then checks every value and rejects unknown keys as
+it does for the file, and an error about an overridden key names the override, not the
+file's text: the flag that set it (``--set: fabric.host_bw_mbps: ...``) when the
+overrides came from the command line (``FlagOverrides``), else ``<file> (overrides)``."""
 
 from __future__ import annotations
 
@@ -11,8 +13,22 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from coflowbed.core.errors import UserError
+from workload.schema import touches
 
 Overrides = Mapping[str, Any]  # dotted scenario key -> value
+
+
+class FlagOverrides(dict[str, Any]):
+    """Overrides given on the command line; ``flags`` names the flag that set each key
+    (``{"timeout_s": "--set", "policy": "--policy"}``) for the error messages."""
+
+    def __init__(self, values: Mapping[str, Any], flags: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.flags = dict(flags)
+
+    def merged(self, values: Mapping[str, Any], flag: str) -> FlagOverrides:
+        """These overrides and ``values``, set by ``flag``."""
+        return FlagOverrides({**self, **values}, {**self.flags, **dict.fromkeys(values, flag)})
 
 
 def apply_overrides(raw: Any, overrides: Overrides, source: str) -> Any:
@@ -35,7 +51,8 @@ def _parts(key: Any, source: str) -> list[str]:
 
 
 def _set(data: dict, parts: list[str], value: Any, source: str) -> None:
-    """Set ``data[p0][p1]...[pn] = value``, making absent mappings on the way."""
+    """Set ``data[p0][p1]...[pn] = value``, making absent mappings on the way; a null
+    ``value`` removes the key (its default applies again), as in a job's overrides."""
     node = data
     for i, part in enumerate(parts[:-1]):
         child = node.get(part)
@@ -49,7 +66,10 @@ def _set(data: dict, parts: list[str], value: Any, source: str) -> None:
                 f"{where} is {child!r}, not a mapping: override {where} itself",
             )
         node = child
-    node[parts[-1]] = value
+    if value is None:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
 
 
 def override_source(source: str) -> str:
@@ -57,19 +77,24 @@ def override_source(source: str) -> str:
     return f"{source} (overrides)"
 
 
-def _touches(error_key: str | None, key: str) -> bool:
-    """Whether an error about ``error_key`` concerns the overridden ``key``."""
-    if error_key is None:
-        return False
-    return error_key == key or error_key.startswith((f"{key}.", f"{key}["))
-
-
 @contextlib.contextmanager
 def blamed_on_overrides(overrides: Overrides | None, source: str) -> Iterator[None]:
-    """Re-raise a UserError about an overridden key as one naming the override."""
+    """Re-raise a UserError about an overridden key as one naming the override: its
+    flag for ``FlagOverrides``, else ``<source> (overrides)``."""
     try:
         yield
     except UserError as exc:
-        if exc.source == source and any(_touches(exc.key, k) for k in overrides or {}):
+        if exc.source not in (source, override_source(source)):
+            raise
+        key = next((k for k in overrides or {} if touches(exc.key, k)), None)
+        if key is None:
+            raise
+        flags = getattr(overrides, "flags", {})
+        flag = flags.get(key)
+        if flag is None:
             raise UserError(override_source(source), exc.key, exc.reason) from None
-        raise
+        # a bad value of a flag that sets one key (--policy) needs no key; --set, --fabric
+        # and a key the scenario has not (--inter-job with one job) name it
+        sole = flag != "--set" and list(flags.values()).count(flag) == 1
+        value = exc.key == key and not exc.reason.startswith("unknown key")
+        raise UserError(flag, None if sole and value else exc.key, exc.reason) from None

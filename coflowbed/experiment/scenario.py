@@ -34,8 +34,10 @@ from topo.plan import (
 )
 from workload import ecmp, fbtrace, generate
 from workload.dag import Coflow, CoflowIdentity, CoflowType, Dag, Flow, merge_pair_flows
-from workload.jobspec import load_job, preset_path
+from workload.jobspec import load_job
 from workload.marking import MAX_LEVELS
+from workload.presets import job_file, unknown_job
+from workload.schema import did_you_mean, typos_first
 
 SHIPPED_SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 SWITCH_KINDS = ("ovs", "bmv2")
@@ -90,35 +92,51 @@ class Scenario:
 
 def find_scenario(ref: str | Path) -> Path:
     """A scenario file: ``ref`` itself, or the shipped ``<name>.yaml`` when ``ref`` is a
-    bare name that is no file here (``"mechanism"``)."""
+    bare name that is no file here (``"mechanism"``); UserError when it is neither
+    (listing the shipped scenarios for a bare name)."""
     path = Path(ref)
     shipped = SHIPPED_SCENARIOS / f"{ref}.yaml"
     if not path.exists() and path.name == str(ref) and shipped.exists():
         return shipped
+    if not path.exists() and path.name != str(ref):
+        raise UserError(str(ref), None, "no such file")
+    if not path.exists():  # a bare name: which ones exist
+        names = shipped_scenarios()
+        hint = did_you_mean(str(ref), names)
+        raise UserError(
+            str(ref), None, f"no such file or shipped scenario{hint} (shipped: {', '.join(names)})"
+        )
     return path
+
+
+def shipped_scenarios() -> list[str]:
+    """Names of the scenarios shipped in coflowbed/scenarios/."""
+    return sorted(p.stem for p in SHIPPED_SCENARIOS.glob("*.yaml"))
 
 
 def load_scenario(
     path: Path | str, overrides: Overrides | None = None, plugins: Sequence[Path] = ()
 ) -> Scenario:
-    """Read and validate a scenario file, with ``overrides`` (dotted keys) set first and
-    the policy files ``plugins`` (absolute) added to its own; UserError (one line) on
-    any problem, naming the override when it is one."""
-    path = Path(path)
-    raw = apply_overrides(load_yaml(path), overrides or {}, str(path))
-    if plugins and isinstance(raw, dict):
-        own = raw.get("plugins") or []
-        raw = {**raw, "plugins": [*own, *(str(f) for f in plugins if str(f) not in own)]}
+    """Read and validate a scenario file (or shipped scenario name, ``find_scenario``),
+    with ``overrides`` (dotted keys) set first and the policy files ``plugins``
+    (absolute) added to its own; UserError (one line) on any problem, naming the
+    override when it is one."""
+    path = find_scenario(path)
     with blamed_on_overrides(overrides, str(path)):
+        raw = apply_overrides(load_yaml(path), overrides or {}, str(path))
+        if plugins and isinstance(raw, dict):
+            own = raw.get("plugins") or []
+            raw = {**raw, "plugins": [*own, *(str(f) for f in plugins if str(f) not in own)]}
         return scenario_from_raw(raw, path)
 
 
 def scenario_from_raw(raw: Any, path: Path, source: str | None = None) -> Scenario:
     """Validate a scenario mapping as read from ``path`` (relative paths in it are
     relative to ``path``'s folder; errors name ``source``, default ``path``)."""
-    top = Section(raw, source or str(path))
-    scen = _parse(top, path)
-    top.done()
+    with typos_first():
+        top = Section(raw, source or str(path))
+        scen = _parse(top, path)
+        top.done()
     return scen
 
 
@@ -232,7 +250,8 @@ def _check_policy_name(top: Section, name: str) -> str:
     """Known policy names: 'static' plus whatever the policy registry offers."""
     known = ["static", *policies.names()]
     if name not in known:
-        raise top.fail("policy", f"unknown policy {name!r} (known: {', '.join(known)})")
+        hint = did_you_mean(name, known)
+        raise top.fail("policy", f"unknown policy {name!r}{hint} (known: {', '.join(known)})")
     return name
 
 
@@ -355,10 +374,12 @@ def _parse_job(
     """An LLM job: a preset name or a job YAML path (relative to the scenario), on the
     plan's hosts or on ``sim`` sized to what the job needs."""
     ref = sec.get("job", None, string)
-    job_path = preset_path(ref) or path.parent / ref
+    job_path = job_file(ref, path.parent)
+    if job_path is None:
+        raise sec.fail("job", unknown_job(ref))
     overrides = sec.get("overrides", {}, _mapping)
     try:
-        job = load_job(job_path, overrides=overrides)
+        job = load_job(job_path, overrides, (sec.source, f"{sec.path}.overrides"))
         sim = sim.sized(job.hosts_needed) if sim else None
         return generate(job, *_job_hosts(plan, sim)), sim
     except UserError:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from coflowbed.analysis import fidelity, releasepath
 from coflowbed.analysis.fidelity import CoflowComparison, sum_ratios_by_type, write_table
+from coflowbed.core.errors import UserError
 from coflowbed.experiment.binding import FABRIC_KINDS
+from coflowbed.experiment.simfabric import parse_fabric_flag
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,21 +21,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="also write the per-coflow table as CSV here")
     p.add_argument(
         "--fabric",
-        choices=FABRIC_KINDS,
         default="leafspine",
-        help="fabric model to simulate (default: the run's leaf-spine)",
+        metavar="KIND",
+        help="the run's own fabric simulated as leafspine (default) or bigswitch (its "
+        "hosts on one switch at their rate)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """Simulate, compare, print the table and the mean ratio."""
-    rows = [asdict(r) for r in fidelity.check_run(args.run_dir, args.fabric)]
+    rows = [asdict(r) for r in fidelity.check_run(args.run_dir, _kind(args.fabric))]
     _print(rows)
     _print_links(args.run_dir)
     print(releasepath.measure(args.run_dir).describe())
     if args.out:
         write_table([CoflowComparison(**r) for r in rows], args.out)
     return 0
+
+
+def _kind(text: str) -> str:
+    """The kind ``--fabric`` names (the one grammar's, coflowbed.experiment.simfabric):
+    a run is checked on its own fabric, so a kind alone, one of FABRIC_KINDS."""
+    flag = parse_fabric_flag(text)
+    if flag.dims or flag.kind not in FABRIC_KINDS:
+        raise UserError(
+            "--fabric", text, f"check simulates the run's own fabric: {' or '.join(FABRIC_KINDS)}"
+        )
+    return flag.kind
 
 
 def _print_links(run_dir: Path) -> None:

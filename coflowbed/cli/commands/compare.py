@@ -23,7 +23,9 @@ from coflowbed.studies.compare import compare, emulated, parse_policies, simulat
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``compare``."""
-    p.add_argument("scenario", type=Path)
+    p.add_argument(
+        "scenario", type=Path, help="scenario YAML, or a shipped one by name (coflowbed scenarios)"
+    )
     p.add_argument("--policies", required=True, help="comma-separated policy names")
     p.add_argument(
         "--out", type=Path, default=None, help="folder (default results/<time>-compare-<name>)"

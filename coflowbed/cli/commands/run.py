@@ -23,7 +23,9 @@ from coflowbed.studies.single import emulate
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``run``."""
-    p.add_argument("scenario", type=Path, help="scenario YAML")
+    p.add_argument(
+        "scenario", type=Path, help="scenario YAML, or a shipped one by name (coflowbed scenarios)"
+    )
     p.add_argument(
         "--out",
         type=Path,

@@ -18,10 +18,13 @@ from coflowbed.cli.options import (
     overrides_of,
     plugin_files,
 )
+from coflowbed.core.config import load_yaml
 from coflowbed.core.errors import UserError
 from coflowbed.experiment.binding import SimInputs, make_policy
 from coflowbed.experiment.folders import folder_path
-from coflowbed.experiment.scenario import load_scenario
+from coflowbed.experiment.overrides import FlagOverrides
+from coflowbed.experiment.scenario import find_scenario, load_scenario
+from coflowbed.experiment.simfabric import parse_fabric_flag
 from coflowbed.experiment.simulate import run_engine, simulate_scenario, write_run
 from coflowbed.results.records import RunSummary
 from coflowbed.sim import (
@@ -29,7 +32,6 @@ from coflowbed.sim import (
     ControlDelay,
     check_control_delay,
     check_finish_tol,
-    parse_fabric_spec,
     parse_levels,
 )
 from workload import fbtrace
@@ -37,7 +39,12 @@ from workload import fbtrace
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``simulate``."""
-    p.add_argument("scenario", type=Path, nargs="?", help="scenario YAML (or use --trace)")
+    p.add_argument(
+        "scenario",
+        type=Path,
+        nargs="?",
+        help="scenario YAML, or a shipped one by name (coflowbed scenarios); or use --trace",
+    )
     p.add_argument("--trace", type=Path, help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt)")
     p.add_argument("--policy", help="policy name (default: the scenario's; fair for traces)")
     add_inter_job(p)
@@ -50,9 +57,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--fabric",
-        help="bigswitch[:<N>x<rate>], leafspine:<L>x<H>x<S>:<rate>[/<rate>] or "
-        "rail:<servers>x<nics>x<spines>:<nic rate>[/<core rate>] "
-        "(default: the scenario's leaf-spine; bigswitch:<ports>x1Gbps for traces, "
+        metavar="FABRIC",
+        help="leafspine:SxLxH[@RATE[/RATE]] (spines x leaves x hosts per leaf, as the "
+        "scenario's fabric keys; SxLxH alone is a leaf-spine), rail:HxNxS[@RATE[/RATE]] "
+        "(hosts x NICs x spines), bigswitch:N[@RATE], fattree:N[@RATE], or a kind alone "
+        "(the scenario's hosts as that kind). With a scenario it replaces its sim_fabric, "
+        "else its fabric (default: the scenario's; bigswitch:<ports>@1Gbps for traces, "
         "where G/M mean 2^30/2^20 as in the trace's model)",
     )
     p.add_argument(
@@ -147,19 +157,38 @@ def _scenario(
     args: argparse.Namespace, finish_tol: float, delay: ControlDelay | None
 ) -> tuple[RunSummary, Path]:
     """A scenario simulated into its folder: (summary, folder)."""
-    scen = load_scenario(args.scenario, overrides_of(args), plugin_files(args))
+    overrides, kind = _fabric_overrides(args)
+    scen = load_scenario(args.scenario, overrides, plugin_files(args))
     levels = _levels(args, scen.levels)
     out = args.out or folder_path(args.results, "sim", scen.name, scen.policy)
     summary = simulate_scenario(
         scen,
         out,
-        fabric_kind=args.fabric,
+        fabric_kind=kind,
         levels=levels,
         finish_tol=finish_tol,
         engine=engine_of(args),
         control_delay=delay,
     )
     return summary, out
+
+
+def _fabric_overrides(args: argparse.Namespace) -> tuple[FlagOverrides | None, str | None]:
+    """The scenario overrides of the flags, ``--fabric``'s included (it replaces the
+    scenario's sim_fabric when it has one, else its fabric when it gives sizes), and
+    the kind its fabric is simulated as (``--fabric KIND`` alone, no sim_fabric)."""
+    base = overrides_of(args) or FlagOverrides({}, {})
+    if not args.fabric:
+        return base or None, None
+    flag = parse_fabric_flag(args.fabric)
+    raw = load_yaml(find_scenario(args.scenario))
+    if (isinstance(raw, dict) and raw.get("sim_fabric")) or any(
+        k.startswith("sim_fabric") for k in base
+    ):
+        return base.merged(flag.sim_overrides(), "--fabric"), None
+    if flag.dims:
+        return base.merged(flag.emulated_overrides(), "--fabric"), None
+    return base or None, flag.kind
 
 
 def _trace(
@@ -171,9 +200,9 @@ def _trace(
     except ValueError as exc:
         raise UserError(str(args.trace), None, str(exc)) from None
     check_window(args.limit, args.skip, len(trace))
-    spec = args.fabric or f"bigswitch:{trace.ports}x1Gbps"
+    spec = args.fabric or f"bigswitch:{trace.ports}@1Gbps"
+    fabric = parse_fabric_flag(spec, binary=True).sim_fabric().model()
     try:
-        fabric = parse_fabric_spec(spec, binary=True)
         dag = fbtrace.to_dag(
             trace,
             list(fabric.hosts),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from coflowbed.cli.options import add_set, parse_sets
 from coflowbed.core.errors import UserError
+from coflowbed.experiment.simfabric import parse_fabric_flag
 from coflowbed.experiment.workload_import import (
     IMPORT_WORD,
     add_import_arguments,
@@ -35,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     hosts.add_argument(
         "--fabric",
         metavar="SxLxH",
-        help="use the host names of a leaf-spine fabric, e.g. 2x4x4 "
-        "(default: generic names h0..hN-1)",
+        help="use the host names of a leaf-spine fabric of S spines, L leaves and H hosts "
+        "per leaf (the order of a scenario's fabric keys), e.g. 2x4x2 or "
+        "leafspine:2x4x2 (default: generic names h0..hN-1)",
     )
     hosts.add_argument("--hosts", help="comma-separated host names, used in order")
     add_set(parser, "job")
@@ -57,11 +59,11 @@ def host_names(args: argparse.Namespace, needed: int) -> list[str]:
             raise UserError("--hosts", ", ".join(twice), "a host is named twice")
         return names
     if args.fabric:
-        try:
-            spines, leaves, hosts = (int(x) for x in args.fabric.lower().split("x"))
-            return FabricPlan(spines, leaves, hosts, 100.0, 100.0).host_names()
-        except ValueError as exc:
-            raise UserError("--fabric", args.fabric, f"expected SxLxH: {exc}") from exc
+        flag = parse_fabric_flag(args.fabric)
+        if flag.kind != "leafspine" or not flag.dims:
+            raise UserError("--fabric", args.fabric, "expected a leaf-spine's SxLxH, e.g. 2x4x2")
+        spines, leaves, per_leaf = flag.dims
+        return FabricPlan(spines, leaves, per_leaf, 100.0, 100.0).host_names()
     return generic_hosts(needed)
 
 
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         )
     refuse_import_flags(args)
 
-    job = load_job(resolve(args.job), parse_sets(args.set))
+    job = load_job(resolve(args.job), parse_sets(args.set), ("--set", ""))
     hosts = (
         None
         if job.placement.stage_hosts and not args.hosts and not args.fabric

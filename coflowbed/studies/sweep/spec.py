@@ -10,8 +10,9 @@ from typing import Any
 
 from coflowbed.core.config import Section, choice, integer, load_yaml, number, string
 from coflowbed.core.errors import UserError
-from coflowbed.experiment.scenario import SHIPPED_SCENARIOS
+from coflowbed.experiment.scenario import SHIPPED_SCENARIOS, shipped_scenarios
 from controller import policies
+from workload.schema import did_you_mean, typos_first
 
 SHIPPED_SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
 
@@ -66,7 +67,13 @@ def with_plugins(spec: SweepSpec, plugins: Sequence[Path]) -> SweepSpec:
 
 def load_sweep(path: Path) -> SweepSpec:
     """Read and validate a sweep file; UserError (one line) on any problem."""
-    top = Section(load_yaml(path), str(path))
+    with typos_first():
+        return _read_sweep(load_yaml(path), path)
+
+
+def _read_sweep(raw: Any, path: Path) -> SweepSpec:
+    """``load_sweep`` of the parsed file ``raw``."""
+    top = Section(raw, str(path))
     scenario, scen_path = _scenario(top, path)
     grid = _grid(top)
     spec = SweepSpec(
@@ -108,6 +115,13 @@ def _scenario(top: Section, path: Path) -> tuple[dict, Path]:
     if not isinstance(value, str) or not value:
         raise top.fail("scenario", "must be a scenario file path or a mapping")
     file = _shipped_or_relative(value, path)
+    if not file.is_file():
+        names = shipped_scenarios()
+        hint = did_you_mean(value, names)
+        raise top.fail(
+            "scenario",
+            f"no such file or shipped scenario {value!r}{hint} (shipped: {', '.join(names)})",
+        )
     raw = load_yaml(file)
     if not isinstance(raw, dict):
         raise UserError(str(file), None, "a scenario must be a mapping")
@@ -124,11 +138,18 @@ def _shipped_or_relative(ref: str, path: Path) -> Path:
 
 
 def find_sweep(ref: Path) -> Path:
-    """``ref``, or the shipped sweep ``coflowbed/sweeps/<ref>.yaml``."""
-    if ref.is_file():
+    """``ref``, or the shipped sweep ``coflowbed/sweeps/<ref>.yaml``; UserError listing
+    the shipped sweeps when it is neither."""
+    if ref.exists():
         return ref
     shipped = SHIPPED_SWEEPS / f"{ref}.yaml"
-    return shipped if shipped.is_file() else ref
+    if shipped.is_file():
+        return shipped
+    names = sorted(p.stem for p in SHIPPED_SWEEPS.glob("*.yaml"))
+    hint = did_you_mean(str(ref), names)
+    raise UserError(
+        str(ref), None, f"no such file or shipped sweep{hint} (shipped: {', '.join(names)})"
+    )
 
 
 def _policies(top: Section) -> tuple[str, ...]:

@@ -41,3 +41,17 @@ def test_each_reader_gives_one_line_and_writes_nothing(tmp_path, capsys, argv, c
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"coflowbed: error: {src}") and says in err and "\n" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1e15", 1e15), ("-2E-3", -0.002), ("5e+2", 500.0), (".5e3", 500.0), ("1.0e+15", 1e15)],
+)
+def test_a_number_with_an_exponent_is_a_number_as_in_yaml_1_2(text, value):
+    assert parse_yaml(f"x: {text}") == {"x": value}
+    assert yaml.safe_load(f"x: {text}")["x"] in (text, value)  # PyYAML's own loader unchanged
+
+
+@pytest.mark.parametrize("text", ["1e", "e5", "1e5x", "15", "0x10", "abc"])
+def test_other_scalars_read_as_before(text):
+    assert parse_yaml(f"x: {text}") == yaml.safe_load(f"x: {text}")

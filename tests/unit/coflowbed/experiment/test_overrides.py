@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coflowbed.core.errors import UserError
-from coflowbed.experiment.overrides import apply_overrides
+from coflowbed.experiment.overrides import FlagOverrides, apply_overrides
 from coflowbed.experiment.scenario import load_scenario
 from tests.data import REPO
 
@@ -55,3 +55,18 @@ def test_a_bad_override_is_one_line_naming_the_override(overrides, key):
 def test_an_error_in_the_file_itself_still_names_the_file():
     with pytest.raises(UserError, match=rf"^{MECHANISM}: workload.coflows\[0\].level"):
         load_scenario(MECHANISM, {"levels": 4})  # the file's coflow at level 7 is now the error
+
+
+@pytest.mark.parametrize(
+    ("flags", "overrides", "message"),
+    [
+        ({"polcy": "--set"}, {"polcy": "x"}, "--set: polcy: unknown key (did you mean 'policy'?)"),
+        ({"levels": "--set"}, {"levels": 9}, "--set: levels: must be <= 8"),
+        ({"policy": "--policy"}, {"policy": "nope"}, "--policy: unknown policy 'nope'"),
+        ({"fabric.spines": "--set"}, {"fabric.spines.x": 1}, f"{MECHANISM} (overrides): "),
+    ],
+)
+def test_overrides_from_flags_are_blamed_on_the_flag(flags, overrides, message):
+    with pytest.raises(UserError) as info:
+        load_scenario(MECHANISM, FlagOverrides(overrides, flags))
+    assert str(info.value).startswith(message)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from coflowbed.core.errors import UserError
+from coflowbed.experiment.overrides import FlagOverrides
 from coflowbed.experiment.scenario import load_scenario, scenario_from_raw
-from coflowbed.experiment.simfabric import SimFabric
+from coflowbed.experiment.simfabric import SimFabric, parse_fabric_flag
 from tests.data import REPO
 
 SHIPPED = REPO / "coflowbed" / "scenarios"
@@ -102,3 +104,86 @@ def test_thesis_scenarios_are_the_4x2_rail_testbed(name):
     flows = [f for cf in scen.dag.coflows for f in cf.flows]
     assert flows and all(f.src[-1] == f.dst[-1] for f in flows)
     assert all(abs(int(f.src[1]) - int(f.dst[1])) == 1 for f in flows)
+
+
+# --fabric: one grammar for every command, parsed by parse_fabric_flag
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "dims", "host_bps", "core_bps"),
+    [
+        ("leafspine", "leafspine", (), None, None),
+        ("bigswitch", "bigswitch", (), None, None),
+        ("2x4x3", "leafspine", (2, 4, 3), None, None),
+        ("2x4x3@100Mbps", "leafspine", (2, 4, 3), 100e6, None),
+        ("leafspine:2x4x3@100Gbps/200Gbps", "leafspine", (2, 4, 3), 100e9, 200e9),
+        ("rail:4x2x1@25Gbps", "rail", (4, 2, 1), 25e9, None),
+        ("rail:4x2x1:25Gbps/50Gbps", "rail", (4, 2, 1), 25e9, 50e9),  # older spelling
+        ("bigswitch:150@1Gbps", "bigswitch", (150,), 1e9, None),
+        ("bigswitch:150x1Gbps", "bigswitch", (150,), 1e9, None),  # older spelling
+        ("fattree:16@100Gbps", "fattree", (16,), 100e9, None),
+    ],
+)
+def test_the_fabric_grammar(text, kind, dims, host_bps, core_bps):
+    flag = parse_fabric_flag(text)
+    assert (flag.kind, flag.dims, flag.host_bps, flag.core_bps) == (kind, dims, host_bps, core_bps)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "leafspine:4x2x2:100Mbps",
+            "the spines now come first, as in a scenario's fabric keys: "
+            "write leafspine:2x4x2@100Mbps",
+        ),
+        ("torus", "expected KIND, or [leafspine:]SxLxH[@RATE[/RATE]] (spines x leaves x hosts"),
+        ("2x4", "expected leafspine:SxLxH, sizes >= 1"),
+        ("rail:4x0x2@1Gbps", "expected rail:HxNxS, sizes >= 1"),
+        ("bigswitch:8@fast", "rate 'fast' must look like"),
+        ("bigswitch:8@1Gbps/2Gbps", "expected bigswitch:N@RATE"),
+    ],
+)
+def test_a_bad_fabric_is_one_line_naming_the_flag(text, says):
+    with pytest.raises(UserError) as info:
+        parse_fabric_flag(text)
+    assert str(info.value) == f"--fabric: {text}: {info.value.reason}" and says in str(info.value)
+
+
+def test_sizes_follow_the_scenario_keys_order():
+    leafspine = parse_fabric_flag("2x4x3@10Gbps").sim_fabric()
+    assert (leafspine.spines, leafspine.leaves, leafspine.hosts_per_leaf) == (2, 4, 3)
+    assert parse_fabric_flag("2x4x3@100Mbps").emulated_overrides() == {
+        "fabric.kind": "leafspine",
+        "fabric.spines": 2,
+        "fabric.leaves": 4,
+        "fabric.hosts_per_leaf": 3,
+        "fabric.hosts": None,
+        "fabric.nics": None,
+        "fabric.host_bw_mbps": 100.0,
+    }
+    rail = parse_fabric_flag("rail:4x2x1@1Gbps").sim_fabric()
+    assert (rail.hosts, rail.nics, rail.spines, rail.core_gbps) == (4, 2, 1, 1.0)
+
+
+def test_a_flag_replaces_a_scenarios_sim_fabric(tmp_path):
+    raw = {**BASE, "sim_fabric": {"kind": "rail", "host_gbps": 100, "nics": 2, "slots": 2}}
+    flag = parse_fabric_flag("leafspine:2x2x4")  # no rate: the sim_fabric's
+    scen = load_scenario(write_yaml(tmp_path, raw), FlagOverrides(flag.sim_overrides(), {}))
+    fab = scen.sim_fabric
+    assert fab is not None and (fab.kind, fab.spines, fab.hosts, fab.hosts_per_leaf) == (
+        "leafspine",
+        2,
+        8,
+        4,
+    )
+    assert fab.host_gbps == 100 and fab.slots == 1
+    big = parse_fabric_flag("bigswitch").sim_overrides()  # sized to the job's 8 hosts
+    fab = load_scenario(write_yaml(tmp_path, raw), FlagOverrides(big, {})).sim_fabric
+    assert fab is not None and (fab.kind, fab.hosts) == ("bigswitch", 8)
+
+
+def write_yaml(tmp_path, raw) -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)

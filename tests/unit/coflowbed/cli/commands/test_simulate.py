@@ -7,6 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import yaml
 
 from coflowbed.analysis.fidelity import check_run
 from coflowbed.cli.main import main
@@ -60,12 +61,34 @@ def test_simulate_trace_prefix(tmp_path):
     assert read_coflows_csv(out / "coflows.csv")[0]["cct_s"] == pytest.approx(1.0)
 
 
+def test_simulate_fabric_sizes_replace_the_scenarios_fabric(scenario, tmp_path):
+    # 1 spine, 2 leaves of 2 hosts at 160 Mbit/s (spines first, as the fabric keys):
+    # hi alone 1e7 B at 2e7 B/s -> 0.5 s, lo waits for it -> 1 s.
+    out = tmp_path / "out"
+    assert main(["simulate", str(scenario), "--fabric", "1x2x2@160Mbps", "--out", str(out)]) == 0
+    rows = {r["coflow_id"]: r for r in read_coflows_csv(out / "coflows.csv")}
+    assert (rows["hi"]["cct_s"], rows["lo"]["cct_s"]) == (pytest.approx(0.5), pytest.approx(1.0))
+    fabric = yaml.safe_load((out / "scenario.yaml").read_text())["fabric"]
+    assert (fabric["spines"], fabric["leaves"], fabric["host_bw_mbps"]) == (1, 2, 160.0)
+
+
+@pytest.mark.parametrize("spec", ["bigswitch:2@1Gbps", "bigswitch:2x1Gbps"])
+def test_simulate_trace_fabric_new_and_older_spelling(tmp_path, spec):
+    trace = tmp_path / "t.txt"
+    trace.write_text("2 1\n1 0 1 0 1 1:128.0\n")  # 128 MB at 2^30 bit/s: 1 s
+    out = tmp_path / "tr"
+    argv = ["simulate", "--trace", str(trace), "--fabric", spec, "--out", str(out)]
+    assert main([*argv, "--policy", "fifo"]) == 0
+    assert read_coflows_csv(out / "coflows.csv")[0]["cct_s"] == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize(
     "argv,msg",
     [
         (["--levels", "9"], "levels must be 1..8 or 'exact'"),
         (["--policy", "nope"], "unknown"),
-        (["--fabric", "torus"], "with a scenario use 'leafspine' or 'bigswitch'"),
+        (["--fabric", "torus"], "--fabric: torus: expected KIND, or [leafspine:]SxLxH"),
+        (["--fabric", "rail"], "with a scenario use 'leafspine' or 'bigswitch'"),
     ],
 )
 def test_simulate_bad_flags_are_one_line_errors(scenario, tmp_path, capsys, argv, msg):
@@ -118,4 +141,8 @@ def test_simulate_inter_job_flag_picks_the_rule_and_a_bad_one_is_one_line(tmp_pa
     capsys.readouterr()
     assert main(["simulate", shared, "--inter-job", "lottery"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "workload.inter_job" in err and "lottery" in err and "\n" not in err
+    assert (
+        err.startswith("coflowbed: error: --inter-job: must be one of")
+        and "lottery" in err
+        and "\n" not in err
+    )
