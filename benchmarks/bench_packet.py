@@ -9,6 +9,8 @@ min, median and max ratio).  Usage::
     .venv/bin/python benchmarks/bench_packet.py [--scenarios mechanism,tiny-moe]
         [--policy NAME] [--transport tcp|dctcp|cubic] [--scale 1.0] [--rows 20]
         [--fair-queue-buckets 16]
+    .venv/bin/python benchmarks/bench_packet.py --preset qwen-moe-12l --set parallelism.dp=16
+        [--leaves 8] [--spines 4] [--rate-gbps 1] [--policy fair]   # 64 hosts
 """
 
 from __future__ import annotations
@@ -20,14 +22,20 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from coflowbed.experiment.binding import scenario_fabric, scenario_policy  # noqa: E402
 from coflowbed.experiment.scenario import load_scenario  # noqa: E402
 from coflowbed.packet import PacketConfig, ns3bed, simulate_packets  # noqa: E402
-from coflowbed.sim import simulate  # noqa: E402
+from coflowbed.sim import LeafSpine, simulate  # noqa: E402
 from controller import policies  # noqa: E402
+from workload import generate  # noqa: E402
+from workload.dag import Dag  # noqa: E402
+from workload.placement import generic_hosts  # noqa: E402
+from workload.presets import load_preset  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -44,7 +52,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=PacketConfig().fair_queue_buckets,
         help="round-robin buckets per band of every port (0: one FIFO per band)",
     )
+    p.add_argument(
+        "--preset",
+        help="instead of scenarios: this LLM preset (one iteration) on generic hosts, on a "
+        "leaf-spine of --leaves x --spines at --rate-gbps, 8 levels",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a preset override (e.g. parallelism.dp=16), repeatable",
+    )
+    p.add_argument("--leaves", type=int, default=8)
+    p.add_argument("--spines", type=int, default=4)
+    p.add_argument("--rate-gbps", type=float, default=1.0)
     return p.parse_args(argv)
+
+
+def preset_inputs(args: argparse.Namespace) -> tuple[Dag, LeafSpine, int]:
+    """The DAG of ``--preset`` (one iteration, ``--set`` overrides) on generic hosts,
+    its leaf-spine, and 8 levels."""
+    sets = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        sets[key] = yaml.safe_load(value)
+    job = load_preset(args.preset, {"iterations": 1, **sets})
+    hosts = generic_hosts(job.hosts_needed)
+    rate = args.rate_gbps * 1e9
+    return generate(job, hosts), LeafSpine(tuple(hosts), args.leaves, args.spines, rate, rate), 8
 
 
 def policy_of(scen, name: str | None):
@@ -53,25 +89,30 @@ def policy_of(scen, name: str | None):
 
 
 def bench(name: str, args: argparse.Namespace) -> None:
-    """Run one scenario in both engines and print the figures."""
-    scen = load_scenario(REPO / "coflowbed" / "scenarios" / f"{name}.yaml", {})
-    fab = scenario_fabric(scen)
-    fluid = simulate(scen.dag, fab, policy_of(scen, args.policy), scen.levels)
+    """Run one scenario (or ``--preset``) in both engines and print the figures."""
+    if args.preset:
+        dag, fab, levels = preset_inputs(args)
+        make = lambda: policies.get(args.policy or "fair")  # noqa: E731
+    else:
+        scen = load_scenario(REPO / "coflowbed" / "scenarios" / f"{name}.yaml", {})
+        dag, fab, levels = scen.dag, scenario_fabric(scen), scen.levels
+        make = lambda: policy_of(scen, args.policy)  # noqa: E731
+    fluid = simulate(dag, fab, make(), levels)
     t0 = time.perf_counter()
     packet = simulate_packets(
-        scen.dag,
+        dag,
         fab,
-        policy_of(scen, args.policy),
-        scen.levels,
+        make(),
+        levels,
         transport=args.transport,
         scale=args.scale,
         config=PacketConfig(fair_queue_buckets=args.fair_queue_buckets),
     )
     wall = time.perf_counter() - t0
     s, ps, fs = packet.engine.stats, packet.summary(), fluid.summary()
-    flows = sum(len(cf.flows) for cf in scen.dag.coflows)
+    flows = sum(len(cf.flows) for cf in dag.coflows)
     print(
-        f"\n{name}: {len(scen.dag.coflows)} coflows, {flows} flows, policy {ps.policy}, "
+        f"\n{name}: {len(dag.coflows)} coflows, {flows} flows, policy {ps.policy}, "
         f"{args.transport}, scale {args.scale:g}, {fab.description}"
     )
     print(
@@ -111,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     ns3bed.load()
     print(f"ns-3 loaded in {time.perf_counter() - t0:.1f} s (once per process)")
-    for name in args.scenarios.split(","):
+    for name in [args.preset] if args.preset else args.scenarios.split(","):
         bench(name, args)
     return 0
 
