@@ -173,7 +173,7 @@ def test_every_run_page_is_linked_and_loads(comparison, browser):
     )
     assert len(links) == 2 * 3
     browser.get(links[-1])
-    assert browser.execute_script("return document.title") == "r3"
+    assert browser.execute_script("return document.title") == "hermod/r3"
     inner, client, scroll = _widths(browser)
     assert scroll <= client <= WIDTH
     size = browser.execute_script(

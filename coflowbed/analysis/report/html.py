@@ -30,8 +30,8 @@ RUN_PLOTS = ("timeline.png", "cct_cdf.png", "gantt.png", "utilisation.png", "que
 
 
 def csv_section(path: Path, href: str) -> str:
-    """One CSV file as a table (numbers to 3 significant digits, at most MAX_ROWS rows),
-    its name linked to the file (``href``, relative to the page)."""
+    """One CSV file as a folded table (numbers to 3 significant digits, at most MAX_ROWS
+    rows) under its name, linked to the file (``href``, relative to the page)."""
     with path.open(newline="") as fh:
         rows = list(csv.reader(fh))
     name = f"<h3>{link(href, path.name)}</h3>"
@@ -40,7 +40,8 @@ def csv_section(path: Path, href: str) -> str:
     body = [[cell(c) for c in r] for r in rows[1 : MAX_ROWS + 1]]
     more = len(rows) - 1 - MAX_ROWS
     note = f"<p>{more} more rows in {esc(path.name)}</p>" if more > 0 else ""
-    return f"{name}{table(rows[0], body, path.name)}{note}"
+    fold = f"<summary>{len(rows) - 1} rows</summary>"
+    return f"{name}<details>{fold}{table(rows[0], body, path.name)}{note}</details>"
 
 
 def images(folder: Path, first: tuple[str, ...] = ()) -> str:
@@ -120,6 +121,8 @@ def run_sections(run_dir: Path) -> list[str]:
     s = json.loads((run_dir / "summary.json").read_text())
     state = "PARTIAL" if s.get("partial") else "complete"
     out = [f"<p>{esc(state)} run{': ' + esc(s['error']) if s.get('error') else ''}</p>"]
+    if (run_dir.resolve().parent.parent / "compare.json").is_file():
+        out.append(f"<p>A run of {link('../../report.html', 'a comparison')}.</p>")
     figs = [(k, sig3(a), sig3(b), sig3(r)) for k, a, b, r in key_figures(run_dir, s)]
     out.append("<h2>Key figures</h2>")
     out.append(table(("figure", "this run", "simulated", "this run / simulated"), figs, "key"))
@@ -163,12 +166,18 @@ def page(folder: Path) -> str:
         body = [*run_sections(folder), tables_section(folder)]
     else:
         body = [tables_section(folder), images(folder)]
-    title = esc(folder.resolve().name)
+    title = esc(page_title(folder.resolve()))
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width"><title>{title}</title>'
         f"<style>{STYLE}</style></head><body><h1>{title}</h1>{''.join(body)}</body></html>\n"
     )
+
+
+def page_title(folder: Path) -> str:
+    """The folder's name; ``<policy>/r<k>`` for a run of a comparison."""
+    in_comparison = (folder.parent.parent / "compare.json").is_file()
+    return f"{folder.parent.name}/{folder.name}" if in_comparison else folder.name
 
 
 def write_report(folder: Path) -> Path:

@@ -69,6 +69,8 @@ def test_every_run_has_its_own_page_linked_from_the_comparison(folder):
     for name in ("fair/r1", "fair/r2", "hermod/r1", "hermod/r2"):
         assert (folder / name / "report.html").is_file()
         assert f'<a href="{name}/report.html">{name}</a>' in body
+        own = (folder / name / "report.html").read_text()
+        assert f"<title>{name}</title>" in own and '<a href="../../report.html">' in own
 
 
 def test_tables_show_three_digits_and_compare_md_is_only_linked(folder):
