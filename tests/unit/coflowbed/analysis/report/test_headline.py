@@ -5,7 +5,12 @@ intervals cover from the runs' seeds, ECMP seeds and mode."""
 from __future__ import annotations
 
 from coflowbed.analysis.comparison import ComparedRun, PlannedRun, PolicyStats, tabulate
-from coflowbed.analysis.report.headline import interval_note, policy_sentence, reading_note
+from coflowbed.analysis.report.headline import (
+    answer_sentences,
+    interval_note,
+    policy_sentence,
+    reading_note,
+)
 from coflowbed.analysis.stats import Speedup
 
 
@@ -89,3 +94,15 @@ def test_one_run_each_has_no_interval():
     c = _comparison([1])
     assert interval_note(c, simulated=False, ecmp_seeds={0}).startswith("Each policy ran once")
     assert reading_note(c).endswith("one run each.")
+
+
+def test_without_the_baseline_or_anything_beside_it_the_answer_says_why_there_is_none():
+    plan = [PlannedRun(p, 1, 1) for p in ("hermod", "sebf")]
+    runs = [
+        ComparedRun(p.policy, 1, 1, "/x", False, 3, None, {"iteration_time_s": 1.0}) for p in plan
+    ]
+    assert answer_sentences(tabulate("s", "s.yaml", plan, runs, False)) == [
+        "fair was not run, so there is no speed-up: see each policy's figures."
+    ]
+    alone = tabulate("s", "s.yaml", [PlannedRun("fair", 1, 1)], [], False)
+    assert answer_sentences(alone) == ["Only fair was run: nothing to compare it with."]
