@@ -52,8 +52,12 @@ def policy_sentence(ps: PolicyStats, baseline: str) -> str:
 
 
 def answer_sentences(c: Comparison) -> list[str]:
-    """The answer: a sentence per policy other than the baseline."""
-    return [policy_sentence(ps, c.baseline) for ps in c.stats if ps.policy != c.baseline]
+    """The answer: a sentence per policy other than the baseline (one saying why there is
+    none when the baseline was not run, or nothing else was)."""
+    if c.baseline not in c.policies:
+        return [f"{c.baseline} was not run, so there is no speed-up: see each policy's figures."]
+    others = [policy_sentence(ps, c.baseline) for ps in c.stats if ps.policy != c.baseline]
+    return others or [f"Only {c.baseline} was run: nothing to compare it with."]
 
 
 def reading_note(c: Comparison) -> str:
