@@ -106,11 +106,9 @@ def estimate_cell(e: Estimate | None) -> str:
 
 def speedup_cell(s: Speedup | None) -> str:
     """``value [low, high]`` (``value`` alone without an interval)."""
-    return (
-        sig3(None)
-        if s is None
-        else estimate_cell(Estimate(s.value, None, s.n, s.ci_low, s.ci_high))
-    )
+    if s is None:
+        return sig3(None)
+    return estimate_cell(Estimate(s.value, None, s.n, s.ci_low, s.ci_high))
 
 
 def policy_table(c: Comparison) -> str:
