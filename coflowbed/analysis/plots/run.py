@@ -34,6 +34,8 @@ def timeline(rows: list[dict], out: Path, title: str, faults: list[dict] | None 
         if len(rows) <= LABELLED:  # label small charts: level and CCT at the bar's end
             cct = "unfinished" if r["cct_s"] is None else f"{r['cct_s']:.2f} s"
             ax.text(end, lane, f" L{r['level']} {cct}", va="center", fontsize=8)
+    if len(rows) > LABELLED:
+        group_lines(ax, placed)
     for f in faults or []:
         mark_fault(ax, f, max((r["finish_s"] or r["arrival_s"] for r in rows), default=1.0))
     ends = [r["finish_s"] or r["arrival_s"] for r in rows]
@@ -43,6 +45,15 @@ def timeline(rows: list[dict], out: Path, title: str, faults: list[dict] | None 
     ax.set_xlabel("time since start (s)")
     ax.set_title(f"{title}: coflows from arrival to completion (colour = level, 0 darkest)")
     return save_figure(fig, out)
+
+
+def group_lines(ax, placed: list[tuple[int, dict]]) -> None:
+    """A thin line above the first lane of each coflow type but the top one."""
+    firsts: dict[str, int] = {}
+    for lane, r in placed:
+        firsts[r["ctype"]] = min(lane, firsts.get(r["ctype"], lane))
+    for first in sorted(firsts.values())[1:]:
+        ax.axhline(first - 0.5, color="0.6", lw=0.6)
 
 
 def one_row_each(rows: list[dict]) -> tuple[list[tuple[int, dict]], dict[float, str]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,17 @@ def test_the_environment_says_a_shared_value_once_and_differing_ones_per_run(tmp
     rows = dict(environment.merged([(n, tmp_path / n) for n in "abc"]))
     assert rows["levels"] == "8"
     assert rows["switch"] == "ovs (a, b); bmv2 (c)"
+
+
+def test_the_ecmp_seeds_and_the_mode_come_from_the_run_folders(folder, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    for run in compared.load(copy).runs:
+        (Path(run.run_dir) / "scenario.yaml").write_text("fabric:\n  ecmp_seed: 3\n")
+        summary = Path(run.run_dir) / "summary.json"
+        summary.write_text(json.dumps({**json.loads(summary.read_text()), "mode": "simulated"}))
+    c = compared.load(copy)
+    assert compared.ecmp_seeds(c) == {3} and compared.simulated(c)
+    body = _body(copy) if write_report(copy) else ""
+    assert "seeds 1, 2 (a workload draw each; ECMP seed 3); the simulator adds no noise" in body
+    assert compared.SIMULATED_NOTE in body
