@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from coflowbed.analysis.report.markup import sig3
 from coflowbed.results.files import read_csv_rows
 from tests.cli import SCENARIOS, coflowbed_ok
 
@@ -69,7 +70,7 @@ def test_every_column_every_run_and_every_plot(moe):
         assert (moe / png).read_bytes()[:4] == b"\x89PNG" and (moe / png).stat().st_size > 5000
     coflowbed_ok("report", moe)  # its tables are checked in a browser: test_report_browser.py
     page = (moe / "report.html").read_text()
-    assert all(f"{rows[p]['iteration_time_s']}" in page for p in POLICIES)
+    assert all(sig3(rows[p]["iteration_time_s"]) in page for p in POLICIES)
 
 
 def test_hermods_speedup_over_fair_is_above_one_with_95_percent_confidence(moe):

@@ -1,5 +1,7 @@
 """Plots made from a run folder's files, after the measurement: a coflow timeline
-(one bar per coflow from arrival to finish, coloured by level) and a CCT CDF per type."""
+(one bar per coflow from arrival to finish, coloured by level; a large run's coflows
+packed into lanes per coflow type, so that the figure fits a screen) and a CCT CDF per
+type."""
 
 from __future__ import annotations
 
@@ -9,39 +11,75 @@ from coflowbed.analysis.plots.figure import plt, save_figure
 from coflowbed.analysis.plots.samples import plot_samples
 from coflowbed.results.files import read_coflows_csv, read_csv_rows
 
+LABELLED = 40  # up to this many coflows: one labelled row each; more: packed lanes
+MAX_TIMELINE_IN = 8.0  # the timeline's height cap in inches (880 px at 110 dpi)
+
 
 def timeline(rows: list[dict], out: Path, title: str, faults: list[dict] | None = None) -> Path:
     """Gantt chart of coflows: arrival -> finish, colour = level; ``faults`` (rows of
-    faults.csv) shaded from injection to repair, with a line where the reroute was done."""
+    faults.csv) shaded from injection to repair, with a line where the reroute was done.
+    Up to ``LABELLED`` coflows get a labelled row each; more are packed into lanes
+    grouped by coflow type (a lane holds coflows that do not overlap in time), and the
+    figure is at most ``MAX_TIMELINE_IN`` high."""
     rows = sorted((r for r in rows if r["arrival_s"] is not None), key=lambda r: r["arrival_s"])
-    fig, ax = plt.subplots(figsize=(9, max(2.5, 0.28 * len(rows) + 1)))
+    placed, ticks = lanes(rows) if len(rows) > LABELLED else one_row_each(rows)
+    n = max((lane for lane, _ in placed), default=-1) + 1
+    fig, ax = plt.subplots(figsize=(9, min(MAX_TIMELINE_IN, max(2.5, 0.28 * n + 1))))
     cmap = plt.get_cmap("viridis", 8)
-    for i, r in enumerate(rows):
+    for lane, r in placed:
         end = r["finish_s"] if r["finish_s"] is not None else r["arrival_s"]
         colour = cmap(r["level"]) if isinstance(r["level"], int) else "grey"
-        ax.barh(
-            i,
-            end - r["arrival_s"],
-            left=r["arrival_s"],
-            color=colour,
-            hatch="" if r["finish_s"] is not None else "//",
-        )
-        if len(rows) <= 40:  # label small charts: level and CCT at the bar's end
+        hatch = "" if r["finish_s"] is not None else "//"
+        ax.barh(lane, end - r["arrival_s"], left=r["arrival_s"], color=colour, hatch=hatch)
+        if len(rows) <= LABELLED:  # label small charts: level and CCT at the bar's end
             cct = "unfinished" if r["cct_s"] is None else f"{r['cct_s']:.2f} s"
-            ax.text(end, i, f" L{r['level']} {cct}", va="center", fontsize=8)
+            ax.text(end, lane, f" L{r['level']} {cct}", va="center", fontsize=8)
+    if len(rows) > LABELLED:
+        group_lines(ax, placed)
     for f in faults or []:
         mark_fault(ax, f, max((r["finish_s"] or r["arrival_s"] for r in rows), default=1.0))
     ends = [r["finish_s"] or r["arrival_s"] for r in rows]
     ax.set_xlim(0, 1.15 * max(ends, default=1.0) or 1.0)  # room for the labels
-    ax.set_yticks(
-        range(len(rows)),
-        [f"{r['coflow_id']} ({r['ctype']})" for r in rows],
-        fontsize=7 if len(rows) > 20 else 9,
-    )
-    ax.invert_yaxis()
+    ax.set_yticks(list(ticks), list(ticks.values()), fontsize=7 if len(ticks) > 20 else 9)
+    ax.set_ylim(n - 0.5, -0.5)  # first row on top
     ax.set_xlabel("time since start (s)")
     ax.set_title(f"{title}: coflows from arrival to completion (colour = level, 0 darkest)")
     return save_figure(fig, out)
+
+
+def group_lines(ax, placed: list[tuple[int, dict]]) -> None:
+    """A thin line above the first lane of each coflow type but the top one."""
+    firsts: dict[str, int] = {}
+    for lane, r in placed:
+        firsts[r["ctype"]] = min(lane, firsts.get(r["ctype"], lane))
+    for first in sorted(firsts.values())[1:]:
+        ax.axhline(first - 0.5, color="0.6", lw=0.6)
+
+
+def one_row_each(rows: list[dict]) -> tuple[list[tuple[int, dict]], dict[float, str]]:
+    """(row, coflow) pairs, one row per coflow, and the rows' labels."""
+    ticks: dict[float, str] = {i: f"{r['coflow_id']} ({r['ctype']})" for i, r in enumerate(rows)}
+    return list(enumerate(rows)), ticks
+
+
+def lanes(rows: list[dict]) -> tuple[list[tuple[int, dict]], dict[float, str]]:
+    """(lane, coflow) pairs: per coflow type (in name order), each coflow in the first
+    lane of its type whose last coflow has finished by its arrival (rows by arrival);
+    and a label per type at the middle of its lanes."""
+    placed: list[tuple[int, dict]] = []
+    ticks: dict[float, str] = {}
+    first = 0  # the type's first lane
+    for ctype in sorted({r["ctype"] for r in rows}):
+        ends: list[float] = []  # per lane of the type: when its last coflow finished
+        mine = [r for r in rows if r["ctype"] == ctype]
+        for r in mine:
+            end = r["finish_s"] if r["finish_s"] is not None else float("inf")
+            free = next((i for i, e in enumerate(ends) if e <= r["arrival_s"]), len(ends))
+            ends[free : free + 1] = [end]
+            placed.append((first + free, r))
+        ticks[first + (len(ends) - 1) / 2] = f"{ctype} ({len(mine)} coflows, {len(ends)} lanes)"
+        first += len(ends)
+    return placed, ticks
 
 
 def mark_fault(ax, f: dict, end: float) -> None:

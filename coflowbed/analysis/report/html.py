@@ -1,79 +1,54 @@
 """``report.html``: one self-contained page per run or comparison folder.
 
 A run folder (it has ``summary.json``): the key figures with the emulated/simulated
-ratio beside each emulated one, a per-type summary of ``coflows.csv``, the
+ratio beside each emulated one, its plots, a per-type summary of ``coflows.csv``, the
 environment (``versions.json``, switch, MTU, calibration, machine), the resolved
-``scenario.yaml``, every CSV table of the folder and every PNG.  A comparison folder
-(no ``summary.json``): every CSV table and every PNG.  Images are inlined as base64
-data URIs and the style sheet is inline: the page fetches nothing.  Text is escaped
-with ``html.escape``; CSV cells are shown as written in the file.
+``scenario.yaml`` and every CSV table of the folder (numbers to 3 significant digits,
+each linked to its file).  A comparison folder (``compare.json``): the page of
+``compared`` (the answer first), after the comparison's plots are drawn again and every
+run's own page is written (its plots drawn when it has none).  Any other folder with CSV
+files: its tables and PNGs.  Images are inlined as base64 data URIs and the style sheet
+is inline: the page fetches nothing.  Text is escaped with ``html.escape``.
 """
 
 from __future__ import annotations
 
-import base64
 import csv
-import html
 import json
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from coflowbed.analysis.report.tables import ANSWER_PREFIX
+from coflowbed.analysis.plots.comparison import plot_comparison
+from coflowbed.analysis.plots.run import plot_run
+from coflowbed.analysis.report import compared
+from coflowbed.analysis.report.environment import environment
+from coflowbed.analysis.report.markup import STYLE, cell, esc, figure, link, sig3, table
 from coflowbed.results.files import read_csv_rows
 from coflowbed.results.records import percentile
 
 MAX_ROWS = 200  # rows of a CSV shown; the page says how many more the file has
-STYLE = (
-    "body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
-    ".answer{font-size:17px;font-weight:bold;background:#eef4ff;padding:.6em}"
-    "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-    "td,th{border:1px solid #bbb;padding:2px 6px;font-size:13px;text-align:right}"
-    "th{background:#eee}td:first-child,th:first-child{text-align:left}"
-    "pre{background:#f6f6f6;padding:.5em;overflow:auto;font-size:12px}"
-    "img{max-width:100%;border:1px solid #ddd;margin:.5em 0}"
-)
+RUN_PLOTS = ("timeline.png", "cct_cdf.png", "gantt.png", "utilisation.png", "queues.png")
 
 
-def esc(v: object) -> str:
-    """Escaped text of a cell (blank for None)."""
-    return "" if v is None else html.escape(str(v))
-
-
-def fmt(v: object) -> str:
-    """A figure as shown: floats to 6 significant digits, None as a dash."""
-    if v is None:
-        return "–"
-    return f"{v:.6g}" if isinstance(v, float) else str(v)
-
-
-def table(header: Sequence[str], rows: Iterable[Sequence[object]], name: str = "") -> str:
-    """An HTML table (``data-table`` = ``name``); cells escaped."""
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table data-table="{esc(name)}"><tr>{head}</tr>{body}</table>'
-
-
-def csv_section(path: Path) -> str:
-    """One CSV file as a table of its cells as written (at most MAX_ROWS rows)."""
+def csv_section(path: Path, href: str) -> str:
+    """One CSV file as a folded table (numbers to 3 significant digits, at most MAX_ROWS
+    rows) under its name, linked to the file (``href``, relative to the page)."""
     with path.open(newline="") as fh:
         rows = list(csv.reader(fh))
+    name = f"<h3>{link(href, path.name)}</h3>"
     if not rows:
-        return f"<h3>{esc(path.name)}</h3><p>empty</p>"
-    body, more = rows[1 : MAX_ROWS + 1], len(rows) - 1 - MAX_ROWS
+        return f"{name}<p>empty</p>"
+    body = [[cell(c) for c in r] for r in rows[1 : MAX_ROWS + 1]]
+    more = len(rows) - 1 - MAX_ROWS
     note = f"<p>{more} more rows in {esc(path.name)}</p>" if more > 0 else ""
-    return f"<h3>{esc(path.name)}</h3>{table(rows[0], body, path.name)}{note}"
+    fold = f"<summary>{len(rows) - 1} rows</summary>"
+    return f"{name}<details>{fold}{table(rows[0], body, path.name)}{note}</details>"
 
 
-def images(folder: Path) -> str:
-    """Every PNG of ``folder`` inlined as a data URI."""
-    out = []
-    for png in sorted(folder.glob("*.png")):
-        data = base64.b64encode(png.read_bytes()).decode()
-        out.append(
-            f'<figure><img alt="{esc(png.name)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{esc(png.name)}</figcaption></figure>"
-        )
-    return "<h2>Plots</h2>" + "".join(out) if out else ""
+def images(folder: Path, first: tuple[str, ...] = ()) -> str:
+    """Every PNG of ``folder`` inlined, those named in ``first`` first (in that order)."""
+    order = {name: i for i, name in enumerate(first)}
+    pngs = sorted(folder.glob("*.png"), key=lambda p: (order.get(p.name, len(first)), p.name))
+    return "<h2>Plots</h2>" + "".join(figure(p) for p in pngs) if pngs else ""
 
 
 def _ratio(a: object, b: object) -> float | None:
@@ -132,58 +107,13 @@ def coflow_summary(rows: list[dict]) -> list[list[object]]:
                 len(mine),
                 len(cct),
                 sum(r["bytes"] for r in mine),
-                fmt(sum(cct) / len(cct) if cct else None),
-                fmt(percentile(cct, 95)),
-                fmt(max(cct) if cct else None),
+                sig3(sum(cct) / len(cct) if cct else None),
+                sig3(percentile(cct, 95)),
+                sig3(max(cct) if cct else None),
                 " ".join(map(str, levels)),
             ]
         )
     return out
-
-
-def environment(run_dir: Path, s: dict) -> list[tuple[str, object]]:
-    """(what, value) rows: switch, MTU, fabric, calibration, machine, versions."""
-    raw = s.get("fabric")
-    fabric: dict = raw if isinstance(raw, dict) else {}
-    cal = s.get("calibration") or {}
-    rows: list[tuple[str, object]] = [
-        ("mode", s.get("mode") or "emulated"),
-        ("switch", s.get("switch")),
-        ("MTU", fabric.get("mtu")),
-        ("fabric", fabric or s.get("fabric")),
-        ("levels", s.get("levels")),
-        ("policy", s.get("policy")),
-        ("calibration fraction of nominal", cal.get("fraction")),
-        (
-            "calibration measured / nominal Mbit/s",
-            f"{cal['measured_mbps']} / {cal['nominal_mbps']}" if cal else None,
-        ),
-        ("calibration warning", cal.get("warning")),
-        ("sent again by TCP", _retransmitted(s.get("retransmitted"))),
-        ("levels moved while running (up / down)", _moves(s.get("level_moves"))),
-        ("machine", s.get("machine", "not recorded")),
-        ("sampling", s.get("sampling", "off")),
-    ]
-    vpath = run_dir / "versions.json"
-    if vpath.is_file():
-        rows += [(f"version: {k}", v) for k, v in json.loads(vpath.read_text()).items()]
-    return [(k, json.dumps(v) if isinstance(v, dict) else fmt(v)) for k, v in rows]
-
-
-def _retransmitted(block: dict | None) -> str | None:
-    """summary.json's ``retransmitted`` in words (None: not measured)."""
-    if not block:
-        return None
-    return (
-        f"{block['bytes']} B ({block['share'] * 100:.2f} % of the bytes) by "
-        f"{block['flows']} of {block['flows_measured']} flows"
-    )
-
-
-def _moves(block: dict | None) -> str | None:
-    """summary.json's ``level_moves`` as "up / down" (None: static levels, or a
-    simulation)."""
-    return None if not block else f"{block['up']} / {block['down']}"
 
 
 def run_sections(run_dir: Path) -> list[str]:
@@ -191,9 +121,12 @@ def run_sections(run_dir: Path) -> list[str]:
     s = json.loads((run_dir / "summary.json").read_text())
     state = "PARTIAL" if s.get("partial") else "complete"
     out = [f"<p>{esc(state)} run{': ' + esc(s['error']) if s.get('error') else ''}</p>"]
-    figs = [(k, fmt(a), fmt(b), fmt(r)) for k, a, b, r in key_figures(run_dir, s)]
+    if (run_dir.resolve().parent.parent / "compare.json").is_file():
+        out.append(f"<p>A run of {link('../../report.html', 'a comparison')}.</p>")
+    figs = [(k, sig3(a), sig3(b), sig3(r)) for k, a, b, r in key_figures(run_dir, s)]
     out.append("<h2>Key figures</h2>")
     out.append(table(("figure", "this run", "simulated", "this run / simulated"), figs, "key"))
+    out.append(images(run_dir, RUN_PLOTS))
     if (run_dir / "coflows.csv").stat().st_size:
         header = (
             "type",
@@ -219,31 +152,52 @@ def csv_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.csv")) + sorted((folder / "samples").glob("*.csv"))
 
 
-def headline(compare_md: str) -> str:
-    """A comparison's one-line answer (from compare.md) as the page's first paragraph."""
-    line = next((ln for ln in compare_md.splitlines() if ln.startswith(ANSWER_PREFIX)), "")
-    return f'<p class="answer">{esc(line.removeprefix(ANSWER_PREFIX))}</p>' if line else ""
+def tables_section(folder: Path) -> str:
+    """Every CSV file of the folder as a table linked to its file."""
+    parts = [csv_section(p, p.relative_to(folder).as_posix()) for p in csv_files(folder)]
+    return "<h2>Tables</h2>" + "".join(parts) if parts else ""
 
 
 def page(folder: Path) -> str:
     """The whole HTML page of ``folder``."""
-    body = run_sections(folder) if (folder / "summary.json").is_file() else []
-    md = folder / "compare.md"
-    if md.is_file():
-        text = md.read_text()
-        body.insert(0, headline(text))
-        body.append(f"<h2>compare.md</h2><pre>{esc(text)}</pre>")
-    body.append("<h2>Tables</h2>" + "".join(csv_section(p) for p in csv_files(folder)))
-    body.append(images(folder))
-    title = esc(folder.resolve().name)
+    if (folder / "compare.json").is_file():
+        body = compared.sections(folder)
+    elif (folder / "summary.json").is_file():
+        body = [*run_sections(folder), tables_section(folder)]
+    else:
+        body = [tables_section(folder), images(folder)]
+    title = esc(page_title(folder.resolve()))
     return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width"><title>{title}</title>'
         f"<style>{STYLE}</style></head><body><h1>{title}</h1>{''.join(body)}</body></html>\n"
     )
 
 
+def page_title(folder: Path) -> str:
+    """The folder's name; ``<policy>/r<k>`` for a run of a comparison."""
+    in_comparison = (folder.parent.parent / "compare.json").is_file()
+    return f"{folder.parent.name}/{folder.name}" if in_comparison else folder.name
+
+
 def write_report(folder: Path) -> Path:
-    """Write ``folder/report.html``; returns its path."""
-    out = Path(folder) / "report.html"
-    out.write_text(page(Path(folder)))
+    """Write ``folder/report.html``; returns its path.  For a comparison, first its plots
+    and every run's page (``write_run_pages``)."""
+    folder = Path(folder)
+    if (folder / "compare.json").is_file():
+        c = compared.load(folder)
+        write_run_pages([Path(r.run_dir) for r in c.runs])
+        plot_comparison(c, folder)
+    out = folder / "report.html"
+    out.write_text(page(folder))
     return out
+
+
+def write_run_pages(run_dirs: list[Path]) -> None:
+    """report.html of every run folder that has a summary.json, its plots drawn first
+    when it has no timeline.png."""
+    for d in run_dirs:
+        if (d / "summary.json").is_file() and (d / "coflows.csv").is_file():
+            if not (d / "timeline.png").is_file():
+                plot_run(d)
+            write_report(d)

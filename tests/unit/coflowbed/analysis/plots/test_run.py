@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from coflowbed.analysis.plots import run as run_plots
 from coflowbed.analysis.plots.run import plot_run
 from coflowbed.experiment.scenario import load_scenario
 from coflowbed.results.files import read_csv_rows, write_results
@@ -125,3 +126,30 @@ def test_the_cct_cdf_has_a_line_per_job_and_type_when_there_are_several_jobs():
     assert cct_groups(rows) == {"a EP": [0.1, 0.3], "b EP": [0.2]}
     one = [dict(r, job="job0") for r in rows]
     assert cct_groups(one) == {"EP": [0.1, 0.2, 0.3]}
+
+
+def _png_size(path) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk."""
+    head = path.read_bytes()[16:24]
+    return int.from_bytes(head[:4], "big"), int.from_bytes(head[4:], "big")
+
+
+def test_a_large_timeline_packs_coflows_into_lanes_and_fits_a_screen(tmp_path):
+    """600 coflows (one row each would be 17,000 px high): at most 8 in x 110 dpi."""
+    ccts = {f"c{i}": 30.0 for i in range(600)}  # each overlaps the next 29: 30 lanes per type
+    _write_run(tmp_path, ccts)
+    plot_run(tmp_path)
+    width, height = _png_size(tmp_path / "timeline.png")
+    assert width == 990 and height <= run_plots.MAX_TIMELINE_IN * 110
+
+
+def test_lanes_hold_coflows_that_do_not_overlap_and_group_them_by_type():
+    rows = [
+        {"ctype": "EP", "arrival_s": 0.0, "finish_s": 2.0},
+        {"ctype": "DP", "arrival_s": 0.5, "finish_s": 1.0},
+        {"ctype": "EP", "arrival_s": 1.0, "finish_s": 3.0},  # overlaps the first EP
+        {"ctype": "EP", "arrival_s": 2.0, "finish_s": None},  # the first EP lane is free
+    ]
+    placed, ticks = run_plots.lanes(rows)
+    assert [lane for lane, _ in placed] == [0, 1, 2, 1]  # DP lane 0, EP lanes 1-2
+    assert ticks == {0.0: "DP (1 coflows, 1 lanes)", 1.5: "EP (3 coflows, 2 lanes)"}

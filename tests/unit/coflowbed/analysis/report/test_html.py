@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from coflowbed.analysis.report.html import fmt, key_figures, page, write_report
+from coflowbed.analysis.report.environment import environment
+from coflowbed.analysis.report.html import key_figures, page, write_report
+from coflowbed.analysis.report.markup import sig3
 from coflowbed.cli.commands.report import check_folder
 from coflowbed.core.errors import UserError
 from coflowbed.results.files import write_results
@@ -68,6 +70,7 @@ def test_a_comparison_folder_renders_every_csv(tmp_path):
     (tmp_path / "runs.csv").write_text("policy,repeat\nfair,1\n")
     text = write_report(tmp_path).read_text()
     assert text.count("<table") == 2 and "<td>hermod</td><td>10.1</td>" in text
+    assert '<a href="runs.csv">runs.csv</a>' in text
 
 
 def test_a_folder_that_is_neither_run_nor_comparison_is_refused(tmp_path):
@@ -75,32 +78,29 @@ def test_a_folder_that_is_neither_run_nor_comparison_is_refused(tmp_path):
         check_folder(tmp_path)
 
 
-def test_a_comparison_report_opens_with_its_one_line_answer(tmp_path):
-    from coflowbed.analysis.report.tables import ANSWER_PREFIX
-
-    answer = "iteration: fair 7.0 s; hermod 5.9 s (x1.19 [1.15, 1.22]) (speed-up over fair)"
-    (tmp_path / "compare.md").write_text(f"# t\n\n{ANSWER_PREFIX}{answer}\n\n| policy |\n")
-    (tmp_path / "compare.csv").write_text("policy\nfair\n")
-    body = write_report(tmp_path).read_text().split("<body>", 1)[1]
-    assert body.startswith(f'<h1>{tmp_path.name}</h1><p class="answer">{answer}</p>')
+def test_a_run_page_shows_numbers_to_three_digits_and_its_plots_first(tmp_path):
+    _run(tmp_path)
+    (tmp_path / "coflows.csv").write_text(
+        (tmp_path / "coflows.csv").read_text().replace("2.0", "2.0123456789")
+    )
+    (tmp_path / "timeline.png").write_bytes(b"\x89PNG fake")
+    text = page(tmp_path)
+    assert "2.0123456789" not in text and "<td>2.01</td>" in text
+    assert text.index('alt="timeline.png"') < text.index("<h2>Coflows by type</h2>")
 
 
 def test_the_environment_says_what_tcp_sent_again():
     """30,000 of 1,001,000 bytes is 3.00 %; an unmeasured run (simulated) has no value."""
-    from coflowbed.analysis.report.html import environment
-
     block = {"bytes": 30_000, "share": 30_000 / 1_001_000, "flows": 1, "flows_measured": 2}
     rows = dict(environment(Path("/nonexistent"), {"retransmitted": block}))
     assert rows["sent again by TCP"] == "30000 B (3.00 % of the bytes) by 1 of 2 flows"
-    assert dict(environment(Path("/nonexistent"), {}))["sent again by TCP"] == fmt(None)
+    assert dict(environment(Path("/nonexistent"), {}))["sent again by TCP"] == sig3(None)
 
 
 def test_the_environment_says_how_often_levels_moved():
     """A dynamic policy's run: moves up / down as the controller counted them; static
     levels and simulations have none."""
-    from coflowbed.analysis.report.html import environment
-
     key = "levels moved while running (up / down)"
     rows = dict(environment(Path("/nonexistent"), {"level_moves": {"up": 132, "down": 7}}))
     assert rows[key] == "132 / 7"
-    assert dict(environment(Path("/nonexistent"), {}))[key] == fmt(None)
+    assert dict(environment(Path("/nonexistent"), {}))[key] == sig3(None)
