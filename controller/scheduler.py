@@ -176,7 +176,9 @@ class LiveScheduler:
         return self._decide(now, room=True) if self.states else Changes()
 
     def bytes_sent(self, sent_by_tag: dict[int, int], now: float) -> Changes:
-        """Counter update; re-decide only if a coflow crossed a policy threshold."""
+        """Counter update (bytes per tag, read from the switches); re-decide only if a
+        coflow crossed a policy threshold.  Policies without thresholds see the fresh
+        bytes at their next decision (an arrival or a completion)."""
         crossed = False
         thresholds = self.policy.byte_thresholds
         for cid, tag in self.tags.items():
@@ -185,6 +187,12 @@ class LiveScheduler:
             crossed |= any(st.bytes_sent < th <= new for th in thresholds)
             st.bytes_sent = new
         return self._decide(now) if crossed else Changes()
+
+    def wants_counters(self) -> bool:
+        """Whether the policy decides here live and reads ``bytes_sent`` (it declares
+        ``reads_bytes_sent`` or ``byte_thresholds``): the tag counters must be read."""
+        policy = self.policy
+        return self.fixed is None and (policy.reads_bytes_sent or bool(policy.byte_thresholds))
 
     def wants_progress(self) -> bool:
         """Whether a clairvoyant policy decides here live (it should see bytes left)."""

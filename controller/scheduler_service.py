@@ -110,13 +110,15 @@ def split_own(changes: Changes, tag: int) -> tuple[Changes, Changes]:
 
 @dataclass
 class _Job:
-    """One open job: its scheduler, its write lane and what it polls; the coflows whose
-    own entry is on its way (by tag: the entry and its senders) and the entries written
-    since the last answer (appended by the lane's thread, under ``lock``)."""
+    """One open job: its scheduler, its write lane, what it polls and whether a poll
+    reads the tag counters; the coflows whose own entry is on its way (by tag: the entry
+    and its senders) and the entries written since the last answer (appended by the
+    lane's thread, under ``lock``)."""
 
     scheduler: LiveScheduler
     lane: Lane
     poll: str | None
+    counters: bool = False  # each poll reads the tag counters (the policy reads bytes_sent)
     write_s: list[float] = field(default_factory=list)
     pending: dict[int, tuple[TagEntry, tuple[str, ...]]] = field(default_factory=dict)
     landed: list[TagEntry] = field(default_factory=list)
@@ -132,6 +134,17 @@ def deferrable(entry: TagEntry) -> bool:
     there did not waiting measure better (docs/emulation.md, "What the release path
     costs"); an entry of rules alone is waited for."""
     return entry.rate_mbps is None and bool(entry.flow_rates)
+
+
+def _poll_kind(sched: LiveScheduler) -> str | None:
+    """What the orchestrator polls for this job: counters for byte thresholds (D-CLAS),
+    the agents' progress for a clairvoyant policy deciding live (SEBF), else counters
+    for a policy that reads ``bytes_sent``; None: no poll."""
+    if sched.wants_counters() and sched.policy.byte_thresholds:
+        return POLL_COUNTERS
+    if sched.wants_progress():
+        return POLL_PROGRESS
+    return POLL_COUNTERS if sched.wants_counters() else None
 
 
 def provisional(level: int, senders: Sequence[str]) -> tuple[tuple[str, int], ...]:
@@ -183,14 +196,10 @@ class SchedulerService:
                 pacing=msg.pacing,
                 tag_max=self.tag_max,
             )
-            poll = (
-                POLL_COUNTERS
-                if policy.byte_thresholds
-                else (POLL_PROGRESS if sched.wants_progress() else None)
-            )
+            poll = _poll_kind(sched)
             write_s: list[float] = []
             lane = Lane("switch-writer", lambda ch: self._write(write_s, ch), merge_changes)
-            job = _Job(sched, lane, poll, write_s)
+            job = _Job(sched, lane, poll, sched.wants_counters(), write_s)
             pre = sched.preinstall()
             self._log("open_job", msg, pre, {"fixed": sched.fixed})
             if pre:
@@ -241,16 +250,20 @@ class SchedulerService:
             return self._queue(job, "unregister", msg, changes)
 
     def progress(self, msg: Progress) -> HostUpdates:
-        """Counter poll (the controller's own tag counters) or the agents' acknowledged
-        bytes; re-decide if the policy wants to."""
+        """A poll: the controller's own tag counters become ``bytes_sent`` (policies that
+        read it), the agents' acknowledged bytes the bytes left (clairvoyant policies
+        with a progress poll); re-decide if the policy wants to.  The counters are read
+        here only, outside the lock, never on a release's path (each read waits for every
+        leaf's reply): a decision sees them as of the last poll."""
         job = self._open()
-        sent = self.writer.tag_bytes() if job.poll == POLL_COUNTERS else None
+        sent = self.writer.tag_bytes() if job.counters else None
         with self._lock:
             job = self._open()
             self._done(job.scheduler, msg.done_flows)
+            changes = Changes()
             if sent is not None:
                 changes = job.scheduler.bytes_sent(sent, msg.now)
-            else:
+            if job.poll == POLL_PROGRESS:  # no thresholds then: bytes_sent changed nothing
                 changes = job.scheduler.progress(msg.acked, msg.now)
             return self._queue(job, "progress", msg, changes, {"tag_bytes": sent})
 

@@ -18,6 +18,7 @@ class PpThenLeastSent(Policy):
 
     name = "pp-then-least-sent"
     compression = "top"  # ranks -> K levels: the most urgent ranks get their own levels
+    reads_bytes_sent = True  # the emulator keeps bytes_sent up only for policies saying so
 
     def __init__(self, pp_first: bool = True) -> None:
         super().__init__()

@@ -123,6 +123,11 @@ class Policy(ABC):
     # Thresholds on bytes_sent at which decisions may change without an arrival or a
     # completion (D-CLAS); the controller re-decides when a coflow crosses one.
     byte_thresholds: Sequence[int] = ()
+    # True when ``decide`` reads ``CoflowState.bytes_sent`` (implied by byte_thresholds):
+    # the emulator's controller then keeps it up from the switches' per-tag byte
+    # counters; for a policy that declares neither it stays 0 on the emulator (the
+    # simulator sets it for every policy).
+    reads_bytes_sent: bool = False
     # Other names users may select the policy by (e.g. "megatron" for "fair").
     aliases: Sequence[str] = ()
     # Scheme of ``controller.compress`` that suits this policy's ranks ("top",

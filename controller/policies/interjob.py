@@ -124,6 +124,7 @@ class InterJobPolicy(Policy):
         self.clairvoyant = inner.clairvoyant
         self.ranks_by_identity = inner.ranks_by_identity
         self.byte_thresholds = inner.byte_thresholds
+        self.reads_bytes_sent = inner.reads_bytes_sent
         self.rates_are_limits = inner.rates_are_limits
         self.hold_rates = inner.hold_rates
         self._scheme = (inner.dag_compression if inner.ranks_by_identity else None) or (

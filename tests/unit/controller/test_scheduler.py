@@ -213,6 +213,23 @@ def test_dynamic_policy_is_not_static():
     assert not LiveScheduler(BySize(), VIEW, 8, all_coflows=[cf("x")]).is_static
 
 
+class ReadsSent(BySize):
+    reads_bytes_sent = True
+
+
+class ReadsSentByIdentity(ReadsSent):
+    ranks_by_identity = True
+
+
+def test_counters_are_wanted_by_live_policies_that_read_bytes_sent():
+    """Declared (``reads_bytes_sent``) or implied (``byte_thresholds``); not for a
+    policy whose levels are fixed for the DAG, nor for one that reads neither."""
+    assert LiveScheduler(ReadsSent(), VIEW, 8).wants_counters()
+    assert LiveScheduler(ByBytesSent(), VIEW, 8).wants_counters()
+    assert not LiveScheduler(BySize(), VIEW, 8).wants_counters()
+    assert not LiveScheduler(ReadsSentByIdentity(), VIEW, 8, [cf("x")]).wants_counters()
+
+
 def test_zero_rate_means_uncapped_and_negative_rate_is_an_error():
     class Waits(Policy):
         name = "waits"

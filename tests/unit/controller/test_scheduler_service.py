@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from controller.coflow_table import FlowRate, TagEntry
 from controller.messages import (
+    POLL_COUNTERS,
     HostLevel,
     HostMark,
+    HostUpdates,
     OpenJob,
     PolicySpec,
+    Progress,
     Register,
     Registered,
     Unregister,
@@ -339,3 +344,76 @@ def test_the_controller_applies_the_inter_job_rule_of_the_policy_spec():
         "b/x": 0,
         "a/x": 1,
     }
+
+
+class CountingWriter:
+    """A switch writer that writes nothing and counts its tag counter reads."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.reads = 0
+
+    def clear_tags(self, tags) -> int:
+        return 0
+
+    def set_entries(self, entries) -> int:
+        return 0
+
+    def tag_bytes(self) -> dict[int, int]:
+        self.reads += 1
+        return dict(self.counts)
+
+
+EXAMPLE_PLUGIN = Path(__file__).resolve().parents[3] / "examples" / "my_policy.py"
+C = Coflow("c", (Flow("c.0", "h11", "h22", 300),))
+
+
+@pytest.fixture
+def least_sent():
+    """The examples' ``pp-then-least-sent`` (declares ``reads_bytes_sent``), and the same
+    policy registered without the flag as ``test-least-sent-unflagged``; both forgotten
+    after the test."""
+    from controller import policies
+    from controller.policies.plugins import import_plugin, module_name
+
+    import_plugin(EXAMPLE_PLUGIN)
+    flagged = policies.policy_class("pp-then-least-sent")
+    unflagged = type(
+        "Unflagged", (flagged,), {"name": "test-least-sent-unflagged", "reads_bytes_sent": False}
+    )
+    policies.register(unflagged)
+    yield PolicySpec("pp-then-least-sent", plugins=(str(EXAMPLE_PLUGIN),))
+    policies.unregister("test-least-sent-unflagged")
+    policies.unregister("pp-then-least-sent")
+    sys.modules.pop(module_name(EXAMPLE_PLUGIN), None)
+
+
+def test_a_policy_reading_bytes_sent_gets_the_tag_counters_at_each_poll(least_sent):
+    """Its polls read the counters into ``bytes_sent`` (no re-decision on a poll); the
+    next release ranks by them: c (0 sent), b (100), a (4000), not in arrival order."""
+    writer = CountingWriter()
+    service = SchedulerService(PLAN, 4, writer)
+    assert service.open_job(OpenJob(least_sent, False, (A, B, C))).poll == POLL_COUNTERS
+    service.register(Register(A, 0.0))
+    service.register(Register(B, 0.0))
+    sched = service.job.scheduler
+    writer.counts = {sched.tags["a"]: 4000, sched.tags["b"]: 100}
+    assert service.progress(Progress(0.1)) == HostUpdates()
+    assert writer.reads == 1
+    assert (sched.states["a"].bytes_sent, sched.states["b"].bytes_sent) == (4000, 100)
+    service.register(Register(C, 0.2))
+    assert sched.last_rank == {"a": (1, 4000, 0), "b": (1, 100, 1), "c": (1, 0, 2)}
+    assert sched.level_of("c") < sched.level_of("b") < sched.level_of("a")
+    assert writer.reads == 1  # the release itself reads no counter
+
+
+def test_a_policy_not_reading_bytes_sent_never_reads_the_counters(least_sent):
+    writer = CountingWriter()
+    service = SchedulerService(PLAN, 4, writer)
+    spec = replace(least_sent, name="test-least-sent-unflagged")
+    assert service.open_job(OpenJob(spec, False, (A, B))).poll is None
+    service.register(Register(A, 0.0))
+    writer.counts = {service.job.scheduler.tags["a"]: 4000}
+    service.progress(Progress(0.1))
+    service.register(Register(B, 0.2))
+    assert writer.reads == 0 and service.job.scheduler.states["a"].bytes_sent == 0

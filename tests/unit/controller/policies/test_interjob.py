@@ -97,6 +97,14 @@ def test_the_wrapper_keeps_the_inner_policy_traits():
     assert InterJobPolicy(policies.get("hermod"), InterJobSpec("fair", JOBS)).ranks_by_identity
 
 
+def test_the_wrapper_reads_bytes_sent_when_the_inner_policy_does():
+    class Reads(type(policies.get("fifo"))):  # type: ignore[misc]
+        reads_bytes_sent = True
+
+    assert InterJobPolicy(Reads(), InterJobSpec("fair", JOBS)).reads_bytes_sent
+    assert not InterJobPolicy(policies.get("fifo"), InterJobSpec("fair", JOBS)).reads_bytes_sent
+
+
 def test_rates_of_the_inner_policy_pass_through():
     """SEBF (MADD) gives a lone coflow's single flow the full 1 Gbit/s."""
     pol = InterJobPolicy(policies.get("sebf"), InterJobSpec("fair", JOBS))
