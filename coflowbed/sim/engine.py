@@ -49,7 +49,7 @@ from coflowbed.sim.alloc import allocate
 from coflowbed.sim.control import NO_DELAY, ControlDelay
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
-from coflowbed.sim.flowtable import FlowTable
+from coflowbed.sim.flowtable import FlowTable, whole_bytes
 from coflowbed.sim.levels import assign_levels
 from coflowbed.sim.outcome import CoflowOutcome, SimStats
 from coflowbed.sim.thresholds import next_crossing, snap
@@ -409,6 +409,7 @@ class Simulator:
             src, dst = paths[:, 0].astype(np.int64), paths[:, -1].astype(np.int64)
         else:
             at, cof, src, dst, bits = rows
+        bits = whole_bytes(bits)  # as ``decide`` sees them, round-off of either loop gone
         pos = np.empty(len(self.outcomes), dtype=np.int64)
         pos[cs] = np.arange(cs.size)
         owner = pos[cof]
@@ -517,12 +518,13 @@ class Simulator:
         if self.known_next is not None:
             known, self.known_next = self.known_next, None
             return known
-        best, why = self.dagstate.next_time() - self.now, "dag"
+        t_dag = self.dagstate.next_time()
+        best, why = t_dag - self.now, "dag"
         if self.hold:
             dt = stepkernel.next_coflow_end(self.active, self.rates, fl.remaining, self.act_cof)
         else:
             dt = stepkernel.next_finish(self.active, self.rates, fl.remaining)
-        if dt < best:
+        if dt < best and stepkernel.ahead(self.now + dt, t_dag):
             best, why = dt, "flow"
         fault_dt = self.next_fault() - self.now
         if fault_dt < best:
