@@ -7,10 +7,15 @@ event that changes the set of flows or crosses a threshold the policy is asked
 (``decide(states, fabric_view, now)``), ranks become levels (``levels`` module) and the
 rates are recomputed (``alloc.allocate``).  Pure compute events change no rate.
 
-Clairvoyant policies get ``CoflowState.remaining`` (bytes left per flow, refreshed only
-for coflows that moved since the last call); non-clairvoyant ones only ``bytes_sent``.
-A policy with ``decide_table`` (SEBF, Sincronia) is handed the live flows as arrays
-instead (no per-flow objects: 10^5 flows per call on the Facebook trace).
+Clairvoyant policies get ``CoflowState.remaining`` (bytes left per flow, whole bytes
+rounded up, refreshed only for coflows that moved since the last call); non-clairvoyant
+ones only ``bytes_sent``.  A policy with ``decide_table`` (SEBF, Sincronia) is handed
+the live flows as arrays instead (no per-flow objects: 10^5 flows per call on the
+Facebook trace), their bytes left whole as well.
+
+A flow completion less than ``stepkernel.SAME_INSTANT`` of the clock before a release
+or compute end is taken with it, at its instant: two instants equal in exact arithmetic
+give one event whichever way round-off put them.
 
 A policy with ``hold_rates`` (SEBF, as Varys and its reference simulator) keeps its rates
 until the next decision: a flow completion then changes no rate, so the engine jumps

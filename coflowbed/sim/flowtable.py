@@ -85,8 +85,11 @@ class FlowTable:
 
 def whole_bytes(left: np.ndarray) -> np.ndarray:
     """Bytes left as a policy sees them: whole bytes, rounded up (a flow with any byte
-    left is not done); round-off of the fluid model (1e-6 B) does not count."""
-    return np.ceil(left - 1e-6).clip(0)
+    left is not done); round-off of the fluid model (1e-6 B) does not count.  In
+    place on one copy (``clip`` took ten times as long on 3 * 10^5 flows)."""
+    out = left - 1e-6
+    np.ceil(out, out=out)
+    return np.maximum(out, 0.0, out=out)
 
 
 def _path_ids(paths: np.ndarray) -> np.ndarray:
