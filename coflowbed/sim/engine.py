@@ -7,10 +7,15 @@ event that changes the set of flows or crosses a threshold the policy is asked
 (``decide(states, fabric_view, now)``), ranks become levels (``levels`` module) and the
 rates are recomputed (``alloc.allocate``).  Pure compute events change no rate.
 
-Clairvoyant policies get ``CoflowState.remaining`` (bytes left per flow, refreshed only
-for coflows that moved since the last call); non-clairvoyant ones only ``bytes_sent``.
-A policy with ``decide_table`` (SEBF, Sincronia) is handed the live flows as arrays
-instead (no per-flow objects: 10^5 flows per call on the Facebook trace).
+Clairvoyant policies get ``CoflowState.remaining`` (bytes left per flow, whole bytes
+rounded up, refreshed only for coflows that moved since the last call); non-clairvoyant
+ones only ``bytes_sent``.  A policy with ``decide_table`` (SEBF, Sincronia) is handed
+the live flows as arrays instead (no per-flow objects: 10^5 flows per call on the
+Facebook trace), their bytes left whole as well.
+
+A flow completion less than ``stepkernel.SAME_INSTANT`` of the clock before a release
+or compute end is taken with it, at its instant: two instants equal in exact arithmetic
+give one event whichever way round-off put them.
 
 A policy with ``hold_rates`` (SEBF, as Varys and its reference simulator) keeps its rates
 until the next decision: a flow completion then changes no rate, so the engine jumps
@@ -49,7 +54,7 @@ from coflowbed.sim.alloc import allocate
 from coflowbed.sim.control import NO_DELAY, ControlDelay
 from coflowbed.sim.dagstate import DagState
 from coflowbed.sim.fabric import FabricModel, LinkFault
-from coflowbed.sim.flowtable import FlowTable
+from coflowbed.sim.flowtable import FlowTable, whole_bytes
 from coflowbed.sim.levels import assign_levels
 from coflowbed.sim.outcome import CoflowOutcome, SimStats
 from coflowbed.sim.thresholds import next_crossing, snap
@@ -409,6 +414,7 @@ class Simulator:
             src, dst = paths[:, 0].astype(np.int64), paths[:, -1].astype(np.int64)
         else:
             at, cof, src, dst, bits = rows
+        bits = whole_bytes(bits)  # as ``decide`` sees them, round-off of either loop gone
         pos = np.empty(len(self.outcomes), dtype=np.int64)
         pos[cs] = np.arange(cs.size)
         owner = pos[cof]
@@ -517,12 +523,13 @@ class Simulator:
         if self.known_next is not None:
             known, self.known_next = self.known_next, None
             return known
-        best, why = self.dagstate.next_time() - self.now, "dag"
+        t_dag = self.dagstate.next_time()
+        best, why = t_dag - self.now, "dag"
         if self.hold:
             dt = stepkernel.next_coflow_end(self.active, self.rates, fl.remaining, self.act_cof)
         else:
             dt = stepkernel.next_finish(self.active, self.rates, fl.remaining)
-        if dt < best:
+        if dt < best and stepkernel.ahead(self.now + dt, t_dag):
             best, why = dt, "flow"
         fault_dt = self.next_fault() - self.now
         if fault_dt < best:

@@ -79,8 +79,17 @@ class FlowTable:
         """{flow id: bytes still to deliver} of coflow ``c`` (rounded up: a flow with
         any byte left is not done)."""
         lo, hi = self.offsets[c], self.offsets[c + 1]
-        left = np.ceil(self.remaining[lo:hi] - 1e-6).clip(0).astype(np.int64).tolist()
+        left = whole_bytes(self.remaining[lo:hi]).astype(np.int64).tolist()
         return dict(zip(self.flow_ids(c), left))
+
+
+def whole_bytes(left: np.ndarray) -> np.ndarray:
+    """Bytes left as a policy sees them: whole bytes, rounded up (a flow with any byte
+    left is not done); round-off of the fluid model (1e-6 B) does not count.  In
+    place on one copy (``clip`` took ten times as long on 3 * 10^5 flows)."""
+    out = left - 1e-6
+    np.ceil(out, out=out)
+    return np.maximum(out, 0.0, out=out)
 
 
 def _path_ids(paths: np.ndarray) -> np.ndarray:

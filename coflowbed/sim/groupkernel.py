@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from coflowbed.sim import blockers, groupalloc, groupfill, kernel, roundfill, vclock
+from coflowbed.sim import blockers, groupalloc, groupfill, kernel, roundfill, stepkernel, vclock
 
 # The loop stopped before an event (rates current) / after a flow completion that
 # completed a coflow / after a coflow reached a byte threshold (both: groups carried).
@@ -287,7 +287,7 @@ def next_event(clk, lclk, cclk, thresholds, clock) -> tuple:
     t_min = vclock.earliest(lclk[0])
     dt = t_min - now
     best, why = t_dag - now, DAG
-    if dt < best:
+    if dt < best and stepkernel.ahead(t_min, t_dag):
         best, why = dt, FLOW
     if t_fault - now < best:
         best, why = t_fault - now, FAULT

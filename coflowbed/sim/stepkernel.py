@@ -11,6 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# A flow completion less than this fraction of the clock before a release or compute end
+# is taken with it, at its instant (``ahead``).
+SAME_INSTANT = 1e-12
+
 
 @njit(cache=True)
 def next_finish(active, rates, remaining) -> float:
@@ -22,6 +26,16 @@ def next_finish(active, rates, remaining) -> float:
             if t < best:
                 best = t
     return best
+
+
+@njit(cache=True)
+def ahead(t_flow, t_dag) -> bool:
+    """Whether a flow completion at ``t_flow`` comes before a release or compute end at
+    ``t_dag`` by more than round-off (``SAME_INSTANT`` of the clock).  If not, the two
+    are one event at ``t_dag`` (the flows finish at their own instants within it): two
+    instants equal in exact arithmetic, reached by different sums, must give the same
+    events in either loop, whichever way each rounded."""
+    return t_flow + SAME_INSTANT * abs(t_flow) < t_dag
 
 
 @njit(cache=True)

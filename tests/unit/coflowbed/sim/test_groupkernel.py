@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from coflowbed.sim import BigSwitch, LeafSpine, Simulator, groupkernel, parse_fabric_spec
+from coflowbed.sim.stepkernel import SAME_INSTANT
 from controller import policies
 from controller.policies import Decision
 from controller.policies.dclas import DClas
+from controller.policies.sincronia import Sincronia
 from tests.data import FB_TRACE
 from workload import fbtrace, generate
 from workload.dag import Coflow, Dag, Flow
@@ -98,25 +100,8 @@ SMALL = ("tiny-moe", "small-moe", "gpt3-175b")  # presets run under every policy
 CASES = [(pr, pol) for pr in preset_names() for pol in policies.names()]
 
 
-# Found with the 128-server thesis presets (issue 47): the compiled loop's events and
-# CCTs depart from the per-flow loop's (e.g. qwen-moe-24l under sincronia: 5823 vs 5925
-# events, finish times up to 4.8 % apart).  Strict: the mark fails once they agree.
-DIVERGENT = {
-    ("gpt3-175b-thesis", "dclas"),
-    ("mixtral-8x22b", "dclas"),
-    ("mixtral-8x22b", "sincronia"),
-    ("qwen-moe-24l", "sincronia"),
-}
-XFAIL = pytest.mark.xfail(strict=True, reason="compiled loop departs from per-flow (issue 47)")
-
-
 @pytest.mark.parametrize(
-    "preset,policy",
-    [
-        pytest.param(pr, pol, marks=[XFAIL] if (pr, pol) in DIVERGENT else [])
-        for pr, pol in CASES
-        if pr in SMALL or pol in MAX_MIN
-    ],
+    "preset,policy", [(pr, pol) for pr, pol in CASES if pr in SMALL or pol in MAX_MIN]
 )
 def test_llm_presets_same_as_per_flow_loop(preset, policy):
     """Every LLM preset under the max-min policies, three of them under every
@@ -368,3 +353,58 @@ def test_live_rows_and_sent_now_read_the_groups_as_a_write_back_would():
     assert (src.tolist(), dst.tolist(), bits.tolist()) == ([1, 2], [6, 7], [5.0, 5.0])
     sent = groupkernel.sent_now(grp, cof, np.array([100.0, 0.0]))
     assert sent.tolist() == [100.0 + 3.0 + 3.0, 4.0]
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("gap,events", [(SAME_INSTANT / 10, 2), (SAME_INSTANT * 10, 3)])
+def test_a_completion_just_before_a_release_is_taken_with_it(fast, gap, events):
+    """Coflow a (1 MB at 1 Gbit/s) ends at 8e6 / 1e9 = 0.008 s; coflow b, on other
+    hosts, is released ``gap`` of the clock later.  Within round-off of it (a tenth of
+    ``SAME_INSTANT``: two sums of one instant) both loops take them as one event at
+    b's release, a finishing at its own instant: 2 events (that one, b's end); ten
+    times ``SAME_INSTANT`` apart, they are two (3 events)."""
+    t_end = 8e6 / 1e9
+    release = t_end * (1 + gap)
+    dag = Dag(
+        coflows=[
+            Coflow("a", (Flow("a0", "h0", "h1", 1_000_000),)),
+            Coflow("b", (Flow("b0", "h2", "h3", 1_000_000),), release_s=release),
+        ]
+    )
+    fabric = BigSwitch(("h0", "h1", "h2", "h3"), 1e9)
+    sim = Simulator(dag, fabric, policies.get("fair"), None, fast=fast).run()
+    assert sim.stats.events == events
+    assert sim.flows.finish_s[0] == pytest.approx(t_end, rel=1e-15)
+    assert sim.outcomes[0].finish_s == (release if events == 2 else sim.flows.finish_s[0])
+
+
+class _SeesTable(Sincronia):
+    """Sincronia noting the bits left of every table it is handed."""
+
+    name = "test-sees-table"
+
+    def __init__(self) -> None:
+        """No table seen yet."""
+        super().__init__()
+        self.seen: list[np.ndarray] = []
+
+    def decide_table(self, table, ids, seq, now):
+        """Sincronia's decision; the table's bits noted."""
+        self.seen.append(table.bits.copy())
+        return super().decide_table(table, ids, seq, now)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_a_table_policy_sees_whole_bytes_as_decide_does(fast):
+    """Three flows of 1,000,001 B on one path share 1 Gbit/s (a third each); a
+    coflow of 333,334 B on other hosts ends first and the policy decides then, each of
+    the three having received 333,334 / 3 B: 888,889.67 B left (and the round-off of
+    either loop in it).  The table holds whole bytes, rounded up (888,890), as
+    ``CoflowState.remaining`` does, so ties between equal coflows are broken alike in
+    both loops."""
+    big = tuple(Flow(f"a{i}", "h0", "h1", 1_000_001) for i in range(3))
+    dag = Dag(coflows=[Coflow("a", big), Coflow("b", (Flow("b0", "h2", "h3", 333_334),))])
+    policy = _SeesTable()
+    Simulator(dag, BigSwitch(("h0", "h1", "h2", "h3"), 1e9), policy, None, fast=fast).run()
+    assert (policy.seen[1] / 8.0).tolist() == [888_890.0] * 3  # at b's end
+    assert all((bits / 8.0 == np.round(bits / 8.0)).all() for bits in policy.seen)
