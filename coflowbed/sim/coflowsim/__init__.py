@@ -1,8 +1,8 @@
 """CoflowSim's model (github.com/coflow/coflowsim, the simulator behind Varys's and
 Aalo's trace results), for ``coflowbed simulate --trace ... --model coflowsim``: its
 trace layout (racks, MB rounding), its 10 s admission epochs and 8 ms time steps, and
-its FAIR, FIFO, SEBF (MADD) and DARK (D-CLAS) allocations.  See docs/simulator.md,
-"CoflowSim model".
+its FAIR, FIFO, SEBF (MADD) and DARK (D-CLAS) allocations.  See
+docs/simulator-coflowsim.md.
 
     from coflowbed.sim.coflowsim import run_trace, write
     run = run_trace(read_trace(path), trace.ports, "sebf")
