@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coflowbed.analysis.comparison import FIDELITY_METRICS, Comparison, PolicyStats
+from coflowbed.analysis.report.headline import answer_sentences
 from coflowbed.analysis.stats import Estimate, Speedup
 
 CI_SUFFIXES = ("", "_std", "_ci_low", "_ci_high")
@@ -159,7 +160,9 @@ def markdown(c: Comparison) -> str:
     lines = [
         f"# {c.scenario}: {', '.join(c.policies)} ({c.repeat} repetition(s), seeds {seeds})",
         "",
-        ANSWER_PREFIX + answer(c),
+        ANSWER_PREFIX + " ".join(answer_sentences(c)),
+        "",
+        "In numbers: " + answer(c),
         "",
         f"Mean over the complete runs; with n >= 2: ± sample std [{c.confidence:.0%} CI, t "
         f"distribution].  Speed-up = {c.baseline} / policy: {c.speedup_method}.  "

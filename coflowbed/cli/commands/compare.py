@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from coflowbed.analysis.report.tables import answer, short_table
+from coflowbed.analysis.report.headline import answer_sentences
+from coflowbed.analysis.report.tables import short_table
 from coflowbed.cli.options import (
     add_engine,
     add_no_check,
@@ -97,6 +98,6 @@ def run(args: argparse.Namespace) -> int:
     run_one = simulated(engine) if args.sim else emulated(scen, args.check)
     result = compare(scen, names, out.resolve(), run_one, repeat, seeds)
     print(short_table(result))
-    print(answer(result))
+    print(" ".join(answer_sentences(result)))
     print(f"-> {out} (full table: compare.md, compare.csv; report: coflowbed report {out})")
     return 1 if result.partial else 0

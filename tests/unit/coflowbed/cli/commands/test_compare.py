@@ -39,6 +39,10 @@ def test_sim_repeat_two_with_seeds(tmp_path, capsys):
     assert "±" in row and f"x{dp['speedup_iteration_time']:.3g} [" in row  # the short table
     assert "| dp-first | 2 | False |" in (out / "compare.md").read_text()  # the full one
     assert all(len(ln) <= 100 for ln in printed[: printed.index(row) + 1])
+    # the answer once, in a sentence naming both measures: DP-first is worse on iteration
+    (said,) = [ln for ln in printed if ln.startswith("dp-first is ")]
+    assert said.startswith("dp-first is worse than fair on iteration time (")
+    assert "on average CCT" in said
     for png in ("compare.png", "compare_iteration.png", "compare_cct_cdf.png"):
         assert (out / png).stat().st_size > 1000
 
