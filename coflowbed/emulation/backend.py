@@ -53,7 +53,7 @@ from workload.dag import Coflow
 
 log = logging.getLogger("emulation")
 
-COUNTER_POLL_S = 0.1  # D-CLAS learns bytes sent from switch counters this often
+COUNTER_POLL_S = 0.1  # policies reading bytes sent (D-CLAS, reads_bytes_sent) poll the counters
 PROGRESS_POLL_S = 0.5  # clairvoyant policies learn bytes left from the agents this often
 REQUEST_TIMEOUT_S = 30.0
 SENT_WAIT_S = 2.0  # after the run, the senders' last acknowledgements arrive within this
@@ -390,8 +390,9 @@ class EmulationBackend:
 
     def tick(self, now: float) -> float | None:
         """Poll for policies that decide on progress: the controller reads its own tag
-        counters (byte thresholds, D-CLAS), or gets the active senders' acknowledged
-        bytes from their agents (clairvoyant policies deciding live, SEBF)."""
+        counters (byte thresholds, D-CLAS; ``reads_bytes_sent``), or gets the active
+        senders' acknowledged bytes from their agents (clairvoyant policies deciding
+        live, SEBF)."""
         poll = None if self.opened is None else self.opened.poll
         if poll == POLL_COUNTERS:
             self.link.send(Progress(now, {}, self._drain()))
