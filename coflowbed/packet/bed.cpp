@@ -246,7 +246,11 @@ class Bed {
 
   // Every segment a flow's sender hands to IP gets the flow's DSCP now, ECN bits as TCP
   // set them.  (Not Socket::SetIpTos: ns-3's TCP then never sends ECT, so no DCTCP.)
-  void Marking(Ptr<const Packet> p, const TcpHeader&, Ptr<const TcpSocketBase> s) {
+  // The handshake's SYN stays unmarked (band 0, as the ACKs): a flow's connection opens
+  // at once, as the emulator's pooled connections are open before the flow, instead of
+  // its SYN starving behind more urgent bands until the handshake gives up.
+  void Marking(Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
+    if (h.GetFlags() & TcpHeader::SYN) return;
     auto it = m_bySocket.find(const_cast<Socket*>(static_cast<const Socket*>(PeekPointer(s))));
     if (it == m_bySocket.end()) return;
     SocketIpTosTag tag;

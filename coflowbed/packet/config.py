@@ -53,6 +53,9 @@ class PacketConfig:
     hash_seed: int = 1
     decide_every_s: float = 1e-3
     horizon_s: float = math.inf
+    # simulated seconds without a flow ending, while flows run, before the run is given
+    # up as stalled (a connection TCP closed never ends; without this the loop would go on)
+    stall_s: float = 600.0
 
     def check(self) -> PacketConfig:
         """Self if every setting is in range, else ValueError naming the setting."""
@@ -84,6 +87,8 @@ class PacketConfig:
             raise ValueError(f"rto_max_s: must be 0 or min_rto_s..60 s, got {self.rto_max_s!r}")
         if not 0 < self.delack_s <= 0.5:
             raise ValueError(f"delack_s: must be > 0 and <= 0.5 s, got {self.delack_s!r}")
+        if not 1 <= self.stall_s <= 1e6:
+            raise ValueError(f"stall_s: must be 1..1e6 s, got {self.stall_s!r}")
         if not self.decide_every_s > 0:
             raise ValueError(f"decide_every_s: must be > 0, got {self.decide_every_s!r}")
         if not self.horizon_s > 0:

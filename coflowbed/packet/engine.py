@@ -143,6 +143,7 @@ class PacketEngine:
         self.thresholds = np.asarray(sorted(self.policy.byte_thresholds or ()), dtype=float)
         self.buckets: dict[int, int] = {}  # coflow -> threshold bucket at the last decision
         self.changed = False  # coflows released or completed since the last decision
+        self._ended_at = 0.0  # when a flow last ended (simulated s): the stall check
         self._seq = 0
         self.planes = [self._plane(f) for _, f in self.flows]
 
@@ -166,7 +167,8 @@ class PacketEngine:
         horizon = self.config.horizon_s
         while not self.dagstate.all_done():
             now = self.bed.now()
-            target = min(self.dagstate.next_time(), now + RUN_CAP_S)
+            self._check_stall(now)
+            target = min(self.dagstate.next_time(), now + min(RUN_CAP_S, self.config.stall_s))
             if self.thresholds.size and self.states:
                 target = min(target, now + self.config.decide_every_s)
             if not self.states and not math.isfinite(self.dagstate.next_time()):
@@ -189,9 +191,20 @@ class PacketEngine:
         self._record_bytes()
         return self
 
+    def _check_stall(self, now: float) -> None:
+        """RuntimeError when flows run and none has ended for ``stall_s`` simulated
+        seconds (a connection TCP gave up on never ends)."""
+        if self.states and now - self._ended_at >= self.config.stall_s:
+            raise RuntimeError(
+                f"packet engine stalled at t={now:.3f}s: flows run but none ended in "
+                f"{self.config.stall_s:g} s of simulated time (PacketConfig.stall_s)"
+            )
+
     def _collect(self, now: float) -> None:
         """Flows whose last byte arrived: record them; complete their coflows."""
         done = self.bed.take_done()
+        if done:
+            self._ended_at = now
         ended: set[int] = set()
         for b in done:
             i = self.dag_flow[b]

@@ -19,6 +19,7 @@ NS3_PIN = "ns3==3.44.post0"
 CPP = Path(__file__).with_name("bed.cpp")
 TCP_TYPES = {"tcp": "ns3::TcpNewReno", "dctcp": "ns3::TcpDctcp", "cubic": "ns3::TcpCubic"}
 HEADERS = 52  # IPv4 + TCP with timestamps: MSS = MTU - 52
+DATA_RETRIES = 80  # timeouts in a row before a connection is given up (topo/hosttcp.py)
 
 _loaded: dict[str, Any] = {}
 
@@ -161,5 +162,8 @@ def _set_defaults(ns: Any, config: PacketConfig) -> None:
     # ns-3 3.44's SACK scoreboard can leave a flow that lost a burst sending one segment
     # per RTO for minutes on an idle path (docs/packet.md, "Limits"): off unless asked.
     cfg.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(config.sack))
+    # A flow starved longer than six back-offs would be closed (ns-3's DataRetries: 6) and
+    # never end; the emulator's hosts retry 80 times (topo/hosttcp.py, tcp_retries2)
+    cfg.SetDefault("ns3::TcpSocket::DataRetries", ns.UintegerValue(DATA_RETRIES))
     ecn = "On" if config.transport == "dctcp" else "Off"
     cfg.SetDefault("ns3::TcpSocketBase::UseEcn", ns.StringValue(ecn))

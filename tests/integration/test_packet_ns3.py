@@ -102,6 +102,22 @@ def test_strict_priority_lets_the_urgent_coflow_through_first():
     assert levels == {"urgent": 0, "bulk": 7}
 
 
+def test_a_flow_starved_for_many_back_offs_still_ends_after_the_urgent_one():
+    # 90 MB urgent from the same host: the bulk flow waits 7.2 s, past ns-3's six
+    # timeouts that would close its connection (the emulator's hosts retry 80 times) and
+    # its SYN, unmarked, opens the connection at once
+    urgent_s = 90_000_000 * 8 / RATE
+    dag = Dag(
+        coflows=[
+            Coflow("urgent", (Flow("u0", "h1_1", "h2_1", 90_000_000),)),
+            Coflow("bulk", (Flow("b0", "h1_1", "h2_2", 1_000_000),)),
+        ]
+    )
+    got = ccts(simulate_packets(dag, fabric(), StaticPolicy({"urgent": 0, "bulk": 7}, 7), 8))
+    assert urgent_s <= got["urgent"] <= OVERHEAD * urgent_s
+    assert got["urgent"] < got["bulk"] <= got["urgent"] + 0.5
+
+
 def test_mechanism_ccts_match_the_fluid_model_within_packet_overhead(tmp_path):
     scen = load_scenario(REPO / "coflowbed/scenarios/mechanism.yaml", {})
     fab = scenario_fabric(scen)

@@ -135,6 +135,7 @@ def test_defaults_pass_their_own_check():
         ("host_queue_packets", 0),
         ("fair_queue_buckets", -1),
         ("fair_queue_buckets", 2000),
+        ("stall_s", 0.5),
         ("ecn_packets", 100),
         ("mtu", 100),
         ("min_rto_s", 0.0),
@@ -320,3 +321,17 @@ def test_without_the_extra_the_error_is_one_line_naming_it(monkeypatch):
         ns3bed.load()
     text = str(exc.value)
     assert "\n" not in text and "coflowbed[packet]" in text and "ns3==3.44.post0" in text
+
+
+class DeadBed(FakeBed):
+    """A bed whose flows never end (a connection TCP gave up on)."""
+
+    def run_until(self, t: float) -> None:
+        self.t = t
+
+
+def test_a_run_whose_flows_never_end_stops_as_stalled_at_stall_s():
+    dag = Dag(coflows=[Coflow("a", (Flow("a0", "h1_1", "h2_1", 1_000_000),))])
+    with pytest.raises(RuntimeError, match=r"stalled at t=30\.000s: .* none ended in 30 s"):
+        cfg = PacketConfig(stall_s=30.0)
+        PacketEngine(dag, fabric(), ArrivalOrder(), 8, cfg, DeadBed()).run()
