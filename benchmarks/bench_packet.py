@@ -10,7 +10,7 @@ min, median and max ratio).  Usage::
         [--policy NAME] [--transport tcp|dctcp|cubic] [--scale 1.0] [--rows 20]
         [--fair-queue-buckets 16]
     .venv/bin/python benchmarks/bench_packet.py --preset qwen-moe-12l --set parallelism.dp=16
-        [--leaves 8] [--spines 4] [--rate-gbps 1] [--policy fair]   # 64 hosts
+        [--per-leaf 8] [--spines 4] [--rate-gbps 1] [--policy fair]   # 64 hosts
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--preset",
         help="instead of scenarios: this LLM preset (one iteration) on generic hosts, on a "
-        "leaf-spine of --leaves x --spines at --rate-gbps, 8 levels",
+        "leaf-spine of --per-leaf hosts per leaf and --spines at --rate-gbps, 8 levels",
     )
     p.add_argument(
         "--set",
@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="a preset override (e.g. parallelism.dp=16), repeatable",
     )
-    p.add_argument("--leaves", type=int, default=8)
+    p.add_argument("--per-leaf", type=int, default=8, help="hosts per leaf")
     p.add_argument("--spines", type=int, default=4)
     p.add_argument("--rate-gbps", type=float, default=1.0)
     return p.parse_args(argv)
@@ -80,7 +80,7 @@ def preset_inputs(args: argparse.Namespace) -> tuple[Dag, LeafSpine, int]:
     job = load_preset(args.preset, {"iterations": 1, **sets})
     hosts = generic_hosts(job.hosts_needed)
     rate = args.rate_gbps * 1e9
-    return generate(job, hosts), LeafSpine(tuple(hosts), args.leaves, args.spines, rate, rate), 8
+    return generate(job, hosts), LeafSpine(tuple(hosts), args.per_leaf, args.spines, rate, rate), 8
 
 
 def policy_of(scen, name: str | None):

@@ -75,7 +75,7 @@ def study(label: str, preset: str, args: argparse.Namespace) -> None:
     """Every policy of one job in the fluid model and, per transport, in packets."""
     dag, hosts = job_dag(label, preset, args.set)
     rate = args.rate_gbps * 1e9
-    fabric = LeafSpine(tuple(hosts), max(1, len(hosts) // args.per_leaf), args.spines, rate, rate)
+    fabric = LeafSpine(tuple(hosts), args.per_leaf, args.spines, rate, rate)
     names = args.policies.split(",")
     fluid = {p: simulate(dag, fabric, policies.get(p), 8).summary().iteration_time_s for p in names}
     print(f"\n{label} ({preset}, {len(hosts)} hosts, {fabric.description})")
