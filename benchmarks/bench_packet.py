@@ -22,11 +22,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from coflowbed.cli.options import parse_sets  # noqa: E402
 from coflowbed.experiment.binding import scenario_fabric, scenario_policy  # noqa: E402
 from coflowbed.experiment.scenario import load_scenario  # noqa: E402
 from coflowbed.packet import PacketConfig, ns3bed, simulate_packets  # noqa: E402
@@ -70,17 +69,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def preset_inputs(args: argparse.Namespace) -> tuple[Dag, LeafSpine, int]:
-    """The DAG of ``--preset`` (one iteration, ``--set`` overrides) on generic hosts,
-    its leaf-spine, and 8 levels."""
-    sets = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        sets[key] = yaml.safe_load(value)
-    job = load_preset(args.preset, {"iterations": 1, **sets})
+def preset_dag(preset: str, sets: list[str]) -> tuple[Dag, list[str]]:
+    """One iteration of ``preset`` with the ``KEY=VALUE`` overrides ``sets``, on generic
+    hosts: its DAG and the hosts."""
+    job = load_preset(preset, {"iterations": 1, **parse_sets(sets)})
     hosts = generic_hosts(job.hosts_needed)
+    return generate(job, hosts), hosts
+
+
+def preset_inputs(args: argparse.Namespace) -> tuple[Dag, LeafSpine, int]:
+    """The DAG of ``--preset`` on its leaf-spine, and 8 levels."""
+    dag, hosts = preset_dag(args.preset, args.set)
     rate = args.rate_gbps * 1e9
-    return generate(job, hosts), LeafSpine(tuple(hosts), args.per_leaf, args.spines, rate, rate), 8
+    return dag, LeafSpine(tuple(hosts), args.per_leaf, args.spines, rate, rate), 8
 
 
 def policy_of(scen, name: str | None):

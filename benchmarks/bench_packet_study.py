@@ -22,18 +22,15 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from bench_packet import preset_dag  # noqa: E402  (the same preset loading)
 
 from coflowbed.packet import ns3bed, simulate_packets  # noqa: E402
 from coflowbed.sim import LeafSpine, simulate  # noqa: E402
 from controller import policies  # noqa: E402
-from workload import generate  # noqa: E402
 from workload.dag import Dag  # noqa: E402
-from workload.placement import generic_hosts  # noqa: E402
-from workload.presets import load_preset  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -60,15 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def job_dag(label: str, preset: str, sets: list[str]) -> tuple[Dag, list[str]]:
     """One iteration of ``preset`` with the ``--set`` overrides given for ``label``."""
-    over: dict = {"iterations": 1}
-    for item in sets:
-        who, _, kv = item.partition(":")
-        if who == label:
-            key, _, value = kv.partition("=")
-            over[key] = yaml.safe_load(value)
-    job = load_preset(preset, over)
-    hosts = generic_hosts(job.hosts_needed)
-    return generate(job, hosts), hosts
+    mine = [kv for who, _, kv in (item.partition(":") for item in sets) if who == label]
+    return preset_dag(preset, mine)
 
 
 def study(label: str, preset: str, args: argparse.Namespace) -> None:
